@@ -1,0 +1,191 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Errors of claims.
+var (
+	// ErrClaimed means the sequence, or a later one, was claimed already.
+	ErrClaimed = errors.New("election: already claimed")
+	// ErrNotLeader means the claim required a term that is no longer current.
+	ErrNotLeader = errors.New("election: term is not current")
+	// ErrBusy means the claim was exclusive and a run is in progress.
+	ErrBusy = errors.New("election: a run is in progress")
+)
+
+// ClaimOption adds a condition or a side effect to a claim.
+type ClaimOption func(*claimOptions)
+
+type claimOptions struct {
+	term      *Fence
+	holder    string
+	marker    string
+	lease     clientv3.LeaseID
+	exclusive string
+}
+
+// UnderTerm makes the claim commit only while term is current, so a deposed
+// leader cannot claim.
+func UnderTerm(term Fence) ClaimOption {
+	return func(o *claimOptions) { o.term = &term }
+}
+
+// ClaimedBy records who claims, for status and history.
+func ClaimedBy(identity string) ClaimOption {
+	return func(o *claimOptions) { o.holder = identity }
+}
+
+// WithMarker also creates key, attached to lease, in the same transaction:
+// an in-progress marker that disappears with its holder's session. The
+// claim's Fence is the marker's.
+func WithMarker(key string, lease clientv3.LeaseID) ClaimOption {
+	return func(o *claimOptions) { o.marker, o.lease = key, lease }
+}
+
+// Exclusive makes the claim fail with ErrBusy while any key under prefix
+// exists: no two runs overlap when their markers live under prefix.
+func Exclusive(prefix string) ClaimOption {
+	return func(o *claimOptions) { o.exclusive = prefix }
+}
+
+// Claim is a claimed sequence number.
+type Claim struct {
+	// Seq is the claimed sequence (for cronx, the tick's nominal time).
+	Seq int64
+	// Revision is the etcd revision of the claim: a fencing token that grows
+	// with every claim.
+	Revision int64
+	// Fence is the marker's fence when the claim made one.
+	Fence Fence
+}
+
+// seqWidth is the width of the zero-padded sequence at the head of a claim
+// value, so that etcd's byte-wise comparison of values orders sequences.
+const seqWidth = 20
+
+// ClaimSeq claims seq at key once for the whole cluster: it commits, in one
+// transaction, only if every sequence claimed at key before is lower, and
+// only while the options' conditions hold. It returns ErrClaimed,
+// ErrNotLeader or ErrBusy when a condition fails. seq must not be negative.
+func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int64, opts ...ClaimOption) (Claim, error) {
+	if client == nil {
+		return Claim{}, errors.New("election: nil etcd client")
+	}
+	if key == "" || seq < 0 {
+		return Claim{}, fmt.Errorf("election: claim %q seq %d: want a key and a sequence of 0 or more", key, seq)
+	}
+	var o claimOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	bound := fmt.Sprintf("%0*d", seqWidth, seq)
+	val := bound + " " + o.holder
+
+	var conds []clientv3.Cmp
+	if o.term != nil {
+		conds = append(conds, o.term.Cmp())
+	}
+	if o.exclusive != "" {
+		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(o.exclusive), "=", 0).WithPrefix())
+	}
+	then := []clientv3.Op{clientv3.OpPut(key, val)}
+	if o.marker != "" {
+		then = append(then, clientv3.OpPut(o.marker, val, clientv3.WithLease(o.lease)))
+	}
+	// Read back what failed, to say why.
+	var orElse []clientv3.Op
+	orElse = append(orElse, clientv3.OpGet(key))
+	if o.term != nil {
+		orElse = append(orElse, clientv3.OpGet(o.term.Key, clientv3.WithKeysOnly()))
+	}
+	if o.exclusive != "" {
+		orElse = append(orElse, clientv3.OpGet(o.exclusive, clientv3.WithPrefix(), clientv3.WithCountOnly()))
+	}
+
+	// A value compare fails on a missing key, so a key that does not exist
+	// yet is claimed by comparing its absence; if another claim creates it
+	// between two tries, the value is compared again.
+	exists := true
+	for range 3 {
+		cmp := clientv3.Compare(clientv3.Value(key), "<", bound)
+		if !exists {
+			cmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+		}
+		resp, err := client.Txn(ctx).If(append([]clientv3.Cmp{cmp}, conds...)...).Then(then...).Else(orElse...).Commit()
+		if err != nil {
+			return Claim{}, fmt.Errorf("election: claim %s seq %d: %w", key, seq, err)
+		}
+		if resp.Succeeded {
+			c := Claim{Seq: seq, Revision: resp.Header.Revision}
+			if o.marker != "" {
+				c.Fence = Fence{Key: o.marker, Revision: resp.Header.Revision}
+			}
+			return c, nil
+		}
+		rs := resp.Responses
+		i := 1
+		if o.term != nil {
+			kvs := rs[i].GetResponseRange().Kvs
+			if len(kvs) == 0 || kvs[0].CreateRevision != o.term.Revision {
+				return Claim{}, fmt.Errorf("claim %s seq %d: %w", key, seq, ErrNotLeader)
+			}
+			i++
+		}
+		if o.exclusive != "" && rs[i].GetResponseRange().Count > 0 {
+			return Claim{}, fmt.Errorf("claim %s seq %d: %w", key, seq, ErrBusy)
+		}
+		found := len(rs[0].GetResponseRange().Kvs) > 0
+		if found && exists {
+			return Claim{}, fmt.Errorf("claim %s seq %d: %w", key, seq, ErrClaimed)
+		}
+		exists = found
+	}
+	return Claim{}, fmt.Errorf("election: claim %s seq %d: the key changed under every try", key, seq)
+}
+
+// LastClaim returns the highest sequence claimed at key and who claimed it;
+// ok is false when nothing was claimed there.
+func LastClaim(ctx context.Context, client *clientv3.Client, key string) (seq int64, holder string, ok bool, err error) {
+	resp, err := client.Get(ctx, key)
+	if err != nil {
+		return 0, "", false, fmt.Errorf("election: read claim %s: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, "", false, nil
+	}
+	seq, holder, err = parseClaim(string(resp.Kvs[0].Value))
+	if err != nil {
+		return 0, "", false, fmt.Errorf("election: claim %s: %w", key, err)
+	}
+	return seq, holder, true, nil
+}
+
+func parseClaim(v string) (int64, string, error) {
+	num, holder, _ := strings.Cut(v, " ")
+	seq, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || len(num) != seqWidth {
+		return 0, "", fmt.Errorf("malformed claim value %q", v)
+	}
+	return seq, holder, nil
+}
+
+// Release deletes a claim's marker while it is still the claim's own.
+func Release(ctx context.Context, client *clientv3.Client, c Claim) error {
+	if c.Fence.Key == "" {
+		return nil
+	}
+	_, err := client.Txn(ctx).If(c.Fence.Cmp()).Then(clientv3.OpDelete(c.Fence.Key)).Commit()
+	if err != nil {
+		return fmt.Errorf("election: release %s: %w", c.Fence.Key, err)
+	}
+	return nil
+}

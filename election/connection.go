@@ -1,0 +1,145 @@
+package election
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Connection says how to reach etcd: the BATON_ETCD_* variables, or the
+// baton command's flags, in one place.
+type Connection struct {
+	// Endpoints are client URLs (http://etcd:2379) or host:port pairs.
+	Endpoints []string
+	// Username and Password authenticate with etcd's auth, when enabled.
+	Username, Password string
+	// CAFile verifies the server's certificate; CertFile and KeyFile are the
+	// client's own, for servers that require client certificates. Any of
+	// them switches the connection to TLS.
+	CAFile, CertFile, KeyFile string
+	// DialTimeout bounds the first connection; zero means 5 s.
+	DialTimeout time.Duration
+}
+
+// ConnectionFromEnv reads BATON_ETCD_ENDPOINTS (a comma list),
+// BATON_ETCD_USERNAME, BATON_ETCD_PASSWORD, BATON_ETCD_CA, BATON_ETCD_CERT and
+// BATON_ETCD_KEY. Endpoints is empty when coordination is not configured.
+func ConnectionFromEnv() Connection {
+	var eps []string
+	for _, e := range strings.Split(os.Getenv("BATON_ETCD_ENDPOINTS"), ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			eps = append(eps, e)
+		}
+	}
+	return Connection{
+		Endpoints: eps,
+		Username:  os.Getenv("BATON_ETCD_USERNAME"),
+		Password:  os.Getenv("BATON_ETCD_PASSWORD"),
+		CAFile:    os.Getenv("BATON_ETCD_CA"),
+		CertFile:  os.Getenv("BATON_ETCD_CERT"),
+		KeyFile:   os.Getenv("BATON_ETCD_KEY"),
+	}
+}
+
+// Configured reports whether any endpoint is set.
+func (c Connection) Configured() bool { return len(c.Endpoints) > 0 }
+
+// ClientConfig validates the connection and returns an etcd client
+// configuration for it. It reads the certificate files; it does not dial.
+func (c Connection) ClientConfig() (clientv3.Config, error) {
+	if len(c.Endpoints) == 0 {
+		return clientv3.Config{}, errors.New("election: no etcd endpoints (set BATON_ETCD_ENDPOINTS)")
+	}
+	secure := c.CAFile != "" || c.CertFile != "" || c.KeyFile != ""
+	for _, ep := range c.Endpoints {
+		if err := checkEndpoint(ep); err != nil {
+			return clientv3.Config{}, err
+		}
+		if strings.HasPrefix(ep, "https://") {
+			secure = true
+		}
+	}
+	if (c.Username == "") != (c.Password == "") {
+		return clientv3.Config{}, errors.New("election: etcd username and password must be given together")
+	}
+	cfg := clientv3.Config{
+		Endpoints:            c.Endpoints,
+		Username:             c.Username,
+		Password:             c.Password,
+		DialTimeout:          c.DialTimeout,
+		DialKeepAliveTime:    5 * time.Second,
+		DialKeepAliveTimeout: 3 * time.Second,
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	if secure {
+		tc, err := c.tlsConfig()
+		if err != nil {
+			return clientv3.Config{}, err
+		}
+		cfg.TLS = tc
+	}
+	return cfg, nil
+}
+
+func checkEndpoint(ep string) error {
+	if strings.Contains(ep, "://") {
+		u, err := url.Parse(ep)
+		if err != nil {
+			return fmt.Errorf("election: etcd endpoint %q: %v", ep, err)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix" && u.Scheme != "unixs" {
+			return fmt.Errorf("election: etcd endpoint %q: scheme %q is not http or https", ep, u.Scheme)
+		}
+		if u.Host == "" {
+			return fmt.Errorf("election: etcd endpoint %q has no host", ep)
+		}
+		return nil
+	}
+	host, port, err := net.SplitHostPort(ep)
+	if err != nil || strings.ContainsAny(host, " \t\n") {
+		return fmt.Errorf("election: etcd endpoint %q: want a URL or host:port", ep)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("election: etcd endpoint %q: port %q is not a number", ep, port)
+	}
+	return nil
+}
+
+func (c Connection) tlsConfig() (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("election: etcd CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("election: etcd CA %s: no PEM certificate in it", c.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	switch {
+	case c.CertFile != "" && c.KeyFile != "":
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("election: etcd client certificate %s and key %s: %w", c.CertFile, c.KeyFile, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	case c.CertFile != "":
+		return nil, fmt.Errorf("election: etcd client certificate %s given without a key (BATON_ETCD_KEY)", c.CertFile)
+	case c.KeyFile != "":
+		return nil, fmt.Errorf("election: etcd client key %s given without a certificate (BATON_ETCD_CERT)", c.KeyFile)
+	}
+	return tc, nil
+}

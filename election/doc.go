@@ -1,0 +1,56 @@
+// Package election gives a cluster of processes one leader, mutual exclusion
+// and once-only claims, on etcd, with fencing and a safe local deadline.
+//
+// # Guarantees, and what they assume
+//
+// A leader's (or lock holder's) work runs under a context that is cancelled
+// at the session's safe local deadline: the send time of the last keepalive
+// the server acknowledged, plus the lease TTL, less a margin (WithMargin).
+// The server renews a lease when it receives a keepalive, which is after it
+// was sent, so it cannot expire the lease before that moment. Work that stops
+// when its context is done has therefore stopped before another instance can
+// be elected, even when this one is partitioned from etcd or was paused.
+//
+// This holds when:
+//
+//   - clocks run at about the same rate: the local clock and the etcd leader's
+//     may disagree on the time of day by any amount, but over one TTL they
+//     must not drift apart by more than the margin (default: a tenth of the
+//     TTL, at least 500 ms). Only the monotonic clock is used;
+//   - work notices its context within the margin. A process that is paused
+//     (SIGSTOP, a long GC, a frozen VM) for longer than that cannot notice
+//     anything; for that case every term, hold and claim carries a fencing
+//     token (Fence) to put in the transactions of the work itself, so a
+//     deposed holder's writes fail wherever they are checked;
+//   - etcd is linearizable, which it is for the calls made here.
+//
+// A candidate that loses its session (lease expired, revoked, or etcd
+// restarted with no data) campaigns again on a fresh session by itself, with
+// backoff while etcd cannot be reached. Nothing blocks without a context;
+// every goroutine the package starts ends with the call or object that
+// started it.
+//
+// # Keys
+//
+// Under a prefix P (WithPrefix, BATON_PREFIX, default "/baton"):
+//
+//	P/election/<name>/<lease>   an Elector, exactly as etcd's concurrency.Election
+//	P/lock/<name>/<lease>       a Mutex, exactly as etcd's concurrency.Mutex
+//
+// so `etcdctl elect P/election/<name> x` and `etcdctl lock P/lock/<name>`
+// compete with baton as equals. Claims (ClaimSeq) are at keys their caller
+// chooses; cronx keeps them under P/jobs.
+//
+// # Use
+//
+// An Elector campaigns in Run and calls a function for each term it wins;
+// Leader and Observe tell anyone who leads. A Mutex is a lock with Lock,
+// TryLock and Unlock, one session per hold. ClaimSeq claims a sequence number
+// (a cron tick) once for the whole cluster, optionally only while a term is
+// current and only while no other run is in progress.
+//
+// Configuration follows the environment, and explicit options win: the
+// BATON_ETCD_* variables give a Connection (ConnectionFromEnv), and
+// BATON_PREFIX, BATON_ID and BATON_TTL the defaults of WithPrefix,
+// WithIdentity and WithTTL.
+package election
