@@ -1,0 +1,78 @@
+package baton_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The SDK packages an app imports, and what each may not link.
+var sdk = map[string][]string{
+	"./election": {"go.etcd.io/etcd/server/v3", "github.com/robfig/cron/v3", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
+	"./cronx":    {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox"},
+	"./convox":   {"go.etcd.io/etcd/server/v3"},
+}
+
+// TestSDKDoesNotLinkAnEtcdServer checks the dependency rules of DESIGN.md:
+// an app that imports the SDK links no etcd server, and nothing imports
+// upward.
+func TestSDKDoesNotLinkAnEtcdServer(t *testing.T) {
+	for pkg, banned := range sdk {
+		if _, err := os.Stat(pkg); err != nil {
+			continue // not written yet
+		}
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, b := range banned {
+				if dep == b || strings.HasPrefix(dep, b+"/") {
+					t.Errorf("%s depends on %s", pkg, dep)
+				}
+			}
+		}
+	}
+}
+
+// allowedModules are the modules baton may require directly: etcd (whose
+// client API also brings zap for its logger and gRPC for dial options),
+// robfig/cron, pflag, and yaml.v3 for editing convox.yml with its comments.
+var allowedModules = []string{
+	"go.etcd.io/etcd/",
+	"go.uber.org/zap",
+	"google.golang.org/grpc",
+	"github.com/robfig/cron/v3",
+	"github.com/spf13/pflag",
+	"gopkg.in/yaml.v3",
+}
+
+func TestDirectDependenciesAreTheAgreedOnes(t *testing.T) {
+	out, err := exec.Command("go", "mod", "edit", "-json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mod struct {
+		Require []struct {
+			Path     string
+			Indirect bool
+		}
+	}
+	if err := json.Unmarshal(out, &mod); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range mod.Require {
+		if r.Indirect {
+			continue
+		}
+		ok := false
+		for _, a := range allowedModules {
+			ok = ok || strings.HasPrefix(r.Path, a)
+		}
+		if !ok {
+			t.Errorf("go.mod requires %s directly; DESIGN.md allows %v", r.Path, allowedModules)
+		}
+	}
+}
