@@ -24,11 +24,19 @@ var (
 type ClaimOption func(*claimOptions)
 
 type claimOptions struct {
-	term      *Fence
-	holder    string
-	marker    string
-	lease     clientv3.LeaseID
-	exclusive string
+	term   *Fence
+	holder string
+	marker string
+	lease  clientv3.LeaseID
+	absent []absence
+}
+
+// absence is a condition that no key exists at key (or under it, as a
+// prefix), failing the claim with err.
+type absence struct {
+	key    string
+	prefix bool
+	err    error
 }
 
 // UnderTerm makes the claim commit only while term is current, so a deposed
@@ -52,7 +60,13 @@ func WithMarker(key string, lease clientv3.LeaseID) ClaimOption {
 // Exclusive makes the claim fail with ErrBusy while any key under prefix
 // exists: no two runs overlap when their markers live under prefix.
 func Exclusive(prefix string) ClaimOption {
-	return func(o *claimOptions) { o.exclusive = prefix }
+	return func(o *claimOptions) { o.absent = append(o.absent, absence{key: prefix, prefix: true, err: ErrBusy}) }
+}
+
+// UnlessExists makes the claim fail with err while key exists; cronx uses it
+// for a job's pause flag.
+func UnlessExists(key string, err error) ClaimOption {
+	return func(o *claimOptions) { o.absent = append(o.absent, absence{key: key, err: err}) }
 }
 
 // Claim is a claimed sequence number.
@@ -94,11 +108,18 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 	if o.term != nil {
 		conds = append(conds, o.term.Cmp())
 	}
-	if o.exclusive != "" {
-		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(o.exclusive), "=", 0).WithPrefix())
+	for _, a := range o.absent {
+		cmp := clientv3.Compare(clientv3.CreateRevision(a.key), "=", 0)
+		if a.prefix {
+			cmp = cmp.WithPrefix()
+		}
+		conds = append(conds, cmp)
 	}
 	then := []clientv3.Op{clientv3.OpPut(key, val)}
 	if o.marker != "" {
+		// A fresh marker, so its create revision is the claim's.
+		o.absent = append(o.absent, absence{key: o.marker, err: ErrBusy})
+		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(o.marker), "=", 0))
 		then = append(then, clientv3.OpPut(o.marker, val, clientv3.WithLease(o.lease)))
 	}
 	// Read back what failed, to say why.
@@ -107,8 +128,12 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 	if o.term != nil {
 		orElse = append(orElse, clientv3.OpGet(o.term.Key, clientv3.WithKeysOnly()))
 	}
-	if o.exclusive != "" {
-		orElse = append(orElse, clientv3.OpGet(o.exclusive, clientv3.WithPrefix(), clientv3.WithCountOnly()))
+	for _, a := range o.absent {
+		opts := []clientv3.OpOption{clientv3.WithCountOnly()}
+		if a.prefix {
+			opts = append(opts, clientv3.WithPrefix())
+		}
+		orElse = append(orElse, clientv3.OpGet(a.key, opts...))
 	}
 
 	// A value compare fails on a missing key, so a key that does not exist
@@ -132,6 +157,13 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 			return c, nil
 		}
 		rs := resp.Responses
+		// A tick done already is the plainest reason, so it is told first.
+		last := rs[0].GetResponseRange().Kvs
+		if len(last) > 0 {
+			if done, _, err := parseClaim(string(last[0].Value)); err != nil || done >= seq {
+				return Claim{}, fmt.Errorf("claim %s seq %d: %w", key, seq, ErrClaimed)
+			}
+		}
 		i := 1
 		if o.term != nil {
 			kvs := rs[i].GetResponseRange().Kvs
@@ -140,14 +172,14 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 			}
 			i++
 		}
-		if o.exclusive != "" && rs[i].GetResponseRange().Count > 0 {
-			return Claim{}, fmt.Errorf("claim %s seq %d: %w", key, seq, ErrBusy)
+		for _, a := range o.absent {
+			if rs[i].GetResponseRange().Count > 0 {
+				return Claim{}, fmt.Errorf("claim %s seq %d: %w", key, seq, a.err)
+			}
+			i++
 		}
-		found := len(rs[0].GetResponseRange().Kvs) > 0
-		if found && exists {
-			return Claim{}, fmt.Errorf("claim %s seq %d: %w", key, seq, ErrClaimed)
-		}
-		exists = found
+		// Only the key's existence can have changed: try the other compare.
+		exists = len(last) > 0
 	}
 	return Claim{}, fmt.Errorf("election: claim %s seq %d: the key changed under every try", key, seq)
 }

@@ -107,7 +107,11 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, term T
 		if e.client.Ctx().Err() != nil {
 			return ErrClientClosed
 		}
-		sess, err := newSession(ctx, e.client, e.opts)
+		// Bound the grant: the client waits for a connection by default, and
+		// Run must log and back off while etcd is unreachable.
+		gctx, gcancel := context.WithTimeout(ctx, e.opts.ttl)
+		sess, err := newSession(gctx, e.client, e.opts)
+		gcancel()
 		if err != nil {
 			if errors.Is(err, ErrTTLBelowMinimum) {
 				return err

@@ -28,7 +28,6 @@ type options struct {
 	margin   time.Duration // zero: derived from ttl
 	logger   *slog.Logger
 	clock    clock.Clock
-
 }
 
 // WithPrefix sets the key prefix P under which baton keeps its keys

@@ -203,6 +203,7 @@ func (m *Member) startLocked() error {
 	}
 	cfg.ListenMetricsUrls = nil
 	cfg.UnsafeNoFsync = true // test data is thrown away; fsync only slows tests
+	cfg.BcryptCost = 4       // the minimum: auth tests hash passwords, not guard them
 	if os.Getenv("BATON_ETCDTEST_LOG") == "" {
 		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	} else {
