@@ -1,0 +1,233 @@
+package cronx
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/internal/clock"
+)
+
+// Cron runs jobs on their schedules. Entries may be added, removed and
+// inspected before Start and while it runs; all its methods are safe for
+// concurrent use.
+type Cron struct {
+	// runningMu guards running, nextID and, while the scheduler is stopped,
+	// entries. While it runs, the run loop owns entries and the methods below
+	// talk to it over the channels, so a snapshot never sees an entry
+	// half-updated.
+	runningMu sync.Mutex
+	running   bool
+	entries   []*Entry
+	nextID    EntryID
+
+	add      chan *Entry
+	remove   chan EntryID
+	snapshot chan chan []Entry
+	stop     chan struct{}
+
+	chain    Chain
+	logger   Logger
+	location *time.Location
+	parser   ScheduleParser
+	clock    clock.Clock
+
+	jobWaiter jobWaiter
+
+	// fireHook, when set, sees every run that fire starts, with the tick it
+	// was given. Tests use it to check that runs carry nominal ticks.
+	fireHook func(e Entry, tick time.Time)
+}
+
+// Job is work to run on a schedule.
+type Job interface {
+	Run()
+}
+
+// FuncJob makes a func() a Job.
+type FuncJob func()
+
+// Run calls f.
+func (f FuncJob) Run() { f() }
+
+// Schedule says when a job runs.
+type Schedule interface {
+	// Next returns the first activation time later than the given time, or
+	// the zero time if there is none. It is called when the scheduler starts
+	// or the entry is added, and again after each activation.
+	Next(time.Time) time.Time
+}
+
+// ScheduleParser turns a spec string into a Schedule.
+type ScheduleParser interface {
+	Parse(spec string) (Schedule, error)
+}
+
+// New returns a stopped Cron configured by opts. Without options it
+// interprets schedules in time.Local, parses specs with the standard
+// five-field parser (ParseStandard), wraps jobs in no JobWrapper (so a
+// panicking job crashes the program unless Recover is in the chain) and logs
+// errors to standard output through DefaultLogger.
+func New(opts ...Option) *Cron {
+	c := &Cron{
+		add:      make(chan *Entry),
+		remove:   make(chan EntryID),
+		snapshot: make(chan chan []Entry),
+		stop:     make(chan struct{}),
+		chain:    NewChain(),
+		logger:   DefaultLogger,
+		location: time.Local,
+		parser:   standardParser,
+		clock:    clock.Real,
+	}
+	for _, opt := range opts {
+		opt(c)
+	}
+	return c
+}
+
+// AddFunc schedules cmd on spec, parsed by the Cron's parser. The ID it
+// returns identifies the entry to Entry and Remove.
+func (c *Cron) AddFunc(spec string, cmd func()) (EntryID, error) {
+	return c.AddJob(spec, FuncJob(cmd))
+}
+
+// AddJob schedules cmd on spec, parsed by the Cron's parser. The ID it
+// returns identifies the entry to Entry and Remove.
+func (c *Cron) AddJob(spec string, cmd Job) (EntryID, error) {
+	schedule, err := c.parser.Parse(spec)
+	if err != nil {
+		return 0, err
+	}
+	return c.Schedule(schedule, cmd), nil
+}
+
+// Schedule adds cmd, wrapped by the Cron's chain, to run on schedule. A
+// running Cron computes the entry's first activation at once.
+func (c *Cron) Schedule(schedule Schedule, cmd Job) EntryID {
+	c.runningMu.Lock()
+	defer c.runningMu.Unlock()
+	c.nextID++
+	e := &Entry{
+		ID:         c.nextID,
+		Schedule:   schedule,
+		WrappedJob: c.chain.Then(cmd),
+		Job:        cmd,
+	}
+	if c.running {
+		c.add <- e
+	} else {
+		c.entries = append(c.entries, e)
+	}
+	return e.ID
+}
+
+// Entries returns a copy of the entries. While the Cron runs they are in the
+// order they will next run, entries that never run again last.
+func (c *Cron) Entries() []Entry {
+	c.runningMu.Lock()
+	defer c.runningMu.Unlock()
+	if c.running {
+		reply := make(chan []Entry, 1)
+		c.snapshot <- reply
+		return <-reply
+	}
+	return c.entrySnapshot()
+}
+
+// Entry returns a copy of the entry with the given ID, or the zero Entry
+// (whose Valid is false) if there is none.
+func (c *Cron) Entry(id EntryID) Entry {
+	for _, e := range c.Entries() {
+		if e.ID == id {
+			return e
+		}
+	}
+	return Entry{}
+}
+
+// Location returns the time zone in which the Cron interprets schedules.
+func (c *Cron) Location() *time.Location {
+	return c.location
+}
+
+// Remove deletes the entry with the given ID, so that it does not run
+// again. A run in progress is not interrupted. An unknown ID is ignored.
+func (c *Cron) Remove(id EntryID) {
+	c.runningMu.Lock()
+	defer c.runningMu.Unlock()
+	if c.running {
+		c.remove <- id
+	} else {
+		c.removeEntry(id)
+	}
+}
+
+// Start runs the scheduler in its own goroutine. It does nothing if the
+// scheduler runs already.
+func (c *Cron) Start() {
+	c.runningMu.Lock()
+	defer c.runningMu.Unlock()
+	if c.running {
+		return
+	}
+	c.running = true
+	go c.run()
+}
+
+// Run runs the scheduler in the calling goroutine until Stop is called. It
+// returns at once if the scheduler runs already.
+func (c *Cron) Run() {
+	c.runningMu.Lock()
+	if c.running {
+		c.runningMu.Unlock()
+		return
+	}
+	c.running = true
+	c.runningMu.Unlock()
+	c.run()
+}
+
+// Stop stops the scheduler if it runs; no run starts after Stop returns.
+// Runs already in progress go on: the returned context is done once every
+// run has returned, at once if none is in progress. Stop never waits for
+// them itself, so a caller chooses how long to wait, for example:
+//
+//	select {
+//	case <-c.Stop().Done():
+//	case <-time.After(grace):
+//	}
+func (c *Cron) Stop() context.Context {
+	c.runningMu.Lock()
+	defer c.runningMu.Unlock()
+	if c.running {
+		c.stop <- struct{}{}
+		c.running = false
+	}
+	return c.jobWaiter.idle()
+}
+
+// now reads the Cron's clock in the Cron's time zone, which is the zone
+// schedules in time.Local follow.
+func (c *Cron) now() time.Time {
+	return c.clock.Now().In(c.location)
+}
+
+func (c *Cron) entrySnapshot() []Entry {
+	out := make([]Entry, len(c.entries))
+	for i, e := range c.entries {
+		out[i] = *e
+	}
+	return out
+}
+
+func (c *Cron) removeEntry(id EntryID) {
+	kept := c.entries[:0]
+	for _, e := range c.entries {
+		if e.ID != id {
+			kept = append(kept, e)
+		}
+	}
+	clear(c.entries[len(kept):])
+	c.entries = kept
+}

@@ -1,0 +1,189 @@
+// Package cronx runs jobs on cron schedules inside a Go program. It is a drop-in
+// replacement for github.com/robfig/cron/v3 (v3.0.1): the same names, the same
+// specs and the same behaviour, so a program changes only its import path:
+//
+//	import cron "github.com/batonhq/baton/cronx"
+//
+// robfig/cron's own test suite passes against this package.
+//
+// # What it guarantees, and what it does not
+//
+//   - A job runs in its own goroutine; a slow job delays neither the scheduler
+//     nor other jobs. Runs of one job may overlap unless a JobWrapper forbids
+//     it (see Job wrappers).
+//   - Each run belongs to a nominal tick: the time the schedule named, to the
+//     second. Entry.Next and Entry.Prev are nominal ticks, not the moments the
+//     process happened to wake up.
+//   - A scheduler that wakes up late (a paused process, a loaded machine, a
+//     clock stepped forward) runs each late entry once, for its earliest missed
+//     tick, and schedules the next run from the time it woke. Missed ticks are
+//     not made up, and a schedule is not replayed after a restart: the
+//     scheduler keeps no state outside the process.
+//   - Stop stops scheduling at once; it does not interrupt running jobs. The
+//     context it returns is done when they have returned.
+//   - The resolution is one second. Schedules are computed on the wall clock,
+//     so a clock stepped backwards delays runs until it catches up.
+//   - Without cluster coordination, every process that runs the same Cron runs
+//     every job: N replicas run a job N times. See Cluster coordination.
+//
+// # Usage
+//
+// Register funcs (or Jobs) with a schedule, then start the scheduler:
+//
+//	c := cronx.New()
+//	c.AddFunc("30 * * * *", func() { fmt.Println("every hour on the half hour") })
+//	c.AddFunc("30 3-6,20-23 * * *", func() { fmt.Println("half past the hour, 3-6 am and 8-11 pm") })
+//	c.AddFunc("CRON_TZ=Asia/Tokyo 30 04 * * *", func() { fmt.Println("04:30 in Tokyo, every day") })
+//	c.AddFunc("@hourly", func() { fmt.Println("every hour, on the hour") })
+//	c.AddFunc("@every 1h30m", func() { fmt.Println("every hour and a half, from now") })
+//	c.Start()
+//	...
+//	// Jobs may be added to, and removed from, a running Cron.
+//	id, _ := c.AddFunc("@daily", func() { fmt.Println("every day at midnight") })
+//	...
+//	// Entries reports each job's next and previous run.
+//	for _, e := range c.Entries() {
+//		fmt.Println(e.ID, e.Prev, e.Next)
+//	}
+//	c.Remove(id)
+//	...
+//	ctx := c.Stop() // no job starts from now on
+//	<-ctx.Done()    // the jobs that were running have returned
+//
+// AddFunc and AddJob return an error, naming the spec, when the spec does not
+// parse; nothing is added then.
+//
+// # Spec format
+//
+// A spec has five fields separated by spaces:
+//
+//	Field         Required  Values            Special characters
+//	-----         --------  ------            ------------------
+//	Minutes       yes       0-59              * / , -
+//	Hours         yes       0-23              * / , -
+//	Day of month  yes       1-31              * / , - ?
+//	Month         yes       1-12 or JAN-DEC   * / , -
+//	Day of week   yes       0-6 or SUN-SAT    * / , - ?
+//
+// Month and day-of-week names are case-insensitive: "SUN", "Sun" and "sun" are
+// the same. The fields mean what they mean in crontab(5)
+// (https://en.wikipedia.org/wiki/Cron); in particular, when both day fields are
+// restricted, a day that matches either one runs ("0 0 1,15 * MON" is the 1st,
+// the 15th and every Monday), and when either is "*", a day must match both.
+//
+// The special characters:
+//
+//   - Asterisk (*): every value of the field; "*" in the month field is every
+//     month.
+//   - Slash (/): a step through a range. "3-59/15" in the minutes field is the
+//     3rd minute of the hour and every 15 minutes after; "*/15" steps through
+//     the whole field (0, 15, 30, 45); "N/15" starts at N and runs to the end
+//     of the field, without wrapping around.
+//   - Comma (,): a list. "MON,WED,FRI" in the day-of-week field is Mondays,
+//     Wednesdays and Fridays.
+//   - Hyphen (-): a range, inclusive. "9-17" in the hours field is every hour
+//     from 9 am to 5 pm.
+//   - Question mark (?): the same as "*", for leaving one of the day fields
+//     open.
+//
+// # Seconds and other formats
+//
+// A Parser made by NewParser accepts a chosen set of fields, in the order
+// above, with a seconds field first when Second or SecondOptional is chosen.
+// WithSeconds gives a Cron a parser with a required seconds field, as in
+// Quartz (http://www.quartz-scheduler.org/documentation/quartz-2.x/tutorials/crontrigger.html):
+//
+//	c := cronx.New(cronx.WithSeconds())
+//	c.AddFunc("*/10 * * * * *", job) // every 10 seconds
+//
+// The seconds field may be made optional instead, with a custom parser:
+//
+//	cronx.New(cronx.WithParser(cronx.NewParser(
+//		cronx.SecondOptional | cronx.Minute | cronx.Hour | cronx.Dom | cronx.Month | cronx.Dow | cronx.Descriptor)))
+//
+// # Predefined schedules
+//
+// A descriptor may stand in place of the fields:
+//
+//	Descriptor              Runs                                      Same as
+//	----------              ----                                      -------
+//	@yearly (or @annually)  once a year, at midnight on January 1st   0 0 1 1 *
+//	@monthly                once a month, at midnight on the 1st      0 0 1 * *
+//	@weekly                 once a week, at midnight Saturday-Sunday  0 0 * * 0
+//	@daily (or @midnight)   once a day, at midnight                   0 0 * * *
+//	@hourly                 once an hour, on the hour                 0 * * * *
+//
+// # Intervals
+//
+// "@every <duration>", with a duration time.ParseDuration accepts, runs a job
+// at a fixed interval counted from when the Cron starts, or from when the job
+// is added to a running Cron: "@every 1h30m10s" runs an hour, 30 minutes and
+// 10 seconds after that, and every such interval after. Intervals are whole
+// seconds: a shorter one is raised to one second, and a fraction is dropped.
+//
+// The interval does not count the job's run time: a job that takes 3 minutes,
+// every 5 minutes, is idle for 2 minutes between runs. Every builds the same
+// schedule in code.
+//
+// # Time zones
+//
+// A Cron interprets schedules in time.Local unless WithLocation says
+// otherwise:
+//
+//	nyc, _ := time.LoadLocation("America/New_York")
+//	c := cronx.New(cronx.WithLocation(nyc))
+//	c.AddFunc("0 6 * * ?", job) // 6 am in New York
+//
+// A spec may carry its own zone, which wins over the Cron's, as a first field
+// CRON_TZ=<zone> (TZ=<zone> is accepted too):
+//
+//	c.AddFunc("CRON_TZ=Asia/Tokyo 0 6 * * ?", job) // 6 am in Tokyo
+//
+// Daylight saving time is taken as it comes: a time that a transition skips
+// does not run (a job at 2:30 am misses the night the clocks go forward), and a
+// time that occurs twice runs twice.
+//
+// # Job wrappers
+//
+// A Chain of JobWrappers adds behaviour to jobs: recovering panics, delaying or
+// skipping a run while the previous one is still running, logging runs.
+// WithChain applies one to every job of a Cron:
+//
+//	c := cronx.New(cronx.WithChain(
+//		cronx.Recover(logger),            // a panic is logged, not fatal
+//		cronx.SkipIfStillRunning(logger), // no overlapping runs
+//	))
+//
+// and NewChain(...).Then(job) wraps a single job. The default chain is empty,
+// as in robfig/cron: a job that panics crashes the program unless Recover
+// wraps it.
+//
+// # Thread safety
+//
+// A Cron's methods may be called from any goroutine, before and after Start,
+// and from inside jobs. A change is in effect when its call returns: after
+// Remove returns, the entry does not start again; after Stop returns, no job
+// starts.
+//
+// # Logging
+//
+// A Cron and its wrappers log through the Logger interface, a subset of
+// github.com/go-logr/logr's: Info and Error, with alternating keys and values,
+// so structured loggers plug in. PrintfLogger adapts a *log.Logger and logs
+// errors only; VerbosePrintfLogger logs every start, wake-up, run, addition
+// and removal too, which helps to see why a job ran when it did:
+//
+//	cronx.New(cronx.WithLogger(
+//		cronx.VerbosePrintfLogger(log.New(os.Stdout, "cron: ", log.LstdFlags))))
+//
+// The messages and keys are robfig/cron's, so queries written for its logs keep
+// working.
+//
+// # Cluster coordination
+//
+// Coordination through etcd, so that each tick of a job runs once across all
+// the replicas of a program, is turned on by BATON_ETCD_ENDPOINTS (a comma
+// list of etcd endpoints) and configured by the coordination options, each
+// documented where it is declared. Without it, everything above holds for
+// each process on its own.
+package cronx

@@ -1,0 +1,94 @@
+package cronx
+
+import (
+	"time"
+
+	"github.com/batonhq/baton/internal/clock"
+)
+
+// idleWait is how long the loop sleeps when no entry has a next run; it only
+// needs to outlast any real wait, since adds, removes and Stop wake it.
+const idleWait = 100000 * time.Hour
+
+// run is the scheduler. It owns c.entries until Stop: other goroutines reach
+// them only through the add, remove and snapshot channels.
+//
+// Each entry's Next is its nominal tick, computed by its Schedule. The loop
+// sleeps until the earliest Next, then starts every entry whose Next has
+// come, through fire with that Next, and computes each one's following Next
+// from the wake-up time. So a tick is named by the schedule, not by when the
+// process happened to wake up; and, as in robfig/cron, a scheduler that wakes
+// up late runs each late entry once rather than once per missed tick.
+func (c *Cron) run() {
+	c.logger.Info("start")
+	now := c.now()
+	for _, e := range c.entries {
+		e.Next = e.Schedule.Next(now)
+		c.logger.Info("schedule", "now", now, "entry", e.ID, "next", e.Next)
+	}
+	for {
+		sortByNext(c.entries)
+		if !c.wait(c.clock.NewTimer(c.untilNext())) {
+			return
+		}
+	}
+}
+
+// untilNext returns how long to sleep before the earliest entry is due.
+func (c *Cron) untilNext() time.Duration {
+	if len(c.entries) == 0 || c.entries[0].Next.IsZero() {
+		return idleWait
+	}
+	return c.entries[0].Next.Sub(c.now())
+}
+
+// wait handles events until one changes what the loop must sleep for, and
+// reports false on Stop. The timer is spent or stopped when it returns.
+func (c *Cron) wait(timer clock.Timer) bool {
+	for {
+		select {
+		case now := <-timer.C():
+			now = now.In(c.location)
+			c.logger.Info("wake", "now", now)
+			c.runDue(now)
+			return true
+
+		case e := <-c.add:
+			timer.Stop()
+			now := c.now()
+			e.Next = e.Schedule.Next(now)
+			c.entries = append(c.entries, e)
+			c.logger.Info("added", "now", now, "entry", e.ID, "next", e.Next)
+			return true
+
+		case id := <-c.remove:
+			timer.Stop()
+			c.removeEntry(id)
+			c.logger.Info("removed", "entry", id)
+			return true
+
+		case reply := <-c.snapshot:
+			// Nothing changed: keep sleeping on the same timer.
+			reply <- c.entrySnapshot()
+
+		case <-c.stop:
+			timer.Stop()
+			c.logger.Info("stop")
+			return false
+		}
+	}
+}
+
+// runDue fires every entry due by now. Entries are sorted, so the first one
+// not yet due ends the pass.
+func (c *Cron) runDue(now time.Time) {
+	for _, e := range c.entries {
+		if e.Next.IsZero() || e.Next.After(now) {
+			return
+		}
+		c.fire(e, e.Next)
+		e.Prev = e.Next
+		e.Next = e.Schedule.Next(now)
+		c.logger.Info("run", "now", now, "entry", e.ID, "next", e.Next)
+	}
+}

@@ -1,0 +1,45 @@
+package cronx
+
+import (
+	"time"
+
+	"github.com/batonhq/baton/internal/clock"
+)
+
+// Option configures a Cron in New.
+type Option func(*Cron)
+
+// WithLocation makes the Cron interpret schedules in loc instead of
+// time.Local. A spec's own CRON_TZ= prefix still wins.
+func WithLocation(loc *time.Location) Option {
+	return func(c *Cron) { c.location = loc }
+}
+
+// WithSeconds makes specs start with a required seconds field, as Quartz
+// does: "30 * * * * *" runs at half past every minute.
+func WithSeconds() Option {
+	return WithParser(NewParser(Second | Minute | Hour | Dom | Month | Dow | Descriptor))
+}
+
+// WithParser makes the Cron parse the specs given to AddFunc and AddJob
+// with p.
+func WithParser(p ScheduleParser) Option {
+	return func(c *Cron) { c.parser = p }
+}
+
+// WithChain wraps every job added to the Cron in wrappers, the first
+// outermost. It replaces the default chain, which is empty.
+func WithChain(wrappers ...JobWrapper) Option {
+	return func(c *Cron) { c.chain = NewChain(wrappers...) }
+}
+
+// WithLogger makes the Cron log through logger instead of DefaultLogger.
+func WithLogger(logger Logger) Option {
+	return func(c *Cron) { c.logger = logger }
+}
+
+// withClock makes the Cron read time and set timers on clk, so that tests
+// step time instead of sleeping.
+func withClock(clk clock.Clock) Option {
+	return func(c *Cron) { c.clock = clk }
+}

@@ -1,0 +1,315 @@
+package cronx_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+)
+
+// robfigModule is the release whose test suite cronx must pass.
+const robfigModule = "github.com/robfig/cron/v3@v3.0.1"
+
+// robfigPackageClause matches the package clause of robfig/cron's test files,
+// which are internal tests of package cron.
+var robfigPackageClause = regexp.MustCompile(`(?m)^package cron$`)
+
+// TestRobfigParity runs robfig/cron v3.0.1's own test suite, from the module
+// cache, against cronx: in a throwaway module it puts cronx's source files
+// next to robfig's test files, renamed to package cronx, and runs go test
+// there. robfig's tests are internal tests, so they also check the
+// unexported names they touch (c.location, c.parser, printfLogger, getRange,
+// bounds and so on).
+//
+// The suite sleeps on the wall clock (about 40 s); -short skips it.
+func TestRobfigParity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs robfig/cron's wall-clock test suite (about 40 s)")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the parity test runs the go command: %v", err)
+	}
+	robfigDir := findRobfig(t, goTool)
+	repo := filepath.Dir(goOutput(t, goTool, ".", "env", "GOMOD"))
+	goVersion := goOutput(t, goTool, ".", "list", "-m", "-f", "{{.GoVersion}}")
+
+	work := t.TempDir()
+	copyCronxSource(t, work)
+	copyRobfigTests(t, robfigDir, work)
+	goMod := fmt.Sprintf(`module github.com/batonhq/baton/cronxparity
+
+go %s
+
+require github.com/batonhq/baton v0.0.0
+
+replace github.com/batonhq/baton => %s
+`, goVersion, repo)
+	writeFile(t, filepath.Join(work, "go.mod"), []byte(goMod))
+	// The repository's sums let the throwaway module resolve cronx's
+	// dependencies from the module cache without asking the network.
+	sums, err := os.ReadFile(filepath.Join(repo, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(work, "go.sum"), sums)
+
+	suite := robfigSuite{t: t, goTool: goTool, dir: work}
+	started := time.Now()
+	tests := suite.list()
+	first := suite.run("")
+	var retried []string
+	for _, name := range tests {
+		if first.passed[name] {
+			continue
+		}
+		reason, sensitive := timingSensitive[name]
+		if !sensitive || !first.failed[name] {
+			t.Fatalf("robfig/cron's %s does not pass against cronx (go test in %s):\n%s", name, work, first.report(name))
+		}
+		t.Logf("%s failed; it is timing-sensitive (%s), so it runs again alone:\n%s", name, reason, first.report(name))
+		if !suite.passesAlone(name) {
+			t.Fatalf("robfig/cron's %s fails against cronx on every attempt", name)
+		}
+		retried = append(retried, name)
+	}
+	again := "none"
+	if len(retried) > 0 {
+		again = strings.Join(retried, ", ")
+	}
+	t.Logf("robfig/cron's %d tests pass against cronx in %v; run again: %s",
+		len(tests), time.Since(started).Round(time.Second), again)
+}
+
+// timingSensitive lists the tests of robfig/cron that fail now and then
+// against robfig/cron itself, with why. Each may run again, alone, when it
+// fails; every other test must pass on the first run.
+var timingSensitive = map[string]string{
+	"TestChainDelayIfStillRunning": millisecondWindows,
+	"TestChainSkipIfStillRunning":  millisecondWindows,
+}
+
+const millisecondWindows = "its subtests give goroutines 2 to 5 ms to run, and one started 1 ms " +
+	"after another must have finished within 3 ms, which a descheduled goroutine or a coarse " +
+	"timer misses; robfig/cron itself fails them now and then, more often under -race"
+
+// robfigSuite runs the test suite in the throwaway module.
+type robfigSuite struct {
+	t      *testing.T
+	goTool string
+	dir    string
+}
+
+// list returns the names of the suite's top-level tests and examples.
+func (s robfigSuite) list() []string {
+	s.t.Helper()
+	out, err := goCommand(s.t, s.goTool, s.dir, s.args("-list", ".")...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("go test -list in %s: %v\n%s", s.dir, err, out)
+	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "Test") || strings.HasPrefix(line, "Example") {
+			names = append(names, line)
+		}
+	}
+	if len(names) == 0 {
+		s.t.Fatalf("go test -list in %s found no tests:\n%s", s.dir, out)
+	}
+	return names
+}
+
+// passesAlone runs one test on its own, up to three times, and reports
+// whether it passed.
+func (s robfigSuite) passesAlone(name string) bool {
+	for range 3 {
+		r := s.run("^" + name + "$")
+		if r.passed[name] {
+			return true
+		}
+		s.t.Logf("%s failed again:\n%s", name, r.report(name))
+	}
+	return false
+}
+
+// run runs the tests matching pattern, all of them if it is empty.
+func (s robfigSuite) run(pattern string) suiteRun {
+	s.t.Helper()
+	args := []string{"-json", "-count=1", "-timeout=5m"}
+	if pattern != "" {
+		args = append(args, "-run", pattern)
+	}
+	out, _ := goCommand(s.t, s.goTool, s.dir, s.args(append(args, ".")...)...).CombinedOutput()
+	// The exit status adds nothing: a test that neither passed nor
+	// failed (a build error, a crash) is reported from the output.
+	return parseSuiteRun(out)
+}
+
+// args returns the arguments of go test, with -race if this test binary was
+// built with it, so that robfig's suite runs under the race detector too.
+func (s robfigSuite) args(extra ...string) []string {
+	args := []string{"test"}
+	if raceEnabled() {
+		args = append(args, "-race")
+	}
+	return append(args, extra...)
+}
+
+// suiteRun is the outcome of one go test -json run.
+type suiteRun struct {
+	passed, failed map[string]bool
+	output         map[string]*strings.Builder // by top-level test; "" is the rest
+}
+
+func parseSuiteRun(out []byte) suiteRun {
+	r := suiteRun{passed: map[string]bool{}, failed: map[string]bool{}, output: map[string]*strings.Builder{}}
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		var ev struct{ Action, Test, Output string }
+		if json.Unmarshal(line, &ev) != nil {
+			ev = struct{ Action, Test, Output string }{Action: "output", Output: string(line) + "\n"}
+		}
+		top, _, _ := strings.Cut(ev.Test, "/")
+		switch {
+		case ev.Action == "output" || ev.Action == "build-output":
+			if r.output[top] == nil {
+				r.output[top] = &strings.Builder{}
+			}
+			r.output[top].WriteString(ev.Output)
+		case ev.Action == "pass" && ev.Test == top:
+			r.passed[top] = true
+		case ev.Action == "fail" && ev.Test == top:
+			r.failed[top] = true
+		}
+	}
+	return r
+}
+
+// report returns what the run printed for test, and everything printed
+// outside any test (build errors, a crash of the test binary).
+func (r suiteRun) report(test string) string {
+	var b strings.Builder
+	if o := r.output[test]; o != nil && test != "" {
+		b.WriteString(o.String())
+	}
+	if o := r.output[""]; o != nil {
+		b.WriteString(o.String())
+	}
+	return b.String()
+}
+
+// findRobfig returns the directory of robfig/cron in the module cache,
+// downloading the module if it is not there.
+func findRobfig(t *testing.T, goTool string) string {
+	t.Helper()
+	cache := goOutput(t, goTool, ".", "env", "GOMODCACHE")
+	dir := filepath.Join(cache, filepath.FromSlash(robfigModule))
+	if _, err := os.Stat(filepath.Join(dir, "cron_test.go")); err == nil {
+		return dir
+	}
+	// Outside this module, so that the download cannot touch go.mod or
+	// go.sum.
+	out := goOutput(t, goTool, t.TempDir(), "mod", "download", "-json", robfigModule)
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal([]byte(out), &mod); err != nil {
+		t.Fatalf("go mod download %s: %v\n%s", robfigModule, err, out)
+	}
+	if mod.Error != "" || mod.Dir == "" {
+		t.Fatalf("go mod download %s: %s", robfigModule, out)
+	}
+	return mod.Dir
+}
+
+// copyCronxSource copies the package's non-test Go files, which are the
+// whole of cronx, into dir.
+func copyCronxSource(t *testing.T, dir string) {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, f), src)
+	}
+}
+
+// copyRobfigTests copies every test file of robfig/cron into dir as a test
+// of package cronx. None is left out.
+func copyRobfigTests(t *testing.T, robfigDir, dir string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(robfigDir, "*_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no test files in %s", robfigDir)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(robfigPackageClause.FindAllIndex(src, -1)); n != 1 {
+			t.Fatalf("%s: found %d package clauses %q, want 1", f, n, robfigPackageClause)
+		}
+		src = robfigPackageClause.ReplaceAll(src, []byte("package cronx"))
+		writeFile(t, filepath.Join(dir, "robfig_"+filepath.Base(f)), src)
+	}
+}
+
+// raceEnabled reports whether this test binary was built with -race.
+func raceEnabled() bool {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
+}
+
+// goCommand returns the go command run in dir, outside any workspace, free
+// to complete the throwaway module's go.mod.
+func goCommand(t *testing.T, goTool, dir string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(t.Context(), goTool, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
+	return cmd
+}
+
+func goOutput(t *testing.T, goTool, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), goTool, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func writeFile(t *testing.T, name string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
