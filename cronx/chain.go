@@ -1,6 +1,7 @@
 package cronx
 
 import (
+	"context"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -38,7 +39,7 @@ func (c Chain) Then(j Job) Job {
 // logger as an error.
 func Recover(logger Logger) JobWrapper {
 	return func(j Job) Job {
-		return FuncJob(func() {
+		return ContextFunc(func(ctx context.Context) (runErr error) {
 			defer func() {
 				r := recover()
 				if r == nil {
@@ -48,9 +49,10 @@ func Recover(logger Logger) JobWrapper {
 				if !ok {
 					err = fmt.Errorf("%v", r)
 				}
+				runErr = fmt.Errorf("panic: %w", err)
 				logger.Error(err, "panic", "stack", "...\n"+string(debug.Stack()))
 			}()
-			j.Run()
+			return runJob(ctx, j)
 		})
 	}
 }
@@ -61,14 +63,14 @@ func Recover(logger Logger) JobWrapper {
 func DelayIfStillRunning(logger Logger) JobWrapper {
 	return func(j Job) Job {
 		var mu sync.Mutex
-		return FuncJob(func() {
+		return ContextFunc(func(ctx context.Context) error {
 			queued := time.Now()
 			mu.Lock()
 			defer mu.Unlock()
 			if waited := time.Since(queued); waited > time.Minute {
 				logger.Info("delay", "duration", waited)
 			}
-			j.Run()
+			return runJob(ctx, j)
 		})
 	}
 }
@@ -78,15 +80,15 @@ func DelayIfStillRunning(logger Logger) JobWrapper {
 func SkipIfStillRunning(logger Logger) JobWrapper {
 	return func(j Job) Job {
 		var running atomic.Bool
-		return FuncJob(func() {
+		return ContextFunc(func(ctx context.Context) error {
 			if !running.CompareAndSwap(false, true) {
 				logger.Info("skip")
-				return
+				return nil
 			}
 			// Deferred so that a run that panics does not make every later
 			// run look overlapping.
 			defer running.Store(false)
-			j.Run()
+			return runJob(ctx, j)
 		})
 	}
 }

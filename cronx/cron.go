@@ -1,6 +1,7 @@
 package cronx
 
 import (
+	"fmt"
 	"context"
 	"sync"
 	"time"
@@ -33,6 +34,13 @@ type Cron struct {
 	clock    clock.Clock
 
 	jobWaiter jobWaiter
+
+	// Cluster coordination: nil when the Cron runs alone. coordErr is a
+	// configuration error, returned by every Add.
+	coordCfg *coordConfig
+	coord    *coordinator
+	coordErr error
+	resync   chan struct{} // asks the loop to recompute every Next
 
 	// fireHook, when set, sees every run that fire starts, with the tick it
 	// was given. Tests use it to check that runs carry nominal ticks.
@@ -83,6 +91,11 @@ func New(opts ...Option) *Cron {
 	for _, opt := range opts {
 		opt(c)
 	}
+	c.resync = make(chan struct{}, 1)
+	c.coord, c.coordErr = newCoordinator(c, c.coordCfg)
+	if c.coordErr != nil {
+		c.logger.Error(c.coordErr, "cronx: not coordinated; jobs cannot be added")
+	}
 	return c
 }
 
@@ -95,16 +108,41 @@ func (c *Cron) AddFunc(spec string, cmd func()) (EntryID, error) {
 // AddJob schedules cmd on spec, parsed by the Cron's parser. The ID it
 // returns identifies the entry to Entry and Remove.
 func (c *Cron) AddJob(spec string, cmd Job) (EntryID, error) {
+	if c.coordErr != nil {
+		return 0, c.coordErr
+	}
+	if cmd == nil {
+		return 0, fmt.Errorf("cronx: job for %q is nil", spec)
+	}
 	schedule, err := c.parser.Parse(spec)
 	if err != nil {
 		return 0, err
 	}
-	return c.Schedule(schedule, cmd), nil
+	return c.schedule(schedule, cmd, spec)
 }
 
 // Schedule adds cmd, wrapped by the Cron's chain, to run on schedule. A
 // running Cron computes the entry's first activation at once.
 func (c *Cron) Schedule(schedule Schedule, cmd Job) EntryID {
+	id, err := c.schedule(schedule, cmd, describeSchedule(schedule))
+	if err != nil {
+		c.logger.Error(err, "cronx: job not scheduled")
+	}
+	return id
+}
+
+// schedule adds cmd; spec names the schedule for a derived job name.
+func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error) {
+	if c.coordErr != nil {
+		return 0, c.coordErr
+	}
+	name := ""
+	if c.coord != nil {
+		var err error
+		if name, err = c.coord.register(cmd, spec); err != nil {
+			return 0, err
+		}
+	}
 	c.runningMu.Lock()
 	defer c.runningMu.Unlock()
 	c.nextID++
@@ -113,13 +151,14 @@ func (c *Cron) Schedule(schedule Schedule, cmd Job) EntryID {
 		Schedule:   schedule,
 		WrappedJob: c.chain.Then(cmd),
 		Job:        cmd,
+		name:       name,
 	}
 	if c.running {
 		c.add <- e
 	} else {
 		c.entries = append(c.entries, e)
 	}
-	return e.ID
+	return e.ID, nil
 }
 
 // Entries returns a copy of the entries. While the Cron runs they are in the
@@ -172,6 +211,9 @@ func (c *Cron) Start() {
 		return
 	}
 	c.running = true
+	if c.coord != nil {
+		c.coord.start()
+	}
 	go c.run()
 }
 
@@ -184,6 +226,9 @@ func (c *Cron) Run() {
 		return
 	}
 	c.running = true
+	if c.coord != nil {
+		c.coord.start()
+	}
 	c.runningMu.Unlock()
 	c.run()
 }
@@ -204,7 +249,29 @@ func (c *Cron) Stop() context.Context {
 		c.stop <- struct{}{}
 		c.running = false
 	}
+	if c.coord != nil {
+		c.coord.stop()
+	}
 	return c.jobWaiter.idle()
+}
+
+// requestResync asks the run loop to recompute every entry's next run from
+// now, as when this replica starts or stops leading. It never blocks.
+func (c *Cron) requestResync() {
+	select {
+	case c.resync <- struct{}{}:
+	default:
+	}
+}
+
+// entryByName returns the entry of the job named name.
+func (c *Cron) entryByName(name string) (Entry, bool) {
+	for _, e := range c.Entries() {
+		if e.name == name {
+			return e, true
+		}
+	}
+	return Entry{}, false
 }
 
 // now reads the Cron's clock in the Cron's time zone, which is the zone
@@ -226,6 +293,8 @@ func (c *Cron) removeEntry(id EntryID) {
 	for _, e := range c.entries {
 		if e.ID != id {
 			kept = append(kept, e)
+		} else if c.coord != nil {
+			c.coord.unregister(e.name)
 		}
 	}
 	clear(c.entries[len(kept):])

@@ -14,6 +14,10 @@ func (c *Cron) fire(e *Entry, tick time.Time) {
 	if c.fireHook != nil {
 		c.fireHook(*e, tick)
 	}
+	if c.coord != nil {
+		c.coord.fire(e, tick, false)
+		return
+	}
 	job := e.WrappedJob
 	c.jobWaiter.add()
 	go func() {

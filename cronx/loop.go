@@ -36,6 +36,9 @@ func (c *Cron) run() {
 
 // untilNext returns how long to sleep before the earliest entry is due.
 func (c *Cron) untilNext() time.Duration {
+	if c.coord != nil && !c.coord.scheduling() {
+		return idleWait // a follower costs nothing per tick
+	}
 	if len(c.entries) == 0 || c.entries[0].Next.IsZero() {
 		return idleWait
 	}
@@ -47,8 +50,10 @@ func (c *Cron) untilNext() time.Duration {
 func (c *Cron) wait(timer clock.Timer) bool {
 	for {
 		select {
-		case now := <-timer.C():
-			now = now.In(c.location)
+		case <-timer.C():
+			// The Cron's clock, not the timer's reading, says what is due:
+			// they differ when the clock is not the machine's.
+			now := c.now()
 			c.logger.Info("wake", "now", now)
 			c.runDue(now)
 			return true
@@ -65,6 +70,11 @@ func (c *Cron) wait(timer clock.Timer) bool {
 			timer.Stop()
 			c.removeEntry(id)
 			c.logger.Info("removed", "entry", id)
+			return true
+
+		case <-c.resync:
+			timer.Stop()
+			c.resyncEntries(c.now())
 			return true
 
 		case reply := <-c.snapshot:
@@ -91,4 +101,26 @@ func (c *Cron) runDue(now time.Time) {
 		e.Next = e.Schedule.Next(now)
 		c.logger.Info("run", "now", now, "entry", e.ID, "next", e.Next)
 	}
+}
+
+// resyncEntries recomputes every Next from now. It runs when this replica
+// starts or stops scheduling under coordination; when it starts, the latest
+// tick of each job that fell within the misfire grace is claimed too, and
+// runs if no replica ran it (a tick missed while leadership changed hands).
+func (c *Cron) resyncEntries(now time.Time) {
+	co := c.coord
+	catchUp := co != nil && co.misfire == RunOnce && co.scheduling()
+	for _, e := range c.entries {
+		if catchUp {
+			if t := latestTick(e.Schedule, now, co.grace); !t.IsZero() && t.After(e.Prev) {
+				if c.fireHook != nil {
+					c.fireHook(*e, t)
+				}
+				co.fire(e, t, true)
+				e.Prev = t
+			}
+		}
+		e.Next = e.Schedule.Next(now)
+	}
+	c.logger.Info("resync", "now", now)
 }

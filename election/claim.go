@@ -16,6 +16,9 @@ var (
 	ErrClaimed = errors.New("election: already claimed")
 	// ErrNotLeader means the claim required a term that is no longer current.
 	ErrNotLeader = errors.New("election: term is not current")
+	// ErrNeverClaimed means a claim made with IfClaimedBefore found no
+	// earlier claim at its key.
+	ErrNeverClaimed = errors.New("election: never claimed before")
 	// ErrBusy means the claim was exclusive and a run is in progress.
 	ErrBusy = errors.New("election: a run is in progress")
 )
@@ -29,6 +32,7 @@ type claimOptions struct {
 	marker string
 	lease  clientv3.LeaseID
 	absent []absence
+	resume bool
 }
 
 // absence is a condition that no key exists at key (or under it, as a
@@ -61,6 +65,14 @@ func WithMarker(key string, lease clientv3.LeaseID) ClaimOption {
 // exists: no two runs overlap when their markers live under prefix.
 func Exclusive(prefix string) ClaimOption {
 	return func(o *claimOptions) { o.absent = append(o.absent, absence{key: prefix, prefix: true, err: ErrBusy}) }
+}
+
+// IfClaimedBefore makes the claim fail with ErrNeverClaimed when nothing was
+// ever claimed at its key. cronx uses it to catch up a tick missed during a
+// failover only for jobs that have run in the cluster before, not on a
+// cluster's first start.
+func IfClaimedBefore() ClaimOption {
+	return func(o *claimOptions) { o.resume = true }
 }
 
 // UnlessExists makes the claim fail with err while key exists; cronx uses it
@@ -180,6 +192,9 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 		}
 		// Only the key's existence can have changed: try the other compare.
 		exists = len(last) > 0
+		if !exists && o.resume {
+			return Claim{}, fmt.Errorf("claim %s seq %d: %w", key, seq, ErrNeverClaimed)
+		}
 	}
 	return Claim{}, fmt.Errorf("election: claim %s seq %d: the key changed under every try", key, seq)
 }

@@ -83,6 +83,15 @@ func New(client *clientv3.Client, name string, opts ...Option) (*Elector, error)
 // Name is the election's name.
 func (e *Elector) Name() string { return e.name }
 
+// Client is the etcd client the candidate campaigns with.
+func (e *Elector) Client() *clientv3.Client { return e.client }
+
+// Prefix is the key prefix P under which the election lives.
+func (e *Elector) Prefix() string { return e.opts.prefix }
+
+// TTL is the candidate's session TTL.
+func (e *Elector) TTL() time.Duration { return e.opts.ttl }
+
 // Identity is this candidate's identity.
 func (e *Elector) Identity() string { return e.opts.identity }
 

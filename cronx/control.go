@@ -1,0 +1,287 @@
+package cronx
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Errors of cluster operations.
+var (
+	// ErrPaused means a tick was not run because its job is paused.
+	ErrPaused = errors.New("cronx: job is paused")
+	// ErrNotCoordinated means an operation needs etcd coordination, which
+	// this Cron does not have.
+	ErrNotCoordinated = errors.New("cronx: not coordinated (no etcd configured)")
+	// ErrUnknownJob means no replica has published a job of that name.
+	ErrUnknownJob = errors.New("cronx: no such job")
+)
+
+// Control operates a coordinated scheduler from anywhere with access to its
+// etcd: pause and resume jobs cluster-wide, trigger a run, read the status.
+// The baton command uses it; a Cron offers the same through its methods.
+type Control struct {
+	client    *clientv3.Client
+	prefix    string // P
+	scheduler string
+	jobs      string // P/jobs/<scheduler>/
+}
+
+// NewControl returns a Control of the scheduler named scheduler under the
+// key prefix P (BATON_PREFIX, default "/baton", when prefix is empty).
+func NewControl(client *clientv3.Client, prefix, scheduler string) (*Control, error) {
+	if client == nil {
+		return nil, errors.New("cronx: NewControl: nil etcd client")
+	}
+	if err := checkJobName(scheduler); err != nil {
+		return nil, fmt.Errorf("cronx: scheduler: %w", err)
+	}
+	var opts []election.Option
+	if prefix != "" {
+		opts = append(opts, election.WithPrefix(prefix))
+	}
+	probe, err := election.New(client, scheduler, opts...)
+	if err != nil {
+		return nil, err
+	}
+	p := probe.Prefix()
+	return &Control{client: client, prefix: p, scheduler: scheduler, jobs: p + "/jobs/" + scheduler + "/"}, nil
+}
+
+func (k *Control) job(name string) (string, error) {
+	if err := checkJobName(name); err != nil {
+		return "", err
+	}
+	return k.jobs + name + "/", nil
+}
+
+// Pause stops every replica from starting job until Resume. Runs in progress
+// go on. by is recorded as who paused it.
+func (k *Control) Pause(ctx context.Context, job, by string) error {
+	jk, err := k.job(job)
+	if err != nil {
+		return err
+	}
+	if err := k.known(ctx, job); err != nil {
+		return err
+	}
+	if _, err := k.client.Put(ctx, jk+"paused", by); err != nil {
+		return fmt.Errorf("cronx: pause %q: %w", job, err)
+	}
+	return nil
+}
+
+// Resume lets job run again from its next tick.
+func (k *Control) Resume(ctx context.Context, job string) error {
+	jk, err := k.job(job)
+	if err != nil {
+		return err
+	}
+	if _, err := k.client.Delete(ctx, jk+"paused"); err != nil {
+		return fmt.Errorf("cronx: resume %q: %w", job, err)
+	}
+	return nil
+}
+
+// Trigger asks for one run of job now, outside its schedule. It runs once,
+// on the leader (leader mode) or the first replica to claim it (claim mode),
+// even while the job is paused; a Forbid job still waits its turn.
+func (k *Control) Trigger(ctx context.Context, job, by string) error {
+	if _, err := k.job(job); err != nil {
+		return err
+	}
+	if err := k.known(ctx, job); err != nil {
+		return err
+	}
+	if _, err := k.client.Put(ctx, k.jobs+triggerDir+job, by); err != nil {
+		return fmt.Errorf("cronx: trigger %q: %w", job, err)
+	}
+	return nil
+}
+
+// known checks that some replica has published job.
+func (k *Control) known(ctx context.Context, job string) error {
+	resp, err := k.client.Get(ctx, k.jobs+job+"/spec", clientv3.WithCountOnly())
+	if err != nil {
+		return fmt.Errorf("cronx: job %q: %w", job, err)
+	}
+	if resp.Count == 0 {
+		return fmt.Errorf("cronx: job %q of scheduler %q: %w", job, k.scheduler, ErrUnknownJob)
+	}
+	return nil
+}
+
+// Status is the state of a coordinated scheduler, as etcd has it.
+type Status struct {
+	Scheduler string
+	// Leader is the elected replica in leader mode; None() when nobody
+	// leads, and always in claim mode.
+	Leader election.Leader
+	Jobs   []JobStatus
+}
+
+// JobStatus is the state of one job.
+type JobStatus struct {
+	Name string
+	// Spec is the job's schedule as its replicas registered it.
+	Spec   string
+	Paused bool
+	// LastTick is the nominal time of the last claimed tick and LastBy the
+	// replica that claimed it; zero and empty before the first run.
+	LastTick time.Time
+	LastBy   string
+	// Running lists the replicas running the job now.
+	Running []string
+	// Next is the next tick by this scheduler's clock; zero from a Control,
+	// which has no schedule of its own.
+	Next time.Time
+	// History is the latest runs, oldest first.
+	History []Record
+}
+
+// Status reads the scheduler's state: one read of its keys and one of its
+// election.
+func (k *Control) Status(ctx context.Context) (Status, error) {
+	st := Status{Scheduler: k.scheduler}
+	ld, err := leaderOf(ctx, k.client, k.prefix, k.scheduler)
+	switch {
+	case err == nil:
+		st.Leader = ld
+	case !errors.Is(err, election.ErrNoLeader):
+		return st, fmt.Errorf("cronx: status: %w", err)
+	}
+	resp, err := k.client.Get(ctx, k.jobs, clientv3.WithPrefix())
+	if err != nil {
+		return st, fmt.Errorf("cronx: status: %w", err)
+	}
+	jobs := map[string]*JobStatus{}
+	get := func(name string) *JobStatus {
+		if jobs[name] == nil {
+			jobs[name] = &JobStatus{Name: name}
+		}
+		return jobs[name]
+	}
+	for _, kv := range resp.Kvs {
+		rest := strings.TrimPrefix(string(kv.Key), k.jobs)
+		name, leaf, ok := strings.Cut(rest, "/")
+		if !ok || strings.HasPrefix(name, ".") {
+			continue
+		}
+		j := get(name)
+		switch {
+		case leaf == "spec":
+			j.Spec = string(kv.Value)
+		case leaf == "paused":
+			j.Paused = true
+		case leaf == "last":
+			if seq, by, err := parseLast(string(kv.Value)); err == nil {
+				j.LastTick, j.LastBy = time.Unix(0, seq), by
+			}
+		case leaf == "history":
+			json.Unmarshal(kv.Value, &j.History)
+		case strings.HasPrefix(leaf, "running/"):
+			_, by, _ := strings.Cut(string(kv.Value), " ")
+			j.Running = append(j.Running, by)
+		}
+	}
+	for _, j := range jobs {
+		st.Jobs = append(st.Jobs, *j)
+	}
+	sort.Slice(st.Jobs, func(a, b int) bool { return st.Jobs[a].Name < st.Jobs[b].Name })
+	return st, nil
+}
+
+func leaderOf(ctx context.Context, client *clientv3.Client, prefix, name string) (election.Leader, error) {
+	e, err := election.New(client, name, election.WithPrefix(prefix))
+	if err != nil {
+		return election.Leader{}, err
+	}
+	return e.Leader(ctx)
+}
+
+func parseLast(v string) (int64, string, error) {
+	num, by, _ := strings.Cut(v, " ")
+	var seq int64
+	if _, err := fmt.Sscan(num, &seq); err != nil {
+		return 0, "", err
+	}
+	return seq, by, nil
+}
+
+// control returns the Cron's Control, or ErrNotCoordinated.
+func (c *Cron) control() (*Control, error) {
+	if c.coord == nil {
+		if c.coordErr != nil {
+			return nil, c.coordErr
+		}
+		return nil, ErrNotCoordinated
+	}
+	cli := c.coord.etcd()
+	if cli == nil {
+		return nil, fmt.Errorf("cronx: etcd client not ready yet: %w", ErrNotCoordinated)
+	}
+	return &Control{client: cli, prefix: c.coord.prefix, scheduler: c.coord.name, jobs: c.coord.jobs}, nil
+}
+
+// Pause stops job from starting on every replica until Resume.
+func (c *Cron) Pause(ctx context.Context, job string) error {
+	k, err := c.control()
+	if err != nil {
+		return err
+	}
+	return k.Pause(ctx, job, c.coord.identity)
+}
+
+// Resume lets job run again on every replica.
+func (c *Cron) Resume(ctx context.Context, job string) error {
+	k, err := c.control()
+	if err != nil {
+		return err
+	}
+	return k.Resume(ctx, job)
+}
+
+// Trigger runs job once now, on whichever replica schedules it.
+func (c *Cron) Trigger(ctx context.Context, job string) error {
+	k, err := c.control()
+	if err != nil {
+		return err
+	}
+	return k.Trigger(ctx, job, c.coord.identity)
+}
+
+// Status reports the scheduler's leader and each job's last and next run and
+// history.
+func (c *Cron) Status(ctx context.Context) (Status, error) {
+	k, err := c.control()
+	if err != nil {
+		return Status{}, err
+	}
+	st, err := k.Status(ctx)
+	if err != nil {
+		return st, err
+	}
+	next := map[string]time.Time{}
+	for _, e := range c.Entries() {
+		next[e.name] = e.Next
+	}
+	for i := range st.Jobs {
+		st.Jobs[i].Next = next[st.Jobs[i].Name]
+	}
+	return st, nil
+}
+
+// Name is the scheduler's name under coordination, empty without it.
+func (c *Cron) Name() string {
+	if c.coord == nil {
+		return ""
+	}
+	return c.coord.name
+}

@@ -1,0 +1,748 @@
+package cronx
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Mode says how the replicas of a coordinated Cron share its ticks.
+type Mode int
+
+const (
+	// LeaderMode elects one replica, which schedules every job; the others
+	// wait, costing etcd one watch and their lease keepalives.
+	LeaderMode Mode = iota
+	// ClaimMode lets every replica schedule; the first valid claim of a tick
+	// runs it. There is no failover gap and runs spread over replicas, for
+	// one transaction per replica per tick.
+	ClaimMode
+)
+
+func (m Mode) String() string {
+	if m == ClaimMode {
+		return "claim"
+	}
+	return "leader"
+}
+
+// Misfire says what a coordinated Cron does with a tick that no replica
+// could run on time: one that fell while leadership passed from a crashed
+// replica to the next, or while etcd could not be reached.
+type Misfire int
+
+const (
+	// RunOnce runs the latest missed tick of each job once, if it is no
+	// older than the grace period.
+	RunOnce Misfire = iota
+	// Skip runs no missed tick.
+	Skip
+)
+
+// DefaultMisfireGrace is how late a missed tick may still run under RunOnce.
+const DefaultMisfireGrace = time.Minute
+
+// skipTolerance is how long, under Skip, a tick's claim is retried while etcd
+// does not answer.
+const skipTolerance = time.Second
+
+// coordConfig collects the coordination options given to New.
+type coordConfig struct {
+	client  *clientv3.Client
+	elector *election.Elector
+	name    string
+	mode    Mode
+	modeSet bool
+	misfire Misfire
+	grace   time.Duration
+	eopts   []election.Option
+	errs    []error
+}
+
+func (c *Cron) coordConfig() *coordConfig {
+	if c.coordCfg == nil {
+		c.coordCfg = &coordConfig{grace: DefaultMisfireGrace}
+	}
+	return c.coordCfg
+}
+
+// WithEtcd coordinates the Cron with the other replicas through client.
+// The Cron does not close the client.
+func WithEtcd(client *clientv3.Client) Option {
+	return func(c *Cron) {
+		cfg := c.coordConfig()
+		if client == nil {
+			cfg.errs = append(cfg.errs, errors.New("cronx: WithEtcd: nil etcd client"))
+		}
+		cfg.client = client
+	}
+}
+
+// WithElector coordinates the Cron in leader mode with e: the Cron schedules
+// while e leads. The scheduler is named after e's election unless WithName
+// says otherwise.
+func WithElector(e *election.Elector) Option {
+	return func(c *Cron) {
+		cfg := c.coordConfig()
+		if e == nil {
+			cfg.errs = append(cfg.errs, errors.New("cronx: WithElector: nil elector"))
+		}
+		cfg.elector = e
+	}
+}
+
+// WithName names the scheduler, the same in every replica. Its jobs' keys
+// live under P/jobs/<name> and, in leader mode, its election is
+// P/election/<name>. Without it, the first Cron a process creates is named
+// "cron", the second "cron-2", and so on, which is the same in every
+// replica of one build that creates its Crons in a fixed order.
+func WithName(name string) Option {
+	return func(c *Cron) { c.coordConfig().name = name }
+}
+
+// WithMode chooses LeaderMode (the default) or ClaimMode.
+func WithMode(m Mode) Option {
+	return func(c *Cron) {
+		cfg := c.coordConfig()
+		if m != LeaderMode && m != ClaimMode {
+			cfg.errs = append(cfg.errs, fmt.Errorf("cronx: WithMode(%d): not a mode", int(m)))
+		}
+		cfg.mode, cfg.modeSet = m, true
+	}
+}
+
+// WithMisfire sets the misfire policy and, for RunOnce, how late a missed
+// tick may still run. The default is RunOnce within DefaultMisfireGrace.
+func WithMisfire(p Misfire, grace time.Duration) Option {
+	return func(c *Cron) {
+		cfg := c.coordConfig()
+		if p != RunOnce && p != Skip {
+			cfg.errs = append(cfg.errs, fmt.Errorf("cronx: WithMisfire(%d): not a policy", int(p)))
+		}
+		if grace < 0 {
+			cfg.errs = append(cfg.errs, fmt.Errorf("cronx: WithMisfire: negative grace %v", grace))
+		}
+		cfg.misfire, cfg.grace = p, grace
+	}
+}
+
+// WithElection passes options to the election and sessions the Cron makes:
+// prefix, TTL, identity, margin, logger. They win over the environment.
+func WithElection(opts ...election.Option) Option {
+	return func(c *Cron) {
+		cfg := c.coordConfig()
+		cfg.eopts = append(cfg.eopts, opts...)
+	}
+}
+
+// schedulers counts the Crons of this process, for default names.
+var schedulers atomic.Int64
+
+// coordinator claims every tick of a coordinated Cron in etcd before it runs.
+type coordinator struct {
+	c        *Cron
+	name     string // scheduler name
+	mode     Mode
+	misfire  Misfire
+	grace    time.Duration
+	eopts    []election.Option
+	identity string
+	prefix   string // P
+	jobs     string // P/jobs/<name>/
+	logger   Logger
+
+	ownsClient bool // made from the environment: closed on stop
+	client     *clientv3.Client
+	elector    *election.Elector
+
+	mu      sync.Mutex
+	names   map[string]bool   // job names in use
+	specs   map[string]string // job name → spec, for status
+	term    *termState        // leader mode: the current term, nil when not leading
+	sess    *election.Session // the runners' session, for in-progress markers
+	ctx     context.Context   // cancelled on Stop
+	cancel  context.CancelFunc
+	started bool
+	stopped chan struct{} // closed when the background goroutines ended
+	runs    jobWaiter     // claims and runs in progress
+}
+
+type termState struct {
+	term election.Term
+	ctx  context.Context
+}
+
+// newCoordinator returns nil when the Cron is not coordinated: no
+// coordination option and no BATON_ETCD_ENDPOINTS.
+func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
+	n := schedulers.Add(1)
+	conn := election.ConnectionFromEnv()
+	if cfg == nil && !conn.Configured() {
+		return nil, nil
+	}
+	if cfg == nil {
+		cfg = &coordConfig{grace: DefaultMisfireGrace}
+	}
+	if len(cfg.errs) > 0 {
+		return nil, errors.Join(cfg.errs...)
+	}
+	co := &coordinator{
+		c:       c,
+		mode:    cfg.mode,
+		misfire: cfg.misfire,
+		grace:   cfg.grace,
+		eopts:   cfg.eopts,
+		client:  cfg.client,
+		elector: cfg.elector,
+		names:   map[string]bool{},
+		specs:   map[string]string{},
+		logger:  c.logger,
+	}
+	switch {
+	case cfg.elector != nil && cfg.client != nil:
+		return nil, errors.New("cronx: WithElector and WithEtcd both given; the elector brings its client")
+	case cfg.elector != nil && cfg.modeSet && cfg.mode == ClaimMode:
+		return nil, errors.New("cronx: WithElector contradicts WithMode(ClaimMode), which elects no leader")
+	case cfg.elector != nil:
+		co.client = cfg.elector.Client()
+		co.eopts = append([]election.Option{election.WithPrefix(cfg.elector.Prefix()),
+			election.WithIdentity(cfg.elector.Identity()), election.WithTTL(cfg.elector.TTL())}, co.eopts...)
+	case cfg.client == nil && !conn.Configured():
+		// Only misfire, mode or name options: nothing to coordinate with.
+		return nil, nil
+	case cfg.client == nil:
+		co.ownsClient = true
+	}
+	co.name = cfg.name
+	if co.name == "" && cfg.elector != nil {
+		co.name = cfg.elector.Name()
+	}
+	if co.name == "" {
+		co.name = "cron"
+		if n > 1 {
+			co.name = fmt.Sprintf("cron-%d", n)
+		}
+	}
+	if err := checkJobName(co.name); err != nil {
+		return nil, fmt.Errorf("cronx: WithName: %w", err)
+	}
+	// Validate the election options now, so a bad prefix or TTL is an error
+	// of New's caller rather than a log line later.
+	probe, err := election.New(clientv3.NewCtxClient(context.Background()), co.name, co.eopts...)
+	if err != nil {
+		return nil, err
+	}
+	co.identity = probe.Identity()
+	co.prefix = probe.Prefix()
+	co.jobs = co.prefix + "/jobs/" + co.name + "/"
+	if co.ownsClient {
+		// One line, whatever the Logger, so an import swap that turned
+		// coordination on says so.
+		slog.Info("cronx: coordinating through etcd (BATON_ETCD_ENDPOINTS)",
+			"scheduler", co.name, "mode", co.mode.String(), "instance", co.identity, "endpoints", strings.Join(conn.Endpoints, ","))
+	}
+	return co, nil
+}
+
+// register names a job being added: its own name, or a derived one.
+func (co *coordinator) register(job Job, spec string) (string, error) {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if nj, ok := job.(*namedJob); ok {
+		if err := checkJobName(nj.name); err != nil {
+			return "", err
+		}
+		if co.names[nj.name] {
+			return "", fmt.Errorf("cronx: job %q: a job with that name is already registered", nj.name)
+		}
+		co.names[nj.name], co.specs[nj.name] = true, spec
+		return nj.name, nil
+	}
+	// The same function on the same schedule, added twice, is two jobs, as
+	// in robfig/cron: the second is "<name>-2".
+	base := derivedName(job, spec)
+	name := base
+	for i := 2; co.names[name]; i++ {
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+	co.names[name], co.specs[name] = true, spec
+	return name, nil
+}
+
+func (co *coordinator) unregister(name string) {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	delete(co.names, name)
+	delete(co.specs, name)
+}
+
+// etcd returns the client, nil until one is made from the environment.
+func (co *coordinator) etcd() *clientv3.Client {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	return co.client
+}
+
+// scheduling reports whether this replica fires ticks now.
+func (co *coordinator) scheduling() bool {
+	if co.mode == ClaimMode {
+		return true
+	}
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	return co.term != nil
+}
+
+// start begins coordinating: in leader mode a campaign, in claim mode the
+// trigger watch. It never blocks.
+func (co *coordinator) start() {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if co.started {
+		return
+	}
+	co.started = true
+	co.ctx, co.cancel = context.WithCancel(context.Background())
+	co.stopped = make(chan struct{})
+	// The background work counts as a running job, so Stop's context is done
+	// only once the leader has resigned and the sessions are closed.
+	co.c.jobWaiter.add()
+	go func() {
+		defer co.c.jobWaiter.done()
+		defer close(co.stopped)
+		co.runBackground(co.ctx)
+	}()
+}
+
+func (co *coordinator) runBackground(ctx context.Context) {
+	if co.etcd() == nil {
+		cfg, err := election.ConnectionFromEnv().ClientConfig()
+		var cli *clientv3.Client
+		if err == nil {
+			cfg.Logger = zap.NewNop()
+			cli, err = clientv3.New(cfg)
+		}
+		co.mu.Lock()
+		co.client = cli
+		co.mu.Unlock()
+		if err != nil {
+			co.logger.Error(err, "cronx: cannot coordinate; no job will run", "scheduler", co.name)
+			<-ctx.Done()
+			return
+		}
+	}
+	defer func() {
+		if co.ownsClient {
+			co.client.Close()
+			co.mu.Lock()
+			co.client = nil
+			co.mu.Unlock()
+		}
+	}()
+	// Markers of runs still going must outlive the campaign, so the runners'
+	// session is closed only once every run has returned.
+	defer co.closeSession()
+	defer func() { <-co.runs.idle().Done() }()
+
+	if co.mode == ClaimMode {
+		co.publishSpecs(ctx)
+		co.c.requestResync()
+		co.watchTriggers(ctx, nil)
+		return
+	}
+	e := co.elector
+	if e == nil {
+		var err error
+		e, err = election.New(co.client, co.name, co.eopts...)
+		if err != nil {
+			co.logger.Error(err, "cronx: cannot campaign; no job will run", "scheduler", co.name)
+			<-ctx.Done()
+			return
+		}
+	}
+	err := e.Run(ctx, co.lead)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		co.logger.Error(err, "cronx: campaign ended", "scheduler", co.name)
+	}
+}
+
+// lead is the Cron's work for one term: schedule until the term ends.
+func (co *coordinator) lead(ctx context.Context, term election.Term) {
+	co.mu.Lock()
+	co.term = &termState{term: term, ctx: ctx}
+	co.mu.Unlock()
+	co.logger.Info("cronx: leading", "scheduler", co.name, "instance", co.identity, "fence", term.Revision)
+	co.c.requestResync()
+	go co.publishSpecs(ctx)
+	co.watchTriggers(ctx, &term)
+	co.mu.Lock()
+	co.term = nil
+	co.mu.Unlock()
+	co.c.requestResync()
+}
+
+// stop stops coordinating: the leader resigns at once; runs in progress see
+// their context cancelled and are waited for by Stop's context.
+func (co *coordinator) stop() {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if !co.started {
+		return
+	}
+	co.cancel()
+	co.started = false
+}
+
+// session returns the runners' session, making a new one when there is
+// none or the last was lost.
+func (co *coordinator) session(ctx context.Context) (*election.Session, error) {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if co.sess != nil && co.sess.Context().Err() == nil {
+		return co.sess, nil
+	}
+	if old := co.sess; old != nil {
+		go closeQuietly(old)
+	}
+	co.sess = nil
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := election.NewSession(sctx, co.client, co.eopts...)
+	if err != nil {
+		return nil, err
+	}
+	co.sess = s
+	return s, nil
+}
+
+func (co *coordinator) closeSession() {
+	co.mu.Lock()
+	s := co.sess
+	co.sess = nil
+	co.mu.Unlock()
+	if s != nil {
+		closeQuietly(s)
+	}
+}
+
+func closeQuietly(s *election.Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	s.Close(ctx)
+}
+
+// Keys of one job.
+func (co *coordinator) lastKey(job string) string    { return co.jobs + job + "/last" }
+func (co *coordinator) runningKey(job string) string { return co.jobs + job + "/running/" }
+func (co *coordinator) pausedKey(job string) string  { return co.jobs + job + "/paused" }
+func (co *coordinator) historyKey(job string) string { return co.jobs + job + "/history" }
+func (co *coordinator) specKey(job string) string    { return co.jobs + job + "/spec" }
+func (co *coordinator) triggerKey(job string) string { return co.jobs + triggerDir + job }
+
+// triggerDir holds manual triggers. Job names cannot start with '.', so it
+// never clashes with a job.
+const triggerDir = ".trigger/"
+
+// run describes one tick to claim and run.
+type run struct {
+	job       string
+	tick      time.Time
+	wrapped   Job
+	overlap   Overlap
+	catchUp   bool
+	triggered int64 // the trigger's revision, for a triggered run
+}
+
+// fire claims and runs one tick of e, in the background.
+func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
+	var ts *termState
+	if co.mode == LeaderMode {
+		co.mu.Lock()
+		ts = co.term
+		co.mu.Unlock()
+		if ts == nil {
+			return
+		}
+	}
+	r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: overlapOf(e.Job), catchUp: catchUp}
+	co.c.jobWaiter.add()
+	co.runs.add()
+	go func() {
+		defer co.c.jobWaiter.done()
+		defer co.runs.done()
+		co.claimAndRun(r, ts)
+	}()
+}
+
+func overlapOf(j Job) Overlap {
+	if nj, ok := j.(*namedJob); ok {
+		return nj.overlap
+	}
+	return Allow
+}
+
+// claimAndRun claims r in etcd and, if the claim holds, runs it.
+func (co *coordinator) claimAndRun(r run, ts *termState) {
+	base := co.ctx
+	if ts != nil {
+		base = ts.ctx
+	}
+	claim, sess, err := co.claim(base, r, ts)
+	if err != nil {
+		switch {
+		case errors.Is(err, election.ErrClaimed), errors.Is(err, election.ErrNeverClaimed):
+			// Another replica ran it, or a catch-up found nothing to resume.
+		case errors.Is(err, election.ErrBusy):
+			co.logger.Info("cronx: skipped: a run is in progress", "job", r.job, "tick", r.tick)
+		case errors.Is(err, ErrPaused):
+			co.logger.Info("cronx: skipped: paused", "job", r.job, "tick", r.tick)
+		case base.Err() != nil:
+			// Stopped or no longer leading: not a failure of this tick.
+		default:
+			co.logger.Error(err, "cronx: tick not run", "job", r.job, "tick", r.tick)
+		}
+		return
+	}
+	info := Info{Job: r.job, Tick: r.tick, Instance: co.identity, Fence: claim.Fence, Triggered: r.triggered != 0}
+	if ts != nil {
+		info.Fence = ts.term.Fence
+	}
+	ctx, cancel := context.WithCancelCause(context.WithValue(base, infoKey{}, info))
+	stop := context.AfterFunc(sess.Context(), func() { cancel(context.Cause(sess.Context())) })
+	start := co.c.clock.Now()
+	runErr := runJob(ctx, r.wrapped)
+	end := co.c.clock.Now()
+	stop()
+	cancel(nil)
+	co.finish(r, claim, start, end, runErr)
+}
+
+// claim claims r's tick, retrying while etcd does not answer, until the
+// tick is too late for the misfire policy or ctx ends.
+func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (election.Claim, *election.Session, error) {
+	latest := r.tick.Add(skipTolerance)
+	if co.misfire == RunOnce {
+		latest = r.tick.Add(max(co.grace, skipTolerance))
+	}
+	if r.triggered != 0 {
+		latest = co.c.clock.Now().Add(co.grace)
+	}
+	key, seq := co.lastKey(r.job), r.tick.UnixNano()
+	marker := co.runningKey(r.job) + fmt.Sprintf("%020d", seq)
+	if r.triggered != 0 {
+		key, seq = co.jobs+r.job+"/triggered", r.triggered
+		marker = co.runningKey(r.job) + fmt.Sprintf("t%d", r.triggered)
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		var err error
+		sess, serr := co.session(ctx)
+		if serr == nil {
+			opts := []election.ClaimOption{
+				election.ClaimedBy(co.identity),
+				election.WithMarker(marker, sess.Lease()),
+			}
+			if r.triggered == 0 {
+				opts = append(opts, election.UnlessExists(co.pausedKey(r.job), ErrPaused))
+			}
+			if ts != nil {
+				opts = append(opts, election.UnderTerm(ts.term.Fence))
+			}
+			if r.overlap == Forbid {
+				opts = append(opts, election.Exclusive(co.runningKey(r.job)))
+			}
+			if r.catchUp {
+				opts = append(opts, election.IfClaimedBefore())
+			}
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			var c election.Claim
+			c, err = election.ClaimSeq(cctx, co.etcd(), key, seq, opts...)
+			cancel()
+			if err == nil {
+				return c, sess, nil
+			}
+			if errors.Is(err, election.ErrClaimed) || errors.Is(err, election.ErrBusy) || errors.Is(err, ErrPaused) ||
+				errors.Is(err, election.ErrNotLeader) || errors.Is(err, election.ErrNeverClaimed) {
+				return election.Claim{}, nil, err
+			}
+		} else {
+			err = serr
+		}
+		if ctx.Err() != nil {
+			return election.Claim{}, nil, fmt.Errorf("%w (%v)", context.Cause(ctx), err)
+		}
+		if co.c.clock.Now().Add(backoff).After(latest) {
+			return election.Claim{}, nil, fmt.Errorf("no claim before the misfire deadline: %w", err)
+		}
+		t := co.c.clock.NewTimer(backoff)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// historyLen bounds each job's run history.
+const historyLen = 10
+
+// Record is one run in a job's history.
+type Record struct {
+	Tick      time.Time     `json:"tick"`
+	Instance  string        `json:"instance"`
+	Start     time.Time     `json:"start"`
+	Duration  time.Duration `json:"duration"`
+	Error     string        `json:"error,omitempty"`
+	Triggered bool          `json:"triggered,omitempty"`
+}
+
+// finish releases the run's marker and records it in the job's history.
+func (co *coordinator) finish(r run, claim election.Claim, start, end time.Time, runErr error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := election.Release(ctx, co.client, claim); err != nil {
+		co.logger.Error(err, "cronx: release run marker", "job", r.job)
+	}
+	rec := Record{Tick: r.tick, Instance: co.identity, Start: start, Duration: end.Sub(start), Triggered: r.triggered != 0}
+	if runErr != nil {
+		rec.Error = runErr.Error()
+	}
+	key := co.historyKey(r.job)
+	for range 3 {
+		resp, err := co.client.Get(ctx, key)
+		if err != nil {
+			co.logger.Error(err, "cronx: record run", "job", r.job)
+			return
+		}
+		var hist []Record
+		var rev int64
+		if len(resp.Kvs) > 0 {
+			json.Unmarshal(resp.Kvs[0].Value, &hist)
+			rev = resp.Kvs[0].ModRevision
+		}
+		hist = append(hist, rec)
+		if len(hist) > historyLen {
+			hist = hist[len(hist)-historyLen:]
+		}
+		b, _ := json.Marshal(hist)
+		tr, err := co.client.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+			Then(clientv3.OpPut(key, string(b))).Commit()
+		if err != nil {
+			co.logger.Error(err, "cronx: record run", "job", r.job)
+			return
+		}
+		if tr.Succeeded {
+			return
+		}
+	}
+}
+
+// publishSpecs records each job's spec, for status and trigger checks.
+func (co *coordinator) publishSpecs(ctx context.Context) {
+	co.mu.Lock()
+	specs := make(map[string]string, len(co.specs))
+	for k, v := range co.specs {
+		specs[k] = v
+	}
+	co.mu.Unlock()
+	for name, spec := range specs {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := co.client.Txn(pctx).
+			If(clientv3.Compare(clientv3.Value(co.specKey(name)), "=", spec)).
+			Else(clientv3.OpPut(co.specKey(name), spec)).Commit()
+		cancel()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// watchTriggers runs triggered jobs until ctx ends: those waiting when it
+// starts, then each new trigger.
+func (co *coordinator) watchTriggers(ctx context.Context, term *election.Term) {
+	prefix := co.jobs + triggerDir
+	for ctx.Err() == nil {
+		resp, err := co.client.Get(ctx, prefix, clientv3.WithPrefix())
+		if err != nil {
+			sleep(ctx, time.Second)
+			continue
+		}
+		for _, kv := range resp.Kvs {
+			co.trigger(kv, term)
+		}
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		for wr := range co.client.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterDelete()) {
+			if wr.Err() != nil {
+				break
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == mvccpb.PUT {
+					co.trigger(ev.Kv, term)
+				}
+			}
+		}
+		cancel()
+	}
+}
+
+// trigger runs a triggered job once, cluster-wide, if this replica has it.
+func (co *coordinator) trigger(kv *mvccpb.KeyValue, term *election.Term) {
+	name := strings.TrimPrefix(string(kv.Key), co.jobs+triggerDir)
+	e, ok := co.c.entryByName(name)
+	if !ok {
+		return // another version of the app may have it
+	}
+	var ts *termState
+	if term != nil {
+		co.mu.Lock()
+		ts = co.term
+		co.mu.Unlock()
+		if ts == nil {
+			return
+		}
+	}
+	r := run{job: name, tick: co.c.clock.Now(), wrapped: e.WrappedJob, overlap: overlapOf(e.Job), triggered: kv.ModRevision}
+	co.c.jobWaiter.add()
+	co.runs.add()
+	go func() {
+		defer co.c.jobWaiter.done()
+		defer co.runs.done()
+		co.claimAndRun(r, ts)
+		// Whoever ran it (or found it run) clears the request.
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		co.client.Txn(dctx).If(clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
+			Then(clientv3.OpDelete(string(kv.Key))).Commit()
+	}()
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// latestTick returns the latest activation of s in (now-grace, now], or the
+// zero time when there is none.
+func latestTick(s Schedule, now time.Time, grace time.Duration) time.Time {
+	var last time.Time
+	for t := s.Next(now.Add(-grace)); !t.IsZero() && !t.After(now); t = s.Next(t) {
+		last = t
+	}
+	return last
+}

@@ -1,0 +1,169 @@
+package cronx
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/clock"
+	"github.com/batonhq/baton/internal/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// ledger records every run of every replica.
+type ledger struct {
+	mu   sync.Mutex
+	runs []Info
+	ch   chan Info
+}
+
+func newLedger() *ledger { return &ledger{ch: make(chan Info, 1024)} }
+
+func (l *ledger) job(instance string, hold func(ctx context.Context)) ContextFunc {
+	return func(ctx context.Context) error {
+		info, ok := InfoFrom(ctx)
+		if !ok {
+			return fmt.Errorf("no run info in the job's context")
+		}
+		if info.Instance != instance {
+			return fmt.Errorf("run info instance %q, want %q", info.Instance, instance)
+		}
+		l.mu.Lock()
+		l.runs = append(l.runs, info)
+		l.mu.Unlock()
+		l.ch <- info
+		if hold != nil {
+			hold(ctx)
+		}
+		return nil
+	}
+}
+
+// reset forgets the runs so far.
+func (l *ledger) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.runs = nil
+	for len(l.ch) > 0 {
+		<-l.ch
+	}
+}
+
+// waitTicks waits until runs of n distinct ticks were recorded.
+func (l *ledger) waitTicks(t *testing.T, n int, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	seen := map[time.Time]bool{}
+	l.mu.Lock()
+	for _, r := range l.runs {
+		seen[r.Tick] = true
+	}
+	l.mu.Unlock()
+	for len(seen) < n {
+		select {
+		case r := <-l.ch:
+			seen[r.Tick] = true
+		case <-deadline:
+			t.Fatalf("saw %d ticks within %v, want %d", len(seen), d, n)
+		}
+	}
+}
+
+// check asserts that every tick ran once and that ticks are step apart with
+// none missing, and returns the ticks in order.
+func (l *ledger) check(t *testing.T, step time.Duration) []time.Time {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	count := map[time.Time][]string{}
+	for _, r := range l.runs {
+		count[r.Tick] = append(count[r.Tick], r.Instance)
+	}
+	var ticks []time.Time
+	for tick, by := range count {
+		if len(by) > 1 {
+			t.Errorf("tick %v ran %d times, on %v", tick.Format(time.TimeOnly+".000"), len(by), by)
+		}
+		ticks = append(ticks, tick)
+	}
+	sort.Slice(ticks, func(i, j int) bool { return ticks[i].Before(ticks[j]) })
+	for i := 1; i < len(ticks); i++ {
+		if gap := ticks[i].Sub(ticks[i-1]); gap != step {
+			t.Errorf("ticks %v and %v are %v apart, want %v: a tick was missed",
+				ticks[i-1].Format(time.TimeOnly), ticks[i].Format(time.TimeOnly), gap, step)
+		}
+	}
+	if t.Failed() {
+		for _, r := range l.runs {
+			t.Logf("ran %v on %s", r.Tick.Format(time.TimeOnly+".000"), r.Instance)
+		}
+	}
+	return ticks
+}
+
+type replica struct {
+	id   string
+	cron *Cron
+	cli  *clientv3.Client
+}
+
+func startReplica(t *testing.T, cli *clientv3.Client, id string, l *ledger, mode Mode, opts ...Option) *replica {
+	t.Helper()
+	c := New(append([]Option{WithSeconds(), WithEtcd(cli), WithName("test"), WithMode(mode),
+		WithElection(election.WithIdentity(id), election.WithTTL(2*time.Second))}, opts...)...)
+	if _, err := c.AddJob("* * * * * *", Named("tick", l.job(id, nil))); err != nil {
+		t.Fatal(err)
+	}
+	c.Start()
+	r := &replica{id: id, cron: c, cli: cli}
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+func (r *replica) stop(t *testing.T) {
+	select {
+	case <-r.cron.Stop().Done():
+	case <-time.After(10 * time.Second):
+		t.Errorf("%s: Stop's context not done within 10s", r.id)
+	}
+}
+
+func TestThreeReplicasRunEachTickOnce(t *testing.T) {
+	for _, mode := range []Mode{LeaderMode, ClaimMode} {
+		t.Run(mode.String(), func(t *testing.T) {
+			srv := etcdtest.Start(t)
+			l := newLedger()
+			for i := range 3 {
+				startReplica(t, srv.Client(t), fmt.Sprintf("r%d", i), l, mode)
+			}
+			l.waitTicks(t, 5, 15*time.Second)
+			l.check(t, time.Second)
+		})
+	}
+}
+
+// offsetClock is a replica clock that is off by a fixed amount.
+type offsetClock struct{ d time.Duration }
+
+func (o offsetClock) Now() time.Time                       { return time.Now().Add(o.d) }
+func (o offsetClock) NewTimer(d time.Duration) clock.Timer { return clock.Real.NewTimer(d) }
+
+func TestClaimModeSkewedClocksRunEachTickOnce(t *testing.T) {
+	srv := etcdtest.Start(t)
+	l := newLedger()
+	for i, skew := range []time.Duration{-2 * time.Second, 0, 2 * time.Second} {
+		startReplica(t, srv.Client(t), fmt.Sprintf("r%d", i), l, ClaimMode, withClock(offsetClock{skew}))
+	}
+	// A replica whose clock is ahead claims from its own now when it joins,
+	// so ticks the others had not reached yet are skipped once (see the
+	// package documentation). From the first run after all have joined,
+	// every tick runs exactly once.
+	l.waitTicks(t, 1, 5*time.Second)
+	l.reset()
+	l.waitTicks(t, 6, 20*time.Second)
+	l.check(t, time.Second)
+}

@@ -1,0 +1,182 @@
+package cronx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"reflect"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/election"
+)
+
+// ContextJob is a Job that takes a context and reports an error. Under
+// coordination the context is cancelled when the run's leadership or claim is
+// lost or the Cron stops, and carries the run's Info; the error is recorded
+// in the run history. Run, for plain use, calls RunContext with a background
+// context.
+type ContextJob interface {
+	Job
+	RunContext(ctx context.Context) error
+}
+
+// ContextFunc makes a func(context.Context) error a ContextJob.
+type ContextFunc func(ctx context.Context) error
+
+// Run calls f with a background context.
+func (f ContextFunc) Run() { f(context.Background()) }
+
+// RunContext calls f.
+func (f ContextFunc) RunContext(ctx context.Context) error { return f(ctx) }
+
+// runJob runs j with ctx when j takes one.
+func runJob(ctx context.Context, j Job) error {
+	if cj, ok := j.(ContextJob); ok {
+		return cj.RunContext(ctx)
+	}
+	j.Run()
+	return nil
+}
+
+// Overlap says whether a job's runs may overlap across the cluster.
+type Overlap int
+
+const (
+	// Allow lets a tick run while an earlier one is still running, as
+	// robfig/cron does.
+	Allow Overlap = iota
+	// Forbid skips a tick while a run of the same job is in progress on any
+	// replica. The in-progress marker is bound to the runner's lease, so a
+	// crashed runner does not block the job for longer than its TTL.
+	Forbid
+)
+
+// JobOption configures a job given to Named.
+type JobOption func(*namedJob)
+
+// WithOverlap sets the job's overlap policy; the default is Allow.
+func WithOverlap(o Overlap) JobOption {
+	return func(j *namedJob) { j.overlap = o }
+}
+
+// Named gives job a name that is the same in every replica, under which its
+// ticks are claimed, paused, triggered and reported:
+//
+//	c.AddJob("0 2 * * *", cronx.Named("nightly-report", cronx.ContextFunc(send), cronx.WithOverlap(cronx.Forbid)))
+//
+// A name is letters, digits, '.', '_' and '-', starting with a letter or a
+// digit. Two jobs of one Cron with one name are an error. Jobs added without
+// a name get one derived from their function and spec (see the package
+// documentation).
+func Named(name string, job Job, opts ...JobOption) Job {
+	j := &namedJob{name: name, job: job}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(j)
+		}
+	}
+	return j
+}
+
+type namedJob struct {
+	name    string
+	job     Job
+	overlap Overlap
+}
+
+func (j *namedJob) Run() { j.job.Run() }
+
+func (j *namedJob) RunContext(ctx context.Context) error { return runJob(ctx, j.job) }
+
+// Info describes one run of a coordinated job.
+type Info struct {
+	// Job is the job's name.
+	Job string
+	// Tick is the nominal time of the run: the schedule's time, not the
+	// moment it started. A triggered run has the time of the trigger.
+	Tick time.Time
+	// Instance is the identity of the replica that runs it.
+	Instance string
+	// Fence guards writes that must not outlive the run's leadership (leader
+	// mode) or claim (claim mode): put Fence.Cmp() in a transaction's If.
+	// Fence.Revision is a fencing token for systems outside etcd: it grows
+	// with every term and claim.
+	Fence election.Fence
+	// Triggered is true for a run started by Trigger rather than the schedule.
+	Triggered bool
+}
+
+type infoKey struct{}
+
+// InfoFrom returns the Info of the run whose context ctx is, and false
+// outside a coordinated run.
+func InfoFrom(ctx context.Context) (Info, bool) {
+	i, ok := ctx.Value(infoKey{}).(Info)
+	return i, ok
+}
+
+var jobNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+func checkJobName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("cronx: job name is empty")
+	case len(name) > 200:
+		return fmt.Errorf("cronx: job name %.20q...: longer than 200 bytes", name)
+	case !jobNamePattern.MatchString(name):
+		return fmt.Errorf("cronx: job name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// derivedName names an unnamed job after what runs and when: the function's
+// symbol (or the job's type) and a hash of the schedule. It is the same in
+// every replica of one build.
+func derivedName(job Job, schedule string) string {
+	what := ""
+	switch j := job.(type) {
+	case FuncJob:
+		what = funcName(j)
+	case ContextFunc:
+		what = funcName(j)
+	default:
+		what = reflect.TypeOf(job).String()
+	}
+	what = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		}
+		return '_'
+	}, what[strings.LastIndex(what, "/")+1:])
+	h := fnv.New32a()
+	h.Write([]byte(schedule))
+	return strings.TrimLeft(fmt.Sprintf("%s-%08x", what, h.Sum32()), "._-")
+}
+
+func funcName(f any) string {
+	if fn := runtime.FuncForPC(reflect.ValueOf(f).Pointer()); fn != nil {
+		return fn.Name()
+	}
+	return "func"
+}
+
+// describeSchedule renders a schedule the same way in every process, for
+// deriving a name when no spec string is at hand.
+func describeSchedule(s Schedule) string {
+	switch s := s.(type) {
+	case *SpecSchedule:
+		loc := ""
+		if s.Location != nil {
+			loc = s.Location.String()
+		}
+		return fmt.Sprintf("spec %x %x %x %x %x %x %s", s.Second, s.Minute, s.Hour, s.Dom, s.Month, s.Dow, loc)
+	case ConstantDelaySchedule:
+		return "every " + s.Delay.String()
+	}
+	return reflect.TypeOf(s).String()
+}
