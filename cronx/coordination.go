@@ -162,20 +162,20 @@ type coordinator struct {
 	jobs     string // P/jobs/<name>/
 	logger   Logger
 
-	ownsClient bool // made from the environment: closed on stop
+	ownsClient bool // made from the environment
 	client     *clientv3.Client
 	elector    *election.Elector
 
-	mu      sync.Mutex
-	names   map[string]bool   // job names in use
-	specs   map[string]string // job name → spec, for status
-	term    *termState        // leader mode: the current term, nil when not leading
-	sess    *election.Session // the runners' session, for in-progress markers
-	ctx     context.Context   // cancelled on Stop
-	cancel  context.CancelFunc
-	started bool
-	stopped chan struct{} // closed when the background goroutines ended
-	runs    jobWaiter     // claims and runs in progress
+	mu       sync.Mutex
+	names    map[string]bool   // job names in use
+	specs    map[string]string // job name → spec, for status
+	term     *termState        // leader mode: the current term, nil when not leading
+	sess     *election.Session // the runners' session, for in-progress markers
+	ctx      context.Context   // cancelled on Stop
+	cancel   context.CancelFunc
+	started  bool
+	resigned chan struct{} // closed when the campaign has ended
+	runs     jobWaiter     // claims and runs in progress
 }
 
 type termState struct {
@@ -314,47 +314,55 @@ func (co *coordinator) start() {
 	}
 	co.started = true
 	co.ctx, co.cancel = context.WithCancel(context.Background())
-	co.stopped = make(chan struct{})
-	// The background work counts as a running job, so Stop's context is done
-	// only once the leader has resigned and the sessions are closed.
-	co.c.jobWaiter.add()
+	co.resigned = make(chan struct{})
 	go func() {
-		defer co.c.jobWaiter.done()
-		defer close(co.stopped)
-		co.runBackground(co.ctx)
-	}()
-}
-
-func (co *coordinator) runBackground(ctx context.Context) {
-	if co.etcd() == nil {
-		cfg, err := election.ConnectionFromEnv().ClientConfig()
-		var cli *clientv3.Client
-		if err == nil {
-			cfg.Logger = zap.NewNop()
-			cli, err = clientv3.New(cfg)
-		}
-		co.mu.Lock()
-		co.client = cli
-		co.mu.Unlock()
-		if err != nil {
-			co.logger.Error(err, "cronx: cannot coordinate; no job will run", "scheduler", co.name)
-			<-ctx.Done()
-			return
-		}
-	}
-	defer func() {
-		if co.ownsClient {
-			co.client.Close()
+		ownsClient := co.connect(co.ctx)
+		co.campaign(co.ctx)
+		close(co.resigned)
+		// Markers of runs still going must outlive the campaign, so the
+		// runners' session is closed only once every run has returned.
+		<-co.runs.idle().Done()
+		co.closeSession()
+		if ownsClient {
 			co.mu.Lock()
+			co.client.Close()
 			co.client = nil
 			co.mu.Unlock()
 		}
 	}()
-	// Markers of runs still going must outlive the campaign, so the runners'
-	// session is closed only once every run has returned.
-	defer co.closeSession()
-	defer func() { <-co.runs.idle().Done() }()
+}
 
+// connect makes the etcd client from the environment when the Cron has
+// none, and reports whether it made one.
+func (co *coordinator) connect(ctx context.Context) bool {
+	if co.etcd() != nil {
+		return false
+	}
+	cfg, err := election.ConnectionFromEnv().ClientConfig()
+	var cli *clientv3.Client
+	if err == nil {
+		cfg.Logger = zap.NewNop()
+		cli, err = clientv3.New(cfg)
+	}
+	if err != nil {
+		co.logger.Error(err, "cronx: cannot reach etcd; no job will run", "scheduler", co.name)
+		return false
+	}
+	co.mu.Lock()
+	co.client = cli
+	co.mu.Unlock()
+	return true
+}
+
+// campaign schedules while this replica may: in leader mode for each term it
+// wins, in claim mode until Stop. It returns once ctx is done and, in leader
+// mode, the leader has resigned.
+func (co *coordinator) campaign(ctx context.Context) {
+	cli := co.etcd()
+	if cli == nil {
+		<-ctx.Done() // fail closed: no claim, no run
+		return
+	}
 	if co.mode == ClaimMode {
 		co.publishSpecs(ctx)
 		co.c.requestResync()
@@ -364,15 +372,13 @@ func (co *coordinator) runBackground(ctx context.Context) {
 	e := co.elector
 	if e == nil {
 		var err error
-		e, err = election.New(co.client, co.name, co.eopts...)
-		if err != nil {
+		if e, err = election.New(cli, co.name, co.eopts...); err != nil {
 			co.logger.Error(err, "cronx: cannot campaign; no job will run", "scheduler", co.name)
 			<-ctx.Done()
 			return
 		}
 	}
-	err := e.Run(ctx, co.lead)
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if err := e.Run(ctx, co.lead); err != nil && !errors.Is(err, context.Canceled) {
 		co.logger.Error(err, "cronx: campaign ended", "scheduler", co.name)
 	}
 }
@@ -392,16 +398,31 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	co.c.requestResync()
 }
 
-// stop stops coordinating: the leader resigns at once; runs in progress see
-// their context cancelled and are waited for by Stop's context.
+// resignWait bounds how long Stop waits for the leader's resignation to
+// reach etcd; past it, the lease expires by itself after the TTL.
+const resignWait = 3 * time.Second
+
+// stop stops coordinating and waits, briefly, for the leader to resign, so
+// that a process that exits once Stop's context is done has handed over.
+// Runs in progress see their context cancelled; Stop's context waits for
+// them.
 func (co *coordinator) stop() {
 	co.mu.Lock()
-	defer co.mu.Unlock()
 	if !co.started {
+		co.mu.Unlock()
 		return
 	}
-	co.cancel()
 	co.started = false
+	co.cancel()
+	resigned := co.resigned
+	co.mu.Unlock()
+	t := time.NewTimer(resignWait)
+	defer t.Stop()
+	select {
+	case <-resigned:
+	case <-t.C:
+		co.logger.Info("cronx: resignation not confirmed; the lease will expire", "scheduler", co.name)
+	}
 }
 
 // session returns the runners' session, making a new one when there is

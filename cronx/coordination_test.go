@@ -2,6 +2,7 @@ package cronx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -43,6 +44,17 @@ func (l *ledger) job(instance string, hold func(ctx context.Context)) ContextFun
 	}
 }
 
+// snapshot returns the ticks recorded so far, distinct.
+func (l *ledger) snapshot() map[time.Time]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := map[time.Time]bool{}
+	for _, r := range l.runs {
+		seen[r.Tick] = true
+	}
+	return seen
+}
+
 // reset forgets the runs so far.
 func (l *ledger) reset() {
 	l.mu.Lock()
@@ -73,8 +85,8 @@ func (l *ledger) waitTicks(t *testing.T, n int, d time.Duration) {
 	}
 }
 
-// check asserts that every tick ran once and that ticks are step apart with
-// none missing, and returns the ticks in order.
+// check asserts that every tick ran once and, unless step is zero, that
+// ticks are step apart with none missing; it returns the ticks in order.
 func (l *ledger) check(t *testing.T, step time.Duration) []time.Time {
 	t.Helper()
 	l.mu.Lock()
@@ -91,7 +103,7 @@ func (l *ledger) check(t *testing.T, step time.Duration) []time.Time {
 		ticks = append(ticks, tick)
 	}
 	sort.Slice(ticks, func(i, j int) bool { return ticks[i].Before(ticks[j]) })
-	for i := 1; i < len(ticks); i++ {
+	for i := 1; step > 0 && i < len(ticks); i++ {
 		if gap := ticks[i].Sub(ticks[i-1]); gap != step {
 			t.Errorf("ticks %v and %v are %v apart, want %v: a tick was missed",
 				ticks[i-1].Format(time.TimeOnly), ticks[i].Format(time.TimeOnly), gap, step)
@@ -166,4 +178,99 @@ func TestClaimModeSkewedClocksRunEachTickOnce(t *testing.T) {
 	l.reset()
 	l.waitTicks(t, 6, 20*time.Second)
 	l.check(t, time.Second)
+}
+
+// leaderOf returns the replica that ran the latest recorded tick.
+func (l *ledger) last() Info {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.runs[len(l.runs)-1]
+}
+
+// TestGracefulStopOfLeaderMissesNoTick is G3: the leader stops between
+// ticks, resigns, and the next replica runs the next tick on time.
+func TestGracefulStopOfLeaderMissesNoTick(t *testing.T) {
+	srv := etcdtest.Start(t)
+	l := newLedger()
+	replicas := map[string]*replica{}
+	for i := range 3 {
+		id := fmt.Sprintf("r%d", i)
+		replicas[id] = startReplica(t, srv.Client(t), id, l, LeaderMode)
+	}
+	l.waitTicks(t, 2, 10*time.Second)
+	leader := l.last().Instance
+	replicas[leader].stop(t) // right after a tick: between ticks
+	l.waitTicks(t, 6, 15*time.Second)
+	l.check(t, time.Second)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	after := map[string]bool{}
+	for _, r := range l.runs[2:] {
+		after[r.Instance] = true
+	}
+	if after[leader] && len(after) == 1 {
+		t.Fatalf("only the stopped leader %s ran ticks", leader)
+	}
+}
+
+// TestPartitionedLeaderIsCancelledAndItsTickNotDoubled is G2 and G4: a
+// leader cut off from etcd has its running job's context cancelled, a
+// successor takes over, and no tick runs twice.
+func TestPartitionedLeaderIsCancelledAndItsTickNotDoubled(t *testing.T) {
+	srv := etcdtest.Start(t)
+	proxy := etcdtest.NewProxy(t, srv.Addr())
+	l := newLedger()
+	cancelled := make(chan error, 16)
+	hold := func(ctx context.Context) {
+		<-ctx.Done()
+		cancelled <- context.Cause(ctx)
+	}
+	// The replica to be partitioned starts first, so it leads; its job
+	// holds until its context ends.
+	a := New(WithSeconds(), WithEtcd(etcdtest.NewClient(t, proxy.Endpoint())), WithName("test"),
+		WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))
+	if _, err := a.AddJob("* * * * * *", Named("tick", l.job("a", hold))); err != nil {
+		t.Fatal(err)
+	}
+	a.Start()
+	t.Cleanup(func() {
+		select {
+		case <-a.Stop().Done():
+		case <-time.After(15 * time.Second):
+			t.Errorf("a: Stop's context not done")
+		}
+	})
+	l.waitTicks(t, 1, 10*time.Second)
+	if first := l.last(); first.Instance != "a" {
+		t.Fatalf("first tick ran on %s, want a", first.Instance)
+	}
+	startReplica(t, srv.Client(t), "b", l, LeaderMode)
+	startReplica(t, srv.Client(t), "c", l, LeaderMode)
+
+	proxy.Blackhole()
+	select {
+	case cause := <-cancelled:
+		if !errors.Is(cause, election.ErrSessionExpired) {
+			t.Errorf("a's job context ended with %v, want ErrSessionExpired", cause)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a's running job was not cancelled after a was partitioned")
+	}
+	before := len(l.snapshot())
+	l.waitTicks(t, before+3, 15*time.Second)
+	l.check(t, 0)
+}
+
+// TestEtcdRestartedEmptyResumesWithoutDuplicates: scheduling resumes by
+// itself when etcd comes back with no data, and no tick runs twice.
+func TestEtcdRestartedEmptyResumesWithoutDuplicates(t *testing.T) {
+	srv := etcdtest.Start(t)
+	l := newLedger()
+	startReplica(t, srv.Client(t), "r0", l, LeaderMode)
+	startReplica(t, srv.Client(t), "r1", l, LeaderMode)
+	l.waitTicks(t, 2, 10*time.Second)
+	srv.Wipe(t)
+	n := len(l.snapshot())
+	l.waitTicks(t, n+3, 20*time.Second)
+	l.check(t, 0)
 }

@@ -1,8 +1,8 @@
 package cronx
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/internal/etcdtest"
 )
 
 // robfigModule is the release whose test suite cronx must pass.
@@ -61,7 +63,26 @@ replace github.com/batonhq/baton => %s
 	}
 	writeFile(t, filepath.Join(work, "go.sum"), sums)
 
-	suite := robfigSuite{t: t, goTool: goTool, dir: work}
+	// Alone, cronx must be robfig/cron. Coordinated through etcd, a cluster
+	// of one must behave the same: on time, same entries, same Stop.
+	t.Run("alone", func(t *testing.T) {
+		robfigSuite{t: t, goTool: goTool, dir: work}.check()
+	})
+	t.Run("coordinated", func(t *testing.T) {
+		srv, stop, err := etcdtest.StartMain()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+		env := []string{"BATON_ETCD_ENDPOINTS=" + srv.Endpoint(), "BATON_TTL=2"}
+		robfigSuite{t: t, goTool: goTool, dir: work, env: env}.check()
+	})
+}
+
+// check runs the whole suite and fails the test unless every test passes,
+// allowing the timing-sensitive ones a rerun.
+func (suite robfigSuite) check() {
+	t := suite.t
 	started := time.Now()
 	tests := suite.list()
 	first := suite.run("")
@@ -72,7 +93,7 @@ replace github.com/batonhq/baton => %s
 		}
 		reason, sensitive := timingSensitive[name]
 		if !sensitive || !first.failed[name] {
-			t.Fatalf("robfig/cron's %s does not pass against cronx (go test in %s):\n%s", name, work, first.report(name))
+			t.Fatalf("robfig/cron's %s does not pass against cronx (go test in %s):\n%s", name, suite.dir, first.report(name))
 		}
 		t.Logf("%s failed; it is timing-sensitive (%s), so it runs again alone:\n%s", name, reason, first.report(name))
 		if !suite.passesAlone(name) {
@@ -105,6 +126,7 @@ type robfigSuite struct {
 	t      *testing.T
 	goTool string
 	dir    string
+	env    []string // added to the environment of go test
 }
 
 // list returns the names of the suite's top-level tests and examples.
@@ -146,7 +168,9 @@ func (s robfigSuite) run(pattern string) suiteRun {
 	if pattern != "" {
 		args = append(args, "-run", pattern)
 	}
-	out, _ := goCommand(s.t, s.goTool, s.dir, s.args(append(args, ".")...)...).CombinedOutput()
+	cmd := goCommand(s.t, s.goTool, s.dir, s.args(append(args, ".")...)...)
+	cmd.Env = append(cmd.Env, s.env...)
+	out, _ := cmd.CombinedOutput()
 	// The exit status adds nothing: a test that neither passed nor
 	// failed (a build error, a crash) is reported from the output.
 	return parseSuiteRun(out)
