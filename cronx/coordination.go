@@ -469,7 +469,6 @@ func (co *coordinator) runningKey(job string) string { return co.jobs + job + "/
 func (co *coordinator) pausedKey(job string) string  { return co.jobs + job + "/paused" }
 func (co *coordinator) historyKey(job string) string { return co.jobs + job + "/history" }
 func (co *coordinator) specKey(job string) string    { return co.jobs + job + "/spec" }
-func (co *coordinator) triggerKey(job string) string { return co.jobs + triggerDir + job }
 
 // triggerDir holds manual triggers. Job names cannot start with '.', so it
 // never clashes with a job.

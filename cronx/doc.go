@@ -181,9 +181,57 @@
 //
 // # Cluster coordination
 //
-// Coordination through etcd, so that each tick of a job runs once across all
-// the replicas of a program, is turned on by BATON_ETCD_ENDPOINTS (a comma
-// list of etcd endpoints) and configured by the coordination options, each
-// documented where it is declared. Without it, everything above holds for
-// each process on its own.
+// With etcd, each tick of a job runs once in the whole cluster, however many
+// replicas of the program run the same Cron. Setting BATON_ETCD_ENDPOINTS
+// (a comma list) turns it on for a plain New after the import swap, with one
+// log line naming the scheduler, mode and instance; WithEtcd or WithElector
+// do it from code, and the other BATON_* variables (prefix, identity, TTL,
+// TLS, auth) apply as in package election. Explicit options win.
+//
+// Every run is claimed in etcd before it starts, with one transaction that
+// commits only if the job's last claimed tick is older than this one and, in
+// leader mode, only while this replica's leadership term is current. A tick
+// is named by the schedule's time, never by the clock at the moment of
+// firing, so replicas whose clocks disagree still name it alike.
+//
+//   - LeaderMode (default): replicas elect a leader, which alone arms timers
+//     and runs jobs. A follower costs no work per tick. On Stop (SIGTERM in a
+//     deploy) the leader resigns at once and the next replica fires the next
+//     tick on time. A leader that crashes keeps its lease for the TTL; its
+//     successor then claims, once, the latest tick that fell in the gap if it
+//     is no older than the misfire grace (WithMisfire; RunOnce within a
+//     minute by default, or Skip).
+//   - ClaimMode: every replica schedules, and the first valid claim runs the
+//     tick. No failover gap; one transaction per replica per tick.
+//
+// A job's context (ContextFunc, or any ContextJob) is cancelled when the
+// replica's leadership or claim is lost, before etcd can let another replica
+// run the job, or when the Cron stops; InfoFrom(ctx) gives the job's name,
+// the nominal tick, the instance and a fencing token. Plain jobs run as they
+// always did. Chain wrappers of this package pass the context through.
+//
+// Jobs are named with Named, the same in every replica. An unnamed job gets
+// a name derived from its function's symbol (or its type) and a hash of its
+// spec, such as "main.sendReport-1c2f3a4b"; adding the same function on the
+// same spec again names the copy "...-2", so it stays a separate job as in
+// robfig/cron. Two Named jobs with one name are an error. The scheduler is
+// named by WithName, or "cron", "cron-2", ... in the order a process creates
+// its Crons.
+//
+// WithOverlap(Forbid) skips a tick while a run of the job is in progress on
+// any replica. Pause, Resume and Trigger act on the whole cluster, and
+// Status reports the leader and each job's last, running and next runs and a
+// short history; Control does the same from any process with etcd access.
+//
+// In leader mode the leader's set of jobs is what runs. During a rolling
+// deploy that adds a job, the new job starts when a replica of the new
+// version leads (which the old leader's resignation on SIGTERM brings about);
+// a trigger of a job the leader does not have waits for one that has it. In
+// claim mode any replica that has the job runs it.
+//
+// Limits: with etcd unreachable no job runs (ticks are retried until the
+// misfire grace, then skipped), and scheduling resumes by itself. A replica
+// whose clock runs ahead of the others claims from its own time when it
+// joins, so ticks the slower replicas had not reached yet are skipped once;
+// after that, skew neither doubles nor drops ticks.
 package cronx
