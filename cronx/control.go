@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -206,10 +207,13 @@ func leaderOf(ctx context.Context, client *clientv3.Client, prefix, name string)
 	return e.Leader(ctx)
 }
 
+// parseLast reads a claim value: a zero-padded decimal sequence (the tick's
+// Unix nanoseconds) and who claimed it. The padding must not be taken for an
+// octal prefix, as fmt.Sscan would.
 func parseLast(v string) (int64, string, error) {
 	num, by, _ := strings.Cut(v, " ")
-	var seq int64
-	if _, err := fmt.Sscan(num, &seq); err != nil {
+	seq, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
 		return 0, "", err
 	}
 	return seq, by, nil
@@ -268,9 +272,15 @@ func (c *Cron) Status(ctx context.Context) (Status, error) {
 	if err != nil {
 		return st, err
 	}
+	// A follower does not schedule, so its entries keep the Next they had
+	// when it started or last led; the schedule still says when the job runs.
+	now := c.now()
 	next := map[string]time.Time{}
 	for _, e := range c.Entries() {
 		next[e.name] = e.Next
+		if !e.Next.After(now) {
+			next[e.name] = e.Schedule.Next(now)
+		}
 	}
 	for i := range st.Jobs {
 		st.Jobs[i].Next = next[st.Jobs[i].Name]

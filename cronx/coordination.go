@@ -166,16 +166,18 @@ type coordinator struct {
 	client     *clientv3.Client
 	elector    *election.Elector
 
-	mu       sync.Mutex
-	names    map[string]bool   // job names in use
-	specs    map[string]string // job name → spec, for status
-	term     *termState        // leader mode: the current term, nil when not leading
-	sess     *election.Session // the runners' session, for in-progress markers
-	ctx      context.Context   // cancelled on Stop
-	cancel   context.CancelFunc
-	started  bool
-	resigned chan struct{} // closed when the campaign has ended
-	runs     jobWaiter     // claims and runs in progress
+	mu         sync.Mutex
+	names      map[string]bool   // job names in use
+	copies     map[string]int    // derived name → copies named so far, less one
+	term       *termState        // leader mode: the current term, nil when not leading
+	sess       *election.Session // the runners' session, for in-progress markers
+	sessMu     sync.Mutex        // held while sess is replaced; never taken under mu
+	ctx        context.Context   // cancelled on Stop
+	cancel     context.CancelFunc
+	started    bool
+	resigned   chan struct{} // closed when the campaign has ended
+	runs       jobWaiter     // claims and runs in progress
+	claimSlots chan struct{} // one token per claim in flight
 }
 
 type termState struct {
@@ -198,16 +200,17 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 		return nil, errors.Join(cfg.errs...)
 	}
 	co := &coordinator{
-		c:       c,
-		mode:    cfg.mode,
-		misfire: cfg.misfire,
-		grace:   cfg.grace,
-		eopts:   cfg.eopts,
-		client:  cfg.client,
-		elector: cfg.elector,
-		names:   map[string]bool{},
-		specs:   map[string]string{},
-		logger:  c.logger,
+		c:          c,
+		mode:       cfg.mode,
+		misfire:    cfg.misfire,
+		grace:      cfg.grace,
+		eopts:      cfg.eopts,
+		client:     cfg.client,
+		elector:    cfg.elector,
+		names:      map[string]bool{},
+		copies:     map[string]int{},
+		claimSlots: make(chan struct{}, maxClaims),
+		logger:     c.logger,
 	}
 	switch {
 	case cfg.elector != nil && cfg.client != nil:
@@ -235,7 +238,7 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 		}
 	}
 	if err := checkJobName(co.name); err != nil {
-		return nil, fmt.Errorf("cronx: WithName: %w", err)
+		return nil, fmt.Errorf("cronx: WithName(%q): %s", co.name, strings.TrimPrefix(strings.Replace(err.Error(), "job name", "scheduler name", 1), "cronx: "))
 	}
 	// Validate the election options now, so a bad prefix or TTL is an error
 	// of New's caller rather than a log line later.
@@ -266,17 +269,18 @@ func (co *coordinator) register(job Job, spec string) (string, error) {
 		if co.names[nj.name] {
 			return "", fmt.Errorf("cronx: job %q: a job with that name is already registered", nj.name)
 		}
-		co.names[nj.name], co.specs[nj.name] = true, spec
+		co.names[nj.name] = true
 		return nj.name, nil
 	}
 	// The same function on the same schedule, added twice, is two jobs, as
 	// in robfig/cron: the second is "<name>-2".
 	base := derivedName(job, spec)
 	name := base
-	for i := 2; co.names[name]; i++ {
-		name = fmt.Sprintf("%s-%d", base, i)
+	for co.names[name] {
+		co.copies[base]++
+		name = fmt.Sprintf("%s-%d", base, co.copies[base]+1)
 	}
-	co.names[name], co.specs[name] = true, spec
+	co.names[name] = true
 	return name, nil
 }
 
@@ -284,7 +288,6 @@ func (co *coordinator) unregister(name string) {
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	delete(co.names, name)
-	delete(co.specs, name)
 }
 
 // etcd returns the client, nil until one is made from the environment.
@@ -390,7 +393,11 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	co.mu.Unlock()
 	co.logger.Info("cronx: leading", "scheduler", co.name, "instance", co.identity, "fence", term.Revision)
 	co.c.requestResync()
-	go co.publishSpecs(ctx)
+	co.runs.add() // waited for before the client closes
+	go func() {
+		defer co.runs.done()
+		co.publishSpecs(ctx)
+	}()
 	co.watchTriggers(ctx, &term)
 	co.mu.Lock()
 	co.term = nil
@@ -427,27 +434,44 @@ func (co *coordinator) stop() {
 
 // session returns the runners' session, making a new one when there is
 // none or the last was lost.
+//
+// Granting a lease waits for etcd, up to 5 s when it is unreachable, so it
+// is done under sessMu only: co.mu must stay free for AddJob, Stop and the
+// cluster operations, which must not wait for etcd.
 func (co *coordinator) session(ctx context.Context) (*election.Session, error) {
+	co.sessMu.Lock()
+	defer co.sessMu.Unlock()
 	co.mu.Lock()
-	defer co.mu.Unlock()
-	if co.sess != nil && co.sess.Context().Err() == nil {
-		return co.sess, nil
+	old, client := co.sess, co.client
+	co.mu.Unlock()
+	if old != nil && old.Context().Err() == nil {
+		return old, nil
 	}
-	if old := co.sess; old != nil {
-		go closeQuietly(old)
+	if old != nil {
+		co.mu.Lock()
+		co.sess = nil
+		co.mu.Unlock()
+		co.runs.add()
+		go func() {
+			defer co.runs.done()
+			closeQuietly(old)
+		}()
 	}
-	co.sess = nil
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	s, err := election.NewSession(sctx, co.client, co.eopts...)
+	s, err := election.NewSession(sctx, client, co.eopts...)
 	if err != nil {
 		return nil, err
 	}
+	co.mu.Lock()
 	co.sess = s
+	co.mu.Unlock()
 	return s, nil
 }
 
 func (co *coordinator) closeSession() {
+	co.sessMu.Lock()
+	defer co.sessMu.Unlock()
 	co.mu.Lock()
 	s := co.sess
 	co.sess = nil
@@ -585,10 +609,8 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 			if r.catchUp {
 				opts = append(opts, election.IfClaimedBefore())
 			}
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			var c election.Claim
-			c, err = election.ClaimSeq(cctx, co.etcd(), key, seq, opts...)
-			cancel()
+			c, err = co.claimOnce(ctx, key, seq, opts)
 			if err == nil {
 				return c, sess, nil
 			}
@@ -605,14 +627,27 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 		if co.c.clock.Now().Add(backoff).After(latest) {
 			return election.Claim{}, nil, fmt.Errorf("no claim before the misfire deadline: %w", err)
 		}
-		t := co.c.clock.NewTimer(backoff)
-		select {
-		case <-t.C():
-		case <-ctx.Done():
-			t.Stop()
-		}
+		// Retries pace against etcd, which runs on real time whatever the
+		// Cron's clock.
+		sleep(ctx, backoff)
 		backoff = min(2*backoff, 2*time.Second)
 	}
+}
+
+// maxClaims bounds the claims in flight, so that thousands of jobs due on
+// one tick queue here rather than time out on a saturated connection.
+const maxClaims = 64
+
+func (co *coordinator) claimOnce(ctx context.Context, key string, seq int64, opts []election.ClaimOption) (election.Claim, error) {
+	select {
+	case co.claimSlots <- struct{}{}:
+	case <-ctx.Done():
+		return election.Claim{}, context.Cause(ctx)
+	}
+	defer func() { <-co.claimSlots }()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return election.ClaimSeq(cctx, co.etcd(), key, seq, opts...)
 }
 
 // historyLen bounds each job's run history.
@@ -671,22 +706,48 @@ func (co *coordinator) finish(r run, claim election.Claim, start, end time.Time,
 
 // publishSpecs records each job's spec, for status and trigger checks.
 func (co *coordinator) publishSpecs(ctx context.Context) {
-	co.mu.Lock()
-	specs := make(map[string]string, len(co.specs))
-	for k, v := range co.specs {
-		specs[k] = v
+	specs := map[string]string{}
+	for _, e := range co.c.Entries() {
+		specs[e.name] = e.spec
 	}
-	co.mu.Unlock()
 	for name, spec := range specs {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := co.client.Txn(pctx).
-			If(clientv3.Compare(clientv3.Value(co.specKey(name)), "=", spec)).
-			Else(clientv3.OpPut(co.specKey(name), spec)).Commit()
-		cancel()
-		if err != nil {
+		if co.publishSpec(ctx, name, spec) != nil {
 			return
 		}
 	}
+}
+
+func (co *coordinator) publishSpec(ctx context.Context, name, spec string) error {
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := co.client.Txn(pctx).
+		If(clientv3.Compare(clientv3.Value(co.specKey(name)), "=", spec)).
+		Else(clientv3.OpPut(co.specKey(name), spec)).Commit()
+	return err
+}
+
+// published records the spec of a job added while the Cron runs, when this
+// replica publishes specs now (the leader, or any replica in claim mode);
+// publishSpecs covers the jobs added before. Without it, Pause and Trigger
+// would not know the job until the next term.
+func (co *coordinator) published(name, spec string) {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if !co.started || co.client == nil {
+		return
+	}
+	ctx := co.ctx
+	if co.mode == LeaderMode {
+		if co.term == nil {
+			return
+		}
+		ctx = co.term.ctx
+	}
+	co.runs.add() // the client outlives it
+	go func() {
+		defer co.runs.done()
+		co.publishSpec(ctx, name, spec)
+	}()
 }
 
 // watchTriggers runs triggered jobs until ctx ends: those waiting when it

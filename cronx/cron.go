@@ -136,12 +136,24 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 	if c.coordErr != nil {
 		return 0, c.coordErr
 	}
-	name := ""
+	if nj, ok := cmd.(*namedJob); ok && nj.job == nil {
+		// Named hides the nil from AddJob's check; it would panic at its
+		// first run, in a goroutine, and crash the program.
+		return 0, fmt.Errorf("cronx: job %q is nil", nj.name)
+	}
+	if nj, ok := cmd.(*namedJob); ok {
+		// Checked alone too, so a bad name fails before etcd is configured.
+		if err := checkJobName(nj.name); err != nil {
+			return 0, err
+		}
+	}
+	name, published := "", ""
 	if c.coord != nil {
 		var err error
 		if name, err = c.coord.register(cmd, spec); err != nil {
 			return 0, err
 		}
+		published = spec
 	}
 	c.runningMu.Lock()
 	defer c.runningMu.Unlock()
@@ -152,11 +164,15 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 		WrappedJob: c.chain.Then(cmd),
 		Job:        cmd,
 		name:       name,
+		spec:       published,
 	}
 	if c.running {
 		c.add <- e
 	} else {
 		c.entries = append(c.entries, e)
+	}
+	if c.coord != nil {
+		c.coord.published(name, spec)
 	}
 	return e.ID, nil
 }

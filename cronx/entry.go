@@ -33,8 +33,9 @@ type Entry struct {
 
 	// name identifies the job across the replicas of a cluster, where an
 	// EntryID (a counter local to one process) cannot. Empty means unnamed.
-	//lint:ignore U1000 set and read by cluster coordination, which claims ticks per job name
 	name string
+	// spec is the schedule as given, published for status under coordination.
+	spec string
 }
 
 // Valid reports whether e is an entry rather than the zero Entry.
