@@ -274,3 +274,42 @@ func TestEtcdRestartedEmptyResumesWithoutDuplicates(t *testing.T) {
 	l.waitTicks(t, n+3, 20*time.Second)
 	l.check(t, 0)
 }
+
+// TestFollowerFiresNothing: in leader mode a follower's loop arms no timer
+// for ticks, so it spends nothing per tick, while the leader runs them all.
+func TestFollowerFiresNothing(t *testing.T) {
+	srv := etcdtest.Start(t)
+	l := newLedger()
+	startReplica(t, srv.Client(t), "leader", l, LeaderMode)
+	l.waitTicks(t, 1, 10*time.Second)
+
+	var mu sync.Mutex
+	fired := 0
+	f := New(WithSeconds(), WithEtcd(srv.Client(t)), WithName("test"),
+		WithElection(election.WithIdentity("follower"), election.WithTTL(2*time.Second)))
+	f.fireHook = func(Entry, time.Time) {
+		mu.Lock()
+		fired++
+		mu.Unlock()
+	}
+	if _, err := f.AddJob("* * * * * *", Named("tick", l.job("follower", nil))); err != nil {
+		t.Fatal(err)
+	}
+	f.Start()
+	defer func() { <-f.Stop().Done() }()
+
+	n := len(l.snapshot())
+	l.waitTicks(t, n+3, 10*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	if fired != 0 {
+		t.Fatalf("the follower fired %d ticks while the leader ran them", fired)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.runs {
+		if r.Instance != "leader" {
+			t.Fatalf("tick %v ran on %s", r.Tick, r.Instance)
+		}
+	}
+}

@@ -287,3 +287,41 @@ func TestObserveReportsLeadersAndNoLeader(t *testing.T) {
 	for range obs {
 	}
 }
+
+// TestLeadershipSurvivesLossOfTheRaftLeader runs candidates on a
+// three-member cluster and kills the member that leads raft: the quorum
+// elects a new raft leader, and baton still has exactly one leader, which
+// keeps its term if it keeps its session.
+func TestLeadershipSurvivesLossOfTheRaftLeader(t *testing.T) {
+	cluster := etcdtest.StartCluster(t, 3)
+	a := startCandidate(t, cluster.Client(t), "quorum", "a")
+	ta := waitFor(t, a.terms, 10*time.Second, "a elected")
+	b := startCandidate(t, cluster.Client(t), "quorum", "b")
+
+	raftLeader := cluster.RaftLeader(t)
+	raftLeader.Kill()
+	cluster.WaitHealthy(t)
+
+	// Either a keeps leading, or its term ended and one candidate leads a
+	// new term; never two at once.
+	cli := cluster.Client(t)
+	eventually(t, 15*time.Second, "a leader after the raft leader's loss", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		l, err := a.e.Leader(ctx)
+		return err == nil && l.Since != (time.Time{})
+	})
+	if ta.ctx.Err() == nil {
+		select {
+		case tb := <-b.terms:
+			t.Fatalf("b elected (fence %d) while a's term is live", tb.term.Revision)
+		default:
+		}
+		resp, err := cli.Txn(context.Background()).If(ta.term.Cmp()).Then(clientv3.OpPut("/quorum", "a")).Commit()
+		if err != nil || !resp.Succeeded {
+			t.Fatalf("a's live term cannot write: %v", err)
+		}
+	}
+	raftLeader.Restart(t)
+	cluster.WaitHealthy(t)
+}

@@ -8,7 +8,6 @@ package etcdtest
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
@@ -418,17 +417,4 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-// TLSClient returns a TLS client of the member, closed by t.Cleanup.
-func TLSClient(t testing.TB, tc *tls.Config, endpoints ...string) *clientv3.Client {
-	t.Helper()
-	cfg := ClientConfig(endpoints...)
-	cfg.TLS = tc
-	cli, err := clientv3.New(cfg)
-	if err != nil {
-		t.Fatalf("etcdtest: TLS client of %v: %v", endpoints, err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
 }
