@@ -3,6 +3,7 @@ package cronx
 import (
 	"io"
 	"log"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -73,4 +74,21 @@ func (l printfLogger) print(msg string, kv []interface{}) {
 		args = append(args, v)
 	}
 	l.logger.Printf(format, args...)
+}
+
+// SlogLogger makes a *slog.Logger a Logger: Info logs at debug level, as
+// robfig/cron's routine messages are only for verbose output, and Error at
+// error level with the error under "err".
+func SlogLogger(l *slog.Logger) Logger {
+	return slogLogger{l}
+}
+
+type slogLogger struct{ l *slog.Logger }
+
+func (s slogLogger) Info(msg string, keysAndValues ...interface{}) {
+	s.l.Debug(msg, keysAndValues...)
+}
+
+func (s slogLogger) Error(err error, msg string, keysAndValues ...interface{}) {
+	s.l.Error(msg, append([]interface{}{"err", err}, keysAndValues...)...)
 }

@@ -1,6 +1,7 @@
 package cronx
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/batonhq/baton/internal/clock"
@@ -36,6 +37,12 @@ func WithChain(wrappers ...JobWrapper) Option {
 // WithLogger makes the Cron log through logger instead of DefaultLogger.
 func WithLogger(logger Logger) Option {
 	return func(c *Cron) { c.logger = logger }
+}
+
+// WithSlog makes the Cron log through l, with routine messages at debug
+// level; it is WithLogger(SlogLogger(l)).
+func WithSlog(l *slog.Logger) Option {
+	return WithLogger(SlogLogger(l))
 }
 
 // withClock makes the Cron read time and set timers on clk, so that tests
