@@ -176,6 +176,7 @@ type coordinator struct {
 	cancel     context.CancelFunc
 	started    bool
 	resigned   chan struct{} // closed when the campaign has ended
+	done       chan struct{} // closed when the background work has ended
 	runs       jobWaiter     // claims and runs in progress
 	claimSlots chan struct{} // one token per claim in flight
 }
@@ -317,11 +318,18 @@ func (co *coordinator) start() {
 	}
 	co.started = true
 	co.ctx, co.cancel = context.WithCancel(context.Background())
-	co.resigned = make(chan struct{})
+	ctx, resigned, done := co.ctx, make(chan struct{}), make(chan struct{})
+	prev := co.done
+	co.resigned, co.done = resigned, done
 	go func() {
-		ownsClient := co.connect(co.ctx)
-		co.campaign(co.ctx)
-		close(co.resigned)
+		defer close(done)
+		if prev != nil {
+			// A Stop then Start: the last run's client and session go first.
+			<-prev
+		}
+		ownsClient := co.connect(ctx)
+		co.campaign(ctx)
+		close(resigned)
 		// Markers of runs still going must outlive the campaign, so the
 		// runners' session is closed only once every run has returned.
 		<-co.runs.idle().Done()
@@ -538,9 +546,13 @@ func overlapOf(j Job) Overlap {
 
 // claimAndRun claims r in etcd and, if the claim holds, runs it.
 func (co *coordinator) claimAndRun(r run, ts *termState) {
-	base := co.ctx
+	var base context.Context
 	if ts != nil {
 		base = ts.ctx
+	} else {
+		co.mu.Lock()
+		base = co.ctx
+		co.mu.Unlock()
 	}
 	claim, sess, err := co.claim(base, r, ts)
 	if err != nil {

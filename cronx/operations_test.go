@@ -756,3 +756,23 @@ func TestJobAddedWhileRunningCanBeOperated(t *testing.T) {
 		})
 	}
 }
+
+// TestStopThenStartFromTheEnvironmentKeepsWorking: a Cron whose client comes
+// from BATON_ETCD_ENDPOINTS can be stopped and started again at once.
+func TestStopThenStartFromTheEnvironmentKeepsWorking(t *testing.T) {
+	srv := etcdtest.Start(t)
+	t.Setenv("BATON_ETCD_ENDPOINTS", srv.Endpoint())
+	l := newLedger()
+	c := New(WithSeconds(), WithName("restart"), WithElection(election.WithIdentity("r"), election.WithTTL(2*time.Second)))
+	if _, err := c.AddJob("* * * * * *", Named("tick", l.job("r", nil))); err != nil {
+		t.Fatal(err)
+	}
+	c.Start()
+	l.waitTicks(t, 1, 10*time.Second)
+	c.Stop()
+	c.Start()
+	defer func() { <-c.Stop().Done() }()
+	n := len(l.snapshot())
+	l.waitTicks(t, n+2, 15*time.Second)
+	l.check(t, 0)
+}
