@@ -172,9 +172,17 @@ func TestClaimModeSkewedClocksRunEachTickOnce(t *testing.T) {
 	}
 	// A replica whose clock is ahead claims from its own now when it joins,
 	// so ticks the others had not reached yet are skipped once (see the
-	// package documentation). From the first run after all have joined,
-	// every tick runs exactly once.
-	l.waitTicks(t, 1, 5*time.Second)
+	// package documentation). Once the fastest replica, r2, runs a tick, all
+	// have joined; from then on every tick runs exactly once.
+	deadline := time.After(10 * time.Second)
+	for joined := false; !joined; {
+		select {
+		case r := <-l.ch:
+			joined = r.Instance == "r2"
+		case <-deadline:
+			t.Fatal("r2 ran no tick within 10s")
+		}
+	}
 	l.reset()
 	l.waitTicks(t, 6, 20*time.Second)
 	l.check(t, time.Second)
