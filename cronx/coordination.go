@@ -166,19 +166,21 @@ type coordinator struct {
 	client     *clientv3.Client
 	elector    *election.Elector
 
-	mu         sync.Mutex
-	names      map[string]bool   // job names in use
-	copies     map[string]int    // derived name → copies named so far, less one
-	term       *termState        // leader mode: the current term, nil when not leading
-	sess       *election.Session // the runners' session, for in-progress markers
-	sessMu     sync.Mutex        // held while sess is replaced; never taken under mu
-	ctx        context.Context   // cancelled on Stop
-	cancel     context.CancelFunc
-	started    bool
-	resigned   chan struct{} // closed when the campaign has ended
-	done       chan struct{} // closed when the background work has ended
-	runs       jobWaiter     // claims and runs in progress
-	claimSlots chan struct{} // one token per claim in flight
+	mu          sync.Mutex
+	names       map[string]bool   // job names in use
+	copies      map[string]int    // derived name → copies named so far, less one
+	term        *termState        // leader mode: the current term, nil when not leading
+	sess        *election.Session // the runners' session, for in-progress markers
+	sessMu      sync.Mutex        // held while sess is replaced; never taken under mu
+	ctx         context.Context   // cancelled on Stop
+	cancel      context.CancelFunc
+	started     bool
+	resigned    chan struct{} // closed when the campaign has ended
+	done        chan struct{} // closed when the background work has ended
+	runs        jobWaiter     // claims and runs in progress
+	claimSlots  chan struct{} // one token per claim in flight
+	batch       *batcher      // leader mode's claims of live ticks
+	finishSlots chan struct{} // one token per run being recorded
 }
 
 type termState struct {
@@ -213,6 +215,8 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 		claimSlots: make(chan struct{}, maxClaims),
 		logger:     c.logger,
 	}
+	co.batch = newBatcher(co)
+	co.finishSlots = make(chan struct{}, maxFinishes)
 	switch {
 	case cfg.elector != nil && cfg.client != nil:
 		return nil, errors.New("cronx: WithElector and WithEtcd both given; the elector brings its client")
@@ -622,7 +626,11 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 				opts = append(opts, election.IfClaimedBefore())
 			}
 			var c election.Claim
-			c, err = co.claimOnce(ctx, key, seq, opts)
+			if ts != nil && !r.catchUp && r.triggered == 0 {
+				c, err = co.batch.claim(&claimReq{ctx: ctx, key: key, seq: seq, opts: opts, term: ts.term.Fence})
+			} else {
+				c, err = co.claimSingle(ctx, key, seq, opts)
+			}
 			if err == nil {
 				return c, sess, nil
 			}
@@ -650,7 +658,7 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 // one tick queue here rather than time out on a saturated connection.
 const maxClaims = 64
 
-func (co *coordinator) claimOnce(ctx context.Context, key string, seq int64, opts []election.ClaimOption) (election.Claim, error) {
+func (co *coordinator) claimSingle(ctx context.Context, key string, seq int64, opts []election.ClaimOption) (election.Claim, error) {
 	select {
 	case co.claimSlots <- struct{}{}:
 	case <-ctx.Done():
@@ -661,6 +669,9 @@ func (co *coordinator) claimOnce(ctx context.Context, key string, seq int64, opt
 	defer cancel()
 	return election.ClaimSeq(cctx, co.etcd(), key, seq, opts...)
 }
+
+// maxFinishes bounds the runs being recorded at once.
+const maxFinishes = 8
 
 // historyLen bounds each job's run history.
 const historyLen = 10
@@ -677,6 +688,10 @@ type Record struct {
 
 // finish releases the run's marker and records it in the job's history.
 func (co *coordinator) finish(r run, claim election.Claim, start, end time.Time, runErr error) {
+	// Bookkeeping yields to claims: when many runs end together, the next
+	// tick's claims must not queue behind their history writes.
+	co.finishSlots <- struct{}{}
+	defer func() { <-co.finishSlots }()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := election.Release(ctx, co.client, claim); err != nil {

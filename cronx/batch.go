@@ -1,0 +1,133 @@
+package cronx
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/election"
+)
+
+// A leader with many jobs due on one tick claims them in batches: one
+// transaction claims up to batchSize ticks, all or none, under the same
+// conditions as a single claim. A batch that fails, rarely in leader mode,
+// is claimed again one tick at a time, which tells each tick's outcome.
+const (
+	batchSize    = 30 // at most four compares each, within etcd's 128
+	maxFlushers  = 4  // batches in flight
+	batchTimeout = 5 * time.Second
+)
+
+type claimReq struct {
+	ctx  context.Context
+	key  string
+	seq  int64
+	opts []election.ClaimOption
+	term election.Fence
+	res  chan claimRes
+}
+
+type claimRes struct {
+	claim election.Claim
+	err   error
+}
+
+// batcher queues claims made under a leader term and sends them in batches.
+type batcher struct {
+	co *coordinator
+
+	mu       sync.Mutex
+	pending  []*claimReq
+	flushers int
+	known    map[string]bool // claim keys known to exist
+}
+
+func newBatcher(co *coordinator) *batcher {
+	return &batcher{co: co, known: map[string]bool{}}
+}
+
+// claim queues req and waits for its outcome.
+func (b *batcher) claim(req *claimReq) (election.Claim, error) {
+	req.res = make(chan claimRes, 1)
+	b.mu.Lock()
+	b.pending = append(b.pending, req)
+	start := b.flushers < maxFlushers
+	if start {
+		b.flushers++
+	}
+	b.mu.Unlock()
+	if start {
+		go b.flush()
+	}
+	select {
+	case r := <-req.res:
+		return r.claim, r.err
+	case <-req.ctx.Done():
+		// The outcome is still delivered to the buffered channel; a claim
+		// that commits after this is released by the marker's lease.
+		return election.Claim{}, context.Cause(req.ctx)
+	}
+}
+
+// flush sends batches until nothing is pending.
+func (b *batcher) flush() {
+	for {
+		b.mu.Lock()
+		if len(b.pending) == 0 {
+			b.flushers--
+			b.mu.Unlock()
+			return
+		}
+		// One batch: one term, one tick per key.
+		term := b.pending[0].term
+		var batch, rest []*claimReq
+		keys := map[string]bool{}
+		for _, r := range b.pending {
+			if len(batch) < batchSize && r.term == term && !keys[r.key] {
+				batch = append(batch, r)
+				keys[r.key] = true
+			} else {
+				rest = append(rest, r)
+			}
+		}
+		b.pending = rest
+		items := make([]election.ClaimItem, len(batch))
+		for i, r := range batch {
+			items[i] = election.ClaimItem{Key: r.key, Seq: r.seq, Opts: r.opts, Fresh: !b.known[r.key]}
+		}
+		b.mu.Unlock()
+		b.send(batch, items)
+	}
+}
+
+func (b *batcher) send(batch []*claimReq, items []election.ClaimItem) {
+	ctx, cancel := context.WithTimeout(batch[0].ctx, batchTimeout)
+	claims, err := election.ClaimAll(ctx, b.co.etcd(), items)
+	cancel()
+	if err == nil {
+		b.mu.Lock()
+		for i, r := range batch {
+			b.known[r.key] = true
+			r.res <- claimRes{claim: claims[i]}
+		}
+		b.mu.Unlock()
+		return
+	}
+	if !errors.Is(err, election.ErrClaimConflict) && batch[0].ctx.Err() != nil {
+		for _, r := range batch {
+			r.res <- claimRes{err: err}
+		}
+		return
+	}
+	// Claim one by one, to learn each outcome.
+	for _, r := range batch {
+		c, err := b.co.claimSingle(r.ctx, r.key, r.seq, r.opts)
+		if err == nil || errors.Is(err, election.ErrClaimed) {
+			b.mu.Lock()
+			b.known[r.key] = true
+			b.mu.Unlock()
+		}
+		r.res <- claimRes{claim: c, err: err}
+	}
+}
