@@ -192,7 +192,9 @@
 // commits only if the job's last claimed tick is older than this one and, in
 // leader mode, only while this replica's leadership term is current. A tick
 // is named by the schedule's time, never by the clock at the moment of
-// firing, so replicas whose clocks disagree still name it alike.
+// firing, so replicas whose clocks disagree still name it alike. A leader
+// with many jobs due on one tick claims them in batches, all or none per
+// transaction, under the same conditions.
 //
 //   - LeaderMode (default): replicas elect a leader, which alone arms timers
 //     and runs jobs. A follower costs no work per tick. On Stop (SIGTERM in a
