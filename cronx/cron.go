@@ -86,7 +86,7 @@ func New(opts ...Option) *Cron {
 		logger:   DefaultLogger,
 		location: time.Local,
 		parser:   standardParser,
-		clock:    clock.Real,
+		clock:    clock.Process(),
 	}
 	for _, opt := range opts {
 		opt(c)
