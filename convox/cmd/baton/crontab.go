@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/batonhq/baton/cronx"
+	"github.com/batonhq/baton/internal/clock"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+func init() {
+	register(command{name: "crontab", summary: "run a crontab's commands once per tick across every replica", run: runCrontab})
+}
+
+const crontabSynopsis = `Usage: baton crontab [flags] FILE
+
+Runs the commands of a crontab, each once per tick for the whole cluster,
+however many replicas run the same crontab. Every replica registers every
+job; in leader mode (the default) the elected replica runs them, and on its
+loss or shutdown the next one takes over within a watch round trip (on
+SIGTERM) or a TTL (on a crash). In claim mode every replica schedules and the
+first to claim a tick runs it.
+
+The whole file is parsed before anything starts; a bad line is an error
+naming its line number. The format:
+
+  # comments and blank lines are skipped
+  MAILTO=ops@example.com         NAME=value: environment of later commands
+  CRON_TZ=Europe/Berlin          the time zone of later entries
+  report: 0 3 * * * node report.js
+  */5 * * * * ./bin/sweep --fast
+  @every 30s curl -fsS http://localhost:3000/ping
+
+An entry is an optional job name ending in ':', a schedule (five fields;
+six, seconds first, with --seconds; or @yearly, @monthly, @weekly, @daily,
+@hourly, "@every DURATION"), and a command run with sh -c, verbatim. An
+unnamed job is named after its program and a hash of the entry, so editing
+an entry makes it a new job; name jobs you pause, trigger or watch.
+
+Each command gets BATON_JOB, BATON_TICK (the nominal tick, RFC 3339),
+BATON_ID (the replica) and BATON_FENCE (a fencing token that grows with
+every leadership term and claim) in its environment, and its output is
+printed with a "[JOB] " prefix.
+
+On SIGTERM or SIGINT baton stops scheduling, resigns at once so another
+replica takes over, sends SIGTERM to running commands, waits for them up to
+--grace, kills what is left, and exits 0. When leadership is lost (etcd
+unreachable past the session's safe deadline), running commands get SIGTERM
+and, half a second later, SIGKILL: they must not run beside the next
+leader's. A command never outlives baton, even if baton is killed.`
+
+func runCrontab(ctx context.Context, env *environ, args []string) int {
+	fs := flagSet(env, "crontab", crontabSynopsis)
+	conn := addConnFlags(fs, true, true)
+	name := fs.String("name", "crontab", "scheduler name: replicas with the same name share ticks; status, pause and trigger use it")
+	mode := fs.String("mode", "leader", "leader (the elected replica runs every job) or claim (every replica schedules, the first claim runs)")
+	overlap := fs.String("overlap", "allow", "allow, or forbid: skip a tick while a run of the same job is in progress anywhere")
+	misfire := fs.String("misfire", "run-once", "a tick missed while no replica led: run-once (within --misfire-grace) or skip")
+	misfireGrace := fs.Duration("misfire-grace", cronx.DefaultMisfireGrace, "how late a missed tick may still run")
+	seconds := fs.Bool("seconds", false, "schedules have six fields, seconds first")
+	grace := fs.Duration("grace", 25*time.Second, "on SIGTERM, how long running commands get to finish (Convox allows 30s)")
+	shell := fs.String("shell", "/bin/sh", "the shell that runs each command with -c")
+	check := fs.Bool("check", false, "parse the crontab, print its jobs and exit")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	offset := fs.Duration("test-clock-offset", 0, "for fault tests only: schedule as if this machine's clock were off by this much")
+	if code, done := parse(env, fs, args); done {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return usageError(env, fs, "want one crontab FILE, got %d arguments", fs.NArg())
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageError(env, fs, "--log-level %q: want debug, info, warn or error", *logLevel)
+	}
+	var cmode cronx.Mode
+	switch *mode {
+	case "leader":
+		cmode = cronx.LeaderMode
+	case "claim":
+		cmode = cronx.ClaimMode
+	default:
+		return usageError(env, fs, "--mode %q: want leader or claim", *mode)
+	}
+	var over cronx.Overlap
+	switch *overlap {
+	case "allow":
+		over = cronx.Allow
+	case "forbid":
+		over = cronx.Forbid
+	default:
+		return usageError(env, fs, "--overlap %q: want allow or forbid", *overlap)
+	}
+	var policy cronx.Misfire
+	switch *misfire {
+	case "run-once":
+		policy = cronx.RunOnce
+	case "skip":
+		policy = cronx.Skip
+	default:
+		return usageError(env, fs, "--misfire %q: want run-once or skip", *misfire)
+	}
+	if *grace < 0 || *misfireGrace < 0 {
+		return usageError(env, fs, "--grace and --misfire-grace must not be negative")
+	}
+
+	file := fs.Arg(0)
+	f, err := os.Open(file)
+	if err != nil {
+		return fail(env, "crontab", err)
+	}
+	entries, err := parseCrontab(f, file, *seconds)
+	f.Close()
+	if err != nil {
+		fmt.Fprintf(env.stderr, "%v\nbaton crontab: nothing started\n", err)
+		return exitUsage
+	}
+	if *check {
+		for _, e := range entries {
+			fmt.Fprintf(env.stdout, "%s:%d\t%s\t%s\t%s\n", file, e.line, e.name, e.spec, e.command)
+		}
+		return exitOK
+	}
+
+	cfg, err := conn.config()
+	if err != nil {
+		fmt.Fprintf(env.stderr, "baton crontab: %v\n", err)
+		return exitUsage
+	}
+	eopts, err := conn.electionOptions(cfg)
+	if err != nil {
+		return usageError(env, fs, "%v", err)
+	}
+	ccfg, err := cfg.Connection.ClientConfig()
+	if err != nil {
+		return usageError(env, fs, "%v", err)
+	}
+	// The client connects in the background: baton may well start before
+	// etcd does, and then waits for it without running anything.
+	ccfg.DialTimeout = 0
+	cli, err := clientv3.New(ccfg)
+	if err != nil {
+		return fail(env, "crontab", err)
+	}
+	defer cli.Close()
+
+	clock.SetProcessOffset(*offset)
+	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	c := cronx.New(
+		cronx.WithParser(cronParser(*seconds)),
+		cronx.WithEtcd(cli),
+		cronx.WithName(*name),
+		cronx.WithMode(cmode),
+		cronx.WithMisfire(policy, *misfireGrace),
+		cronx.WithElection(eopts...),
+		cronx.WithSlog(logger),
+	)
+	var stopping atomic.Bool
+	for _, e := range entries {
+		job := crontabJob{entry: e, shell: *shell, env: env, grace: *grace, stopping: &stopping, logger: logger}
+		if _, err := c.AddJob(e.spec, cronx.Named(e.name, job, cronx.WithOverlap(over))); err != nil {
+			fmt.Fprintf(env.stderr, "baton crontab: %s:%d: %v\n", file, e.line, err)
+			return exitUsage
+		}
+	}
+	logger.Info("baton crontab: started", "file", file, "jobs", len(entries), "scheduler", *name, "mode", *mode,
+		"endpoints", strings.Join(cfg.Connection.Endpoints, ","))
+	c.Start()
+
+	select {
+	case s := <-env.signals:
+		logger.Info("baton crontab: stopping: resigning and letting running commands finish", "signal", s.String(), "grace", grace.String())
+	case <-ctx.Done():
+	}
+	stopping.Store(true)
+	done := c.Stop()
+	t := time.NewTimer(*grace + time.Second) // the jobs kill their commands at grace
+	defer t.Stop()
+	select {
+	case <-done.Done():
+	case <-t.C:
+		logger.Warn("baton crontab: commands still running after the grace period")
+	}
+	return exitOK
+}
+
+// crontabJob runs one crontab entry's command.
+type crontabJob struct {
+	entry    crontabEntry
+	shell    string
+	env      *environ
+	grace    time.Duration
+	stopping *atomic.Bool
+	logger   *slog.Logger
+}
+
+// lostGrace is how long a command gets after SIGTERM when leadership or the
+// claim is lost, before SIGKILL: short, because the next leader may start.
+const lostGrace = 500 * time.Millisecond
+
+func (j crontabJob) Run() { _ = j.RunContext(context.Background()) }
+
+func (j crontabJob) RunContext(ctx context.Context) error {
+	info, _ := cronx.InfoFrom(ctx)
+	env := append(os.Environ(), j.entry.env...)
+	env = append(env,
+		"BATON_JOB="+j.entry.name,
+		"BATON_TICK="+info.Tick.Format(time.RFC3339),
+		"BATON_ID="+info.Instance,
+		"BATON_FENCE="+strconv.FormatInt(info.Fence.Revision, 10),
+	)
+	p, err := startProc([]string{j.shell, "-c", j.entry.command}, env, nil, j.env.stdout, j.env.stderr, "["+j.entry.name+"] ")
+	if err != nil {
+		return err
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		if j.stopping.Load() {
+			p.stop(j.grace)
+		} else {
+			j.logger.Warn("baton crontab: lost the right to run; stopping the command", "job", j.entry.name,
+				"tick", info.Tick, "cause", context.Cause(ctx))
+			p.stop(lostGrace)
+		}
+	}
+	if p.code != 0 {
+		return fmt.Errorf("exit status %d", p.code)
+	}
+	return nil
+}
+
+func cronParser(seconds bool) cronx.Parser {
+	fields := cronx.Minute | cronx.Hour | cronx.Dom | cronx.Month | cronx.Dow | cronx.Descriptor
+	if seconds {
+		fields |= cronx.Second
+	}
+	return cronx.NewParser(fields)
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// A crontab, as baton reads it:
+//
+//	# comments and blank lines are skipped
+//	MAILTO=ops@example.com        NAME=value sets the environment of later commands
+//	CRON_TZ=Europe/Berlin         sets the time zone of later entries
+//	report: 0 3 * * * node report.js
+//	*/5 * * * * ./bin/sweep --fast
+//	@every 30s curl -fsS http://localhost:3000/ping
+//	CRON_TZ=Asia/Tokyo 30 4 * * * ./bin/tokyo   a zone for one entry
+//
+// An entry is an optional name ending in ':', a spec (five fields, six with
+// --seconds, or a descriptor such as @daily or "@every 1m"), and a command
+// that runs with sh -c, verbatim ('%' is not special).
+
+// crontabEntry is one job of a crontab.
+type crontabEntry struct {
+	line    int
+	name    string // given, or derived from the command and spec
+	named   bool   // the name was given
+	spec    string // as cronx parses it, with a CRON_TZ= prefix when a zone applies
+	command string
+	env     []string // NAME=value lines above the entry
+}
+
+var (
+	envLine    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+	namedEntry = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*:$`)
+	nameChars  = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+	fieldLike  = regexp.MustCompile(`^[0-9*?/,-]+$`)
+)
+
+// parseCrontab reads a whole crontab. It reports every bad line, each as
+// "file:line: problem", so that nothing starts from a crontab with a mistake.
+func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error) {
+	nfields := 5
+	if seconds {
+		nfields = 6
+	}
+	parser := cronParser(seconds)
+
+	var (
+		entries []crontabEntry
+		errs    []error
+		env     []string
+		zone    string
+		named   = map[string]int{} // name → line
+		copies  = map[string]int{}
+	)
+	bad := func(line int, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s:%d: %s", file, line, fmt.Sprintf(format, a...)))
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		toks := tokens(text)
+		first := text[toks[0][0]:toks[0][1]]
+
+		// NAME=value: the environment, or the zone of later entries. A
+		// CRON_TZ= followed by a spec is a zone for that entry alone.
+		if envLine.MatchString(first) && !(strings.HasPrefix(first, "CRON_TZ=") && len(toks) > 1) {
+			k, v, _ := strings.Cut(text, "=")
+			v = unquote(strings.TrimSpace(v))
+			if k == "CRON_TZ" {
+				if _, err := time.LoadLocation(v); err != nil {
+					bad(n, "CRON_TZ=%s: unknown time zone", v)
+					continue
+				}
+				zone = v
+				continue
+			}
+			env = append(env, k+"="+v)
+			continue
+		}
+
+		e := crontabEntry{line: n, env: append([]string(nil), env...)}
+		i := 0
+		if namedEntry.MatchString(first) {
+			e.name, e.named = strings.TrimSuffix(first, ":"), true
+			i++
+		}
+		entryZone := zone
+		if i < len(toks) {
+			if tok := text[toks[i][0]:toks[i][1]]; strings.HasPrefix(tok, "CRON_TZ=") {
+				entryZone = strings.TrimPrefix(tok, "CRON_TZ=")
+				i++
+			}
+		}
+		if i >= len(toks) {
+			bad(n, "%q: no schedule", text)
+			continue
+		}
+		want := nfields
+		if tok := text[toks[i][0]:toks[i][1]]; strings.HasPrefix(tok, "@") {
+			want = 1
+			if tok == "@every" {
+				want = 2
+			}
+		}
+		if i+want >= len(toks) {
+			bad(n, "%q: want a schedule of %d fields and a command", text, want)
+			continue
+		}
+		spec := text[toks[i][0]:toks[i+want-1][1]]
+		e.command = text[toks[i+want][0]:]
+		if next := text[toks[i+want][0]:toks[i+want][1]]; want > 1 && fieldLike.MatchString(next) {
+			hint := "a schedule has one field too many"
+			if !seconds {
+				hint = "six fields need --seconds"
+			}
+			bad(n, "command starts with %q, which looks like a schedule field: %s", next, hint)
+			continue
+		}
+		if entryZone != "" {
+			spec = "CRON_TZ=" + entryZone + " " + spec
+		}
+		if _, err := parser.Parse(spec); err != nil {
+			bad(n, "schedule %q: %v", spec, err)
+			continue
+		}
+		e.spec = spec
+		if e.named {
+			if prev, ok := named[e.name]; ok {
+				bad(n, "job name %q is already used on line %d", e.name, prev)
+				continue
+			}
+			named[e.name] = n
+		} else {
+			base := derivedJobName(spec, e.command)
+			copies[base]++
+			e.name = base
+			if c := copies[base]; c > 1 {
+				e.name = fmt.Sprintf("%s-%d", base, c)
+			}
+		}
+		entries = append(entries, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	for _, e := range entries {
+		if !e.named {
+			if prev, ok := named[e.name]; ok {
+				bad(e.line, "the name derived for this entry, %q, is already used on line %d; name the entry", e.name, prev)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("%s: no jobs", file)
+	}
+	return entries, nil
+}
+
+// derivedJobName names an unnamed entry after its command's program and a
+// hash of the spec and the command, so every replica reading the same
+// crontab derives the same name, and editing an entry makes it a new job.
+func derivedJobName(spec, command string) string {
+	word := command
+	if i := strings.IndexAny(word, " \t"); i >= 0 {
+		word = word[:i]
+	}
+	word = strings.Trim(nameChars.ReplaceAllString(path.Base(word), "-"), "-._")
+	if word == "" {
+		word = "job"
+	}
+	if len(word) > 40 {
+		word = word[:40]
+	}
+	h := fnv.New32a()
+	h.Write([]byte(spec))
+	h.Write([]byte{0})
+	h.Write([]byte(command))
+	return fmt.Sprintf("%s-%08x", word, h.Sum32())
+}
+
+// tokens returns the [start, end) offsets of the space-separated words of s.
+func tokens(s string) [][2]int {
+	var out [][2]int
+	start := -1
+	for i, r := range s {
+		space := r == ' ' || r == '\t'
+		switch {
+		case !space && start < 0:
+			start = i
+		case space && start >= 0:
+			out = append(out, [2]int{start, i})
+			start = -1
+		}
+	}
+	if start >= 0 {
+		out = append(out, [2]int{start, len(s)})
+	}
+	return out
+}
+
+func unquote(v string) string {
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+		return v[1 : len(v)-1]
+	}
+	return v
+}

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/internal/etcdtest"
+)
+
+func TestParseCrontab(t *testing.T) {
+	good := `# a comment
+
+MAILTO=ops@example.com
+GREETING="hello world"
+report: 0 3 * * * node report.js --all
+*/5 * * * * ./bin/sweep   --fast
+@every 30s curl -fsS http://localhost:3000/ping
+CRON_TZ=Asia/Tokyo
+tokyo: 30 4 * * * ./bin/tokyo
+berlin: CRON_TZ=Europe/Berlin 0 9 * * MON ./bin/berlin
+*/5 * * * * ./bin/sweep   --fast
+`
+	entries, err := parseCrontab(strings.NewReader(good), "crontab", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		line          int
+		name, spec    string
+		command       string
+		env           string
+		namedExplicit bool
+	}
+	wants := []want{
+		{5, "report", "0 3 * * *", "node report.js --all", "MAILTO=ops@example.com GREETING=hello world", true},
+		{6, "sweep-", "*/5 * * * *", "./bin/sweep   --fast", "MAILTO=ops@example.com GREETING=hello world", false},
+		{7, "curl-", "@every 30s", "curl -fsS http://localhost:3000/ping", "MAILTO=ops@example.com GREETING=hello world", false},
+		{9, "tokyo", "CRON_TZ=Asia/Tokyo 30 4 * * *", "./bin/tokyo", "MAILTO=ops@example.com GREETING=hello world", true},
+		{10, "berlin", "CRON_TZ=Europe/Berlin 0 9 * * MON", "./bin/berlin", "MAILTO=ops@example.com GREETING=hello world", true},
+		{11, "sweep-", "CRON_TZ=Asia/Tokyo */5 * * * *", "./bin/sweep   --fast", "MAILTO=ops@example.com GREETING=hello world", false},
+	}
+	if len(entries) != len(wants) {
+		t.Fatalf("got %d entries, want %d: %+v", len(entries), len(wants), entries)
+	}
+	for i, w := range wants {
+		e := entries[i]
+		if e.line != w.line || e.spec != w.spec || e.command != w.command || strings.Join(e.env, " ") != w.env || e.named != w.namedExplicit {
+			t.Errorf("entry %d = %+v, want %+v", i, e, w)
+		}
+		if w.namedExplicit && e.name != w.name || !w.namedExplicit && !strings.HasPrefix(e.name, w.name) {
+			t.Errorf("entry %d name %q, want %q…", i, e.name, w.name)
+		}
+	}
+	// Derived names are stable, and differ when the entry differs (line 11
+	// has a zone that line 6 has not).
+	again, _ := parseCrontab(strings.NewReader(good), "crontab", false)
+	if again[1].name != entries[1].name || entries[1].name == entries[5].name {
+		t.Errorf("derived names: %q, %q again, %q for the zoned copy", entries[1].name, again[1].name, entries[5].name)
+	}
+
+	seconds, err := parseCrontab(strings.NewReader("tick: */2 * * * * * date\n"), "crontab", true)
+	if err != nil || seconds[0].spec != "*/2 * * * * *" || seconds[0].command != "date" {
+		t.Errorf("--seconds: %+v, %v", seconds, err)
+	}
+	dup, err := parseCrontab(strings.NewReader("* * * * * date\n* * * * * date\n"), "crontab", false)
+	if err != nil || dup[0].name == dup[1].name || dup[1].name != dup[0].name+"-2" {
+		t.Errorf("a repeated entry: %+v, %v", dup, err)
+	}
+}
+
+func TestParseCrontabErrorsNameEveryBadLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"too few fields", "ok: * * * * * true\nreport: 0 3 * node r.js\n", []string{"crontab:2:", "5 fields"}},
+		{"bad field", "\n\n0 25 * * * true\n", []string{"crontab:3:", "hour", "25"}},
+		{"bad descriptor", "@sometimes true\n", []string{"crontab:1:", "@sometimes"}},
+		{"bad zone", "CRON_TZ=Mars/Olympus\n* * * * * true\n", []string{"crontab:1:", "Mars/Olympus"}},
+		{"bad entry zone", "CRON_TZ=Nowhere/City * * * * * true\n", []string{"crontab:1:", "Nowhere/City"}},
+		{"no command", "report: @daily\n", []string{"crontab:1:", "command"}},
+		{"duplicate name", "a: * * * * * x\nb: * * * * * y\na: @daily z\n", []string{"crontab:3:", `"a"`, "line 1"}},
+		{"empty", "# nothing\n\n", []string{"no jobs"}},
+		{"seconds without --seconds", "*/2 * * * * * true\n", []string{"crontab:1:"}},
+		{"every bad line", "x\n* * * * * ok\n@bogus y\n", []string{"crontab:1:", "crontab:3:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseCrontab(strings.NewReader(tc.text), "crontab", false)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestCrontabRejectsABadFileBeforeStarting(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "crontab")
+	ran := filepath.Join(dir, "ran")
+	os.WriteFile(file, []byte("* * * * * * touch "+ran+"\n* * * * * * x y z\n0 99 * * * * true\n"), 0o644)
+	// No etcd at all: the file is checked first.
+	code, out := runBaton(t, []string{"BATON_ETCD_ENDPOINTS=http://127.0.0.1:1"}, "crontab", "--seconds", file)
+	if code != exitUsage || !strings.Contains(out, file+":3:") || !strings.Contains(out, "nothing started") {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("a command ran from a crontab with a bad line")
+	}
+	code, out = runBaton(t, nil, "crontab", "--mode", "sideways", file)
+	if code != exitUsage || !strings.Contains(out, "--mode") {
+		t.Fatalf("bad --mode: exit %d, output:\n%s", code, out)
+	}
+	code, out = runBaton(t, nil, "crontab", filepath.Join(dir, "missing"))
+	if code != exitFailure || !strings.Contains(out, "missing") {
+		t.Fatalf("missing file: exit %d, output:\n%s", code, out)
+	}
+}
+
+// ledgerLine is one run a crontab job appended to the ledger.
+type ledgerLine struct {
+	job, tick, instance string
+	fence               int64
+}
+
+func readLedger(t *testing.T, path string) []ledgerLine {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []ledgerLine
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 4 {
+			continue
+		}
+		fence, _ := strconv.ParseInt(f[3], 10, 64)
+		out = append(out, ledgerLine{f[0], f[1], f[2], fence})
+	}
+	return out
+}
+
+// TestCrontabReplicasRunEachTickOnce runs three baton crontab processes on
+// one etcd with a job every second, then SIGTERMs the leader (a deploy) and
+// kill -9s the next one (a crash): every tick runs once, the handover misses
+// no tick, and the crash costs at most the TTL.
+func TestCrontabReplicasRunEachTickOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	etcd := etcdtest.Start(t)
+	dir := t.TempDir()
+	ledger := filepath.Join(dir, "ledger")
+	file := filepath.Join(dir, "crontab")
+	os.WriteFile(file, []byte(`tick: * * * * * * echo "$BATON_JOB $BATON_TICK $BATON_ID $BATON_FENCE" >> `+ledger+`; echo ran $BATON_TICK`+"\n"), 0o644)
+
+	replicas := map[string]*process{}
+	for _, id := range []string{"r1", "r2", "r3"} {
+		replicas[id] = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
+			"crontab", "--seconds", "--ttl", "2", file)
+	}
+	leaderAfter := func(n int) string {
+		var lines []ledgerLine
+		until(t, 20*time.Second, "ticks in the ledger", func() bool {
+			lines = readLedger(t, ledger)
+			return len(lines) >= n
+		})
+		return lines[len(lines)-1].instance
+	}
+
+	first := leaderAfter(3)
+	replicas[first].waitOutput("[tick] ran ", 5*time.Second)
+	replicas[first].cmd.Process.Signal(syscall.SIGTERM)
+	if code := replicas[first].wait(10 * time.Second); code != 0 {
+		t.Fatalf("the leader exited %d after SIGTERM", code)
+	}
+	var second string
+	until(t, 20*time.Second, "a second leader", func() bool {
+		lines := readLedger(t, ledger)
+		second = lines[len(lines)-1].instance
+		return second != first && len(lines) >= 6
+	})
+	leaderAfter(len(readLedger(t, ledger)) + 2)
+	crashed := time.Now()
+	replicas[second].cmd.Process.Kill()
+	replicas[second].wait(5 * time.Second)
+	var third string
+	until(t, 20*time.Second, "a third leader", func() bool {
+		lines := readLedger(t, ledger)
+		third = lines[len(lines)-1].instance
+		return third != first && third != second
+	})
+	if took := time.Since(crashed); took > 2*time.Second+3*time.Second {
+		t.Errorf("the crash failover took %v with a TTL of 2s", took)
+	}
+	leaderAfter(len(readLedger(t, ledger)) + 2)
+	replicas[third].cmd.Process.Signal(syscall.SIGTERM)
+	if code := replicas[third].wait(10 * time.Second); code != 0 {
+		t.Fatalf("the last replica exited %d after SIGTERM", code)
+	}
+
+	lines := readLedger(t, ledger)
+	seen := map[string]string{}
+	var ticks []time.Time
+	for _, l := range lines {
+		if prev, ok := seen[l.tick]; ok {
+			t.Errorf("tick %s ran twice: by %s and by %s", l.tick, prev, l.instance)
+		}
+		seen[l.tick] = l.instance
+		tick, err := time.Parse(time.RFC3339, l.tick)
+		if err != nil {
+			t.Fatalf("BATON_TICK %q: %v", l.tick, err)
+		}
+		ticks = append(ticks, tick)
+	}
+	// Every tick from the first to the last ran, except in the crash's gap:
+	// the SIGTERM handover misses nothing.
+	for i := 1; i < len(lines); i++ {
+		gap := ticks[i].Sub(ticks[i-1])
+		if gap <= 0 {
+			t.Errorf("ticks out of order: %v after %v", ticks[i], ticks[i-1])
+		}
+		crashGap := lines[i-1].instance == second && lines[i].instance == third
+		if gap != time.Second && !crashGap {
+			t.Errorf("ticks %v to %v (%s to %s): %v apart, want 1s", ticks[i-1], ticks[i], lines[i-1].instance, lines[i].instance, gap)
+		}
+		if lines[i].fence < lines[i-1].fence {
+			t.Errorf("fence went back from %d to %d at tick %v", lines[i-1].fence, lines[i].fence, ticks[i])
+		}
+	}
+	if t.Failed() {
+		b, _ := os.ReadFile(ledger)
+		t.Logf("ledger:\n%s", b)
+	}
+}
+
+// TestCommandDiesWithBaton kills baton with SIGKILL while its command, and a
+// process the command started, run: both must die.
+func TestCommandDiesWithBaton(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	dir := t.TempDir()
+	pids := filepath.Join(dir, "pids")
+	file := filepath.Join(dir, "crontab")
+	// The shell starts a background sleep, then waits on a foreground one.
+	os.WriteFile(file, []byte(`long: * * * * * * sleep 300 & echo $! >> `+pids+`; echo $$ >> `+pids+`; sleep 300`+"\n"), 0o644)
+	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}, "crontab", "--seconds", "--overlap", "forbid", file)
+	var procs []int
+	until(t, 15*time.Second, "the command to start", func() bool {
+		b, _ := os.ReadFile(pids)
+		procs = nil
+		for _, f := range strings.Fields(string(b)) {
+			n, _ := strconv.Atoi(f)
+			procs = append(procs, n)
+		}
+		return len(procs) >= 2
+	})
+	for _, pid := range procs {
+		if syscall.Kill(pid, 0) != nil {
+			t.Fatalf("process %d is not running before the kill", pid)
+		}
+	}
+	p.cmd.Process.Kill()
+	p.wait(5 * time.Second)
+	until(t, 5*time.Second, "the command's processes to die", func() bool {
+		for _, pid := range procs[:2] {
+			if syscall.Kill(pid, 0) == nil && !zombie(pid) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// zombie reports whether pid has exited and awaits its parent's wait.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] == "Z"
+}
