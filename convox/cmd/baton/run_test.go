@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/internal/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+func TestRunUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--", "true"}, "exactly one of"},
+		{[]string{"run", "--leader", "a", "--lock", "b", "--", "true"}, "exactly one of"},
+		{[]string{"run", "--leader", "a"}, "no COMMAND"},
+		{[]string{"run", "--once", "k", "--", "true"}, "--once needs --ttl"},
+		{[]string{"run", "--once", "k", "--ttl", "soon", "--", "true"}, "--ttl"},
+		{[]string{"run", "--leader", "a", "--", "true"}, "no etcd endpoints"},
+		{[]string{"run", "--bogus"}, "bogus"},
+	} {
+		code, out := runBaton(t, nil, tc.args...)
+		if code != exitUsage || !strings.Contains(out, tc.want) {
+			t.Errorf("baton %v: exit %d, want 2 and %q in:\n%s", tc.args, code, tc.want, out)
+		}
+	}
+	code, out := runBaton(t, nil, "run", "--help")
+	if code != exitOK || !strings.Contains(out, "--leader NAME") {
+		t.Errorf("run --help: exit %d:\n%s", code, out)
+	}
+	code, out = runBaton(t, []string{"BATON_ETCD_ENDPOINTS=http://127.0.0.1:1"}, "run", "--dial-timeout", "300ms", "--lock", "x", "--", "true")
+	if code != exitFailure || !strings.Contains(out, "127.0.0.1:1") {
+		t.Errorf("unreachable etcd: exit %d:\n%s", code, out)
+	}
+}
+
+// readLines returns the lines of a file, none if it does not exist.
+func readLines(path string) []string {
+	b, _ := os.ReadFile(path)
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// electionKeys counts the candidates of an election.
+func electionKeys(t *testing.T, cli *clientv3.Client, name string) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "/baton/election/"+name+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Count
+}
+
+// TestRunLeaderStartsTheSecondOnlyAfterTheFirst runs two `baton run
+// --leader` processes: the second's command starts only when the first's
+// exits, and again only when the first baton is killed.
+func TestRunLeaderStartsTheSecondOnlyAfterTheFirst(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	cli := etcd.Client(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	env := func(id string) []string {
+		return []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id}
+	}
+	// The command records who started it and its pid, then runs until the
+	// file "stop-<id>" appears.
+	cmd := func(id string) []string {
+		return []string{"run", "--leader", "worker", "--ttl", "2", "--", "sh", "-c",
+			`echo "$BATON_ID $$ $BATON_FENCE" >> ` + log + `; while [ ! -e ` + filepath.Join(dir, "stop-") + `$BATON_ID ]; do sleep 0.05; done; exit 7`}
+	}
+	a := startBaton(t, env("a"), cmd("a")...)
+	until(t, 10*time.Second, "a's command to start", func() bool { return len(readLines(log)) == 1 })
+	b := startBaton(t, env("b"), cmd("b")...)
+	until(t, 10*time.Second, "b to campaign", func() bool { return electionKeys(t, cli, "worker") == 2 })
+	if lines := readLines(log); len(lines) != 1 || !strings.HasPrefix(lines[0], "a ") {
+		t.Fatalf("while a leads, the log is %q", lines)
+	}
+	// a's command exits 7: a exits 7 and resigns; b starts.
+	os.WriteFile(filepath.Join(dir, "stop-a"), nil, 0o644)
+	if code := a.wait(10 * time.Second); code != 7 {
+		t.Fatalf("a exited %d, want its command's 7", code)
+	}
+	until(t, 5*time.Second, "b's command to start", func() bool { return len(readLines(log)) == 2 })
+	lines := readLines(log)
+	if !strings.HasPrefix(lines[1], "b ") {
+		t.Fatalf("log %q: want b second", lines)
+	}
+	fa, _ := strconv.Atoi(strings.Fields(lines[0])[2])
+	fb, _ := strconv.Atoi(strings.Fields(lines[1])[2])
+	if fb <= fa {
+		t.Errorf("b's fence %d is not above a's %d", fb, fa)
+	}
+
+	// kill -9 of b: its command dies with it, and c starts after the TTL.
+	c := startBaton(t, env("c"), cmd("c")...)
+	until(t, 10*time.Second, "c to campaign", func() bool { return electionKeys(t, cli, "worker") == 2 })
+	bpid, _ := strconv.Atoi(strings.Fields(lines[1])[1])
+	b.cmd.Process.Kill()
+	b.wait(5 * time.Second)
+	until(t, 5*time.Second, "b's command to die with b", func() bool { return syscall.Kill(bpid, 0) != nil || zombie(bpid) })
+	until(t, 10*time.Second, "c's command to start", func() bool { return len(readLines(log)) == 3 })
+	if lines := readLines(log); !strings.HasPrefix(lines[2], "c ") {
+		t.Fatalf("log %q: want c third", lines)
+	}
+
+	// SIGTERM: c passes it to its command (the shell dies of it), resigns
+	// and exits with the command's status.
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	if code := c.wait(10 * time.Second); code != 128+int(syscall.SIGTERM) {
+		t.Fatalf("c exited %d after SIGTERM, want %d", code, 128+int(syscall.SIGTERM))
+	}
+	until(t, 5*time.Second, "c to resign", func() bool { return electionKeys(t, cli, "worker") == 0 })
+}
+
+// TestRunLeaderLostStopsTheCommand partitions the leader from etcd: its
+// command is stopped before the session could expire, and baton exits 3.
+func TestRunLeaderLostStopsTheCommand(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	proxy := etcdtest.NewProxy(t, etcd.Addr())
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint()},
+		"run", "--leader", "worker", "--ttl", "2", "--", "sh", "-c", "echo $$ > "+pidFile+"; exec sleep 300")
+	until(t, 10*time.Second, "the command to start", func() bool { return len(readLines(pidFile)) == 1 })
+	pid, _ := strconv.Atoi(readLines(pidFile)[0])
+	proxy.Blackhole()
+	if code := p.wait(10 * time.Second); code != exitLost {
+		t.Fatalf("exit %d after the partition, want %d", code, exitLost)
+	}
+	if syscall.Kill(pid, 0) == nil && !zombie(pid) {
+		t.Fatalf("the command (pid %d) still runs", pid)
+	}
+	if !strings.Contains(p.out.String(), "stopping sh") {
+		t.Errorf("the loss is not reported:\n%s", p.out.String())
+	}
+}
+
+// TestRunOnceRunsOneOfConcurrentCallers starts several callers of one key at
+// once: exactly one runs; a later caller within the TTL does not run either.
+func TestRunOnceRunsOneOfConcurrentCallers(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	log := filepath.Join(t.TempDir(), "log")
+	args := []string{"run", "--once", "nightly-2026-11-30", "--ttl", "1h", "--", "sh", "-c", "echo $BATON_ID >> " + log}
+	var wg sync.WaitGroup
+	codes := make([]int, 4)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i], _ = runBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=caller-" + strconv.Itoa(i)}, args...)
+		}()
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != 0 {
+			t.Errorf("caller %d exited %d", i, c)
+		}
+	}
+	if lines := readLines(log); len(lines) != 1 {
+		t.Fatalf("%d callers ran: %q", len(lines), lines)
+	}
+	code, out := runBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}, args...)
+	if code != 0 || !strings.Contains(out, "not running") || len(readLines(log)) != 1 {
+		t.Fatalf("a later caller: exit %d, %d runs:\n%s", code, len(readLines(log)), out)
+	}
+	// Another key runs, and passes its command's status through.
+	code, _ = runBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}, "run", "--once", "other", "--ttl", "60", "--", "sh", "-c", "exit 5")
+	if code != 5 {
+		t.Fatalf("another key: exit %d, want the command's 5", code)
+	}
+}
+
+// TestRunLockExcludes runs three holders of one lock at once: their
+// commands never overlap.
+func TestRunLockExcludes(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	log := filepath.Join(t.TempDir(), "log")
+	var ps []*process
+	for i := 0; i < 3; i++ {
+		ps = append(ps, startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()},
+			"run", "--lock", "migrate", "--", "sh", "-c", "echo start >> "+log+"; sleep 0.3; echo end >> "+log))
+	}
+	for _, p := range ps {
+		if code := p.wait(30 * time.Second); code != 0 {
+			t.Fatalf("holder exited %d", code)
+		}
+	}
+	want := strings.Repeat("start end ", 3)
+	if got := strings.Join(readLines(log), " ") + " "; got != want {
+		t.Fatalf("runs overlapped: %q", got)
+	}
+}
