@@ -28,13 +28,27 @@ import (
 const ttl = 2 // seconds: a crashed leader is replaced within this
 
 func main() {
-	if err := run(); err != nil {
+	if _, err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "local:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+// tally is the demonstration's outcome.
+type tally struct {
+	expected, ran, duplicated int
+	// missed are ticks no replica ran; crashMissed those of them in the
+	// crash's gap, which a TTL may cost.
+	missed, crashMissed int
+}
+
+func run() (tally, error) {
+	var sum tally
+	err := demonstrate(&sum)
+	return sum, err
+}
+
+func demonstrate(sum *tally) error {
 	dir, err := os.MkdirTemp("", "baton-local-")
 	if err != nil {
 		return err
@@ -163,8 +177,12 @@ func run() error {
 			dup += n - 1
 		case n == 0:
 			missed = append(missed, t.Format("15:04:05"))
+			if t.After(crashTick) && !t.After(crashTick.Add(ttl*time.Second)) {
+				sum.crashMissed++
+			}
 		}
 	}
+	*sum = tally{expected: expected, ran: len(ran), duplicated: dup, missed: len(missed), crashMissed: sum.crashMissed}
 	fmt.Printf("\nsummary: ticks expected %d, run %d, duplicated: %d, missed: %d", expected, len(ran), dup, len(missed))
 	if len(missed) > 0 {
 		fmt.Printf(" (%s, after the crash at %s: a crash costs up to the TTL; a deploy costs nothing)",
