@@ -181,6 +181,9 @@ type coordinator struct {
 	claimSlots  chan struct{} // one token per claim in flight
 	batch       *batcher      // leader mode's claims of live ticks
 	finishSlots chan struct{} // one token per run being recorded
+
+	premu sync.Mutex
+	pre   map[preclaimKey]*preclaim // leader mode: runs claimed ahead of their tick
 }
 
 type termState struct {
@@ -412,8 +415,11 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	}()
 	co.watchTriggers(ctx, &term)
 	co.mu.Lock()
+	ts := co.term
 	co.term = nil
 	co.mu.Unlock()
+	// Before the resignation, so the successor finds the ticks unclaimed.
+	co.withdrawAll(ts)
 	co.c.requestResync()
 }
 
@@ -531,6 +537,16 @@ func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
 			return
 		}
 	}
+	if p := co.takePreclaim(e.name, tick, ts); p != nil && ts != nil {
+		co.c.jobWaiter.add()
+		co.runs.add()
+		go func() {
+			defer co.c.jobWaiter.done()
+			defer co.runs.done()
+			co.runPreclaimed(p)
+		}()
+		return
+	}
 	r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: overlapOf(e.Job), catchUp: catchUp}
 	co.c.jobWaiter.add()
 	co.runs.add()
@@ -559,6 +575,12 @@ func (co *coordinator) claimAndRun(r run, ts *termState) {
 		co.mu.Unlock()
 	}
 	claim, sess, err := co.claim(base, r, ts)
+	co.runClaimed(base, r, ts, claim, sess, err)
+}
+
+// runClaimed runs r if its claim succeeded, and records the run; it logs a
+// claim that failed for a reason worth a line.
+func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, claim election.Claim, sess *election.Session, err error) {
 	if err != nil {
 		switch {
 		case errors.Is(err, election.ErrClaimed), errors.Is(err, election.ErrNeverClaimed):

@@ -41,6 +41,8 @@ type Cron struct {
 	coord    *coordinator
 	coordErr error
 	resync   chan struct{} // asks the loop to recompute every Next
+	// preclaimed is the latest tick whose runs were claimed ahead.
+	preclaimed time.Time
 
 	// fireHook, when set, sees every run that fire starts, with the tick it
 	// was given. Tests use it to check that runs carry nominal ticks.

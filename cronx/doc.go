@@ -196,6 +196,16 @@
 // with many jobs due on one tick claims them in batches, all or none per
 // transaction, under the same conditions.
 //
+// etcd commits a few thousand claims a second, so when 100 jobs or more come
+// due on the same tick, a leader claims that tick two seconds ahead and
+// starts the runs at the tick with no round trip: ten thousand jobs on one
+// minute start within tens of milliseconds of robfig/cron's time. If the
+// term ends before the tick (Stop, a lost session), the leader gives the
+// claims back before it resigns, and its successor runs the tick. Only a
+// leader that crashes or is cut off from etcd in those two seconds leaves
+// the tick claimed and unrun: for crowded ticks the crash gap is two seconds
+// longer. Jobs that forbid overlap are always claimed at their tick.
+//
 //   - LeaderMode (default): replicas elect a leader, which alone arms timers
 //     and runs jobs. A follower costs no work per tick. On Stop (SIGTERM in a
 //     deploy) the leader resigns at once and the next replica fires the next

@@ -42,7 +42,12 @@ func (c *Cron) untilNext() time.Duration {
 	if len(c.entries) == 0 || c.entries[0].Next.IsZero() {
 		return idleWait
 	}
-	return c.entries[0].Next.Sub(c.now())
+	now := c.now()
+	d := c.entries[0].Next.Sub(now)
+	if group, tick := c.preclaimable(); group != nil {
+		d = min(d, tick.Add(-preclaimLead).Sub(now))
+	}
+	return d
 }
 
 // wait handles events until one changes what the loop must sleep for, and
@@ -55,6 +60,10 @@ func (c *Cron) wait(timer clock.Timer) bool {
 			// they differ when the clock is not the machine's.
 			now := c.now()
 			c.logger.Info("wake", "now", now)
+			if c.coord != nil {
+				c.preclaimDue(now)
+				c.coord.forgetStale(now)
+			}
 			c.runDue(now)
 			return true
 

@@ -326,3 +326,48 @@ func TestClaimBadInput(t *testing.T) {
 		t.Fatalf("LastClaim of a malformed value = %v, want an error naming the key", err)
 	}
 }
+
+// TestWithdrawGivesAClaimBack withdraws a claim not acted on: the sequence
+// can be claimed again, and the marker is gone; a claim already superseded
+// stays.
+func TestWithdrawGivesAClaimBack(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t)
+	ctx := deadlineCtx(t, 10*time.Second)
+	sess, err := NewSession(ctx, cli, WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(context.Background())
+	const key, marker = "/w/last", "/w/running/20"
+	if _, err := ClaimSeq(ctx, cli, key, 10, ClaimedBy("a")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ClaimSeq(ctx, cli, key, 20, ClaimedBy("a"), WithMarker(marker, sess.Lease()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Withdraw(ctx, cli, key, c, 20, "a"); err == nil {
+		t.Fatal("withdrawing to the claim's own sequence succeeded")
+	}
+	if err := Withdraw(ctx, cli, key, c, 10, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if seq, holder, _, err := LastClaim(ctx, cli, key); err != nil || seq != 10 || holder != "a" {
+		t.Fatalf("after withdrawal the last claim is %d by %q (%v), want 10 by a", seq, holder, err)
+	}
+	if resp, _ := cli.Get(ctx, marker); len(resp.Kvs) != 0 {
+		t.Fatal("the marker outlived the withdrawal")
+	}
+	// A successor claims the tick, once; the old claim cannot be withdrawn
+	// over it.
+	if _, err := ClaimSeq(ctx, cli, key, 20, ClaimedBy("b"), IfClaimedBefore()); err != nil {
+		t.Fatalf("claim after withdrawal: %v", err)
+	}
+	if err := Withdraw(ctx, cli, key, c, 10, "a"); !errors.Is(err, ErrNotWithdrawn) {
+		t.Fatalf("withdrawing a superseded claim: %v, want ErrNotWithdrawn", err)
+	}
+	if seq, holder, _, _ := LastClaim(ctx, cli, key); seq != 20 || holder != "b" {
+		t.Fatalf("the successor's claim became %d by %q", seq, holder)
+	}
+}

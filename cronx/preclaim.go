@@ -1,0 +1,204 @@
+package cronx
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/election"
+)
+
+// When many jobs come due on one tick, claiming them at the tick makes the
+// last of them start late: etcd commits a few thousand claims a second. So a
+// leader claims such a tick's runs ahead of it, preclaimLead before; at the
+// tick they start with no round trip. If the term ends before the tick (Stop,
+// a lost session), the leader withdraws the claims it has not acted on, so
+// its successor claims and runs those ticks as usual. Only a leader that
+// crashes, or is cut off from etcd, inside that window leaves them claimed
+// and unrun: for these ticks the crash gap grows by the lead.
+//
+// Jobs that forbid overlap are claimed at their tick, since a claim ahead
+// would find the previous run still in progress.
+const (
+	preclaimMin  = 100             // jobs due on one tick before the leader claims ahead
+	preclaimLead = 2 * time.Second // how far ahead
+	withdrawers  = 32              // withdrawals in flight when a term ends
+)
+
+// preclaim is one run claimed ahead of its tick.
+type preclaim struct {
+	r    run
+	ts   *termState
+	prev int64 // the sequence to withdraw to: the job's previous tick
+	done chan struct{}
+	// Set before done closes.
+	claim election.Claim
+	sess  *election.Session
+	err   error
+}
+
+type preclaimKey struct {
+	job  string
+	tick int64
+}
+
+// preclaimable returns the entries due first, at tick, when there are
+// enough of them to claim ahead and they were not claimed ahead yet.
+// entries must be sorted by Next.
+func (c *Cron) preclaimable() (group []*Entry, tick time.Time) {
+	if c.coord == nil || c.coord.mode != LeaderMode || len(c.entries) < preclaimMin {
+		return nil, time.Time{}
+	}
+	tick = c.entries[0].Next
+	if tick.IsZero() || !tick.After(c.preclaimed) {
+		return nil, time.Time{}
+	}
+	n := 0
+	for n < len(c.entries) && c.entries[n].Next.Equal(tick) {
+		n++
+	}
+	if n < preclaimMin {
+		return nil, time.Time{}
+	}
+	return c.entries[:n], tick
+}
+
+// preclaimDue claims the next tick's runs ahead when it is time to.
+func (c *Cron) preclaimDue(now time.Time) {
+	group, tick := c.preclaimable()
+	if group == nil || now.Before(tick.Add(-preclaimLead)) {
+		return
+	}
+	c.preclaimed = tick
+	c.coord.preclaim(group, tick)
+}
+
+// preclaim claims tick for each entry of group, in the background, under
+// the current term.
+func (co *coordinator) preclaim(group []*Entry, tick time.Time) {
+	co.mu.Lock()
+	ts := co.term
+	co.mu.Unlock()
+	if ts == nil || ts.ctx.Err() != nil {
+		return
+	}
+	co.premu.Lock()
+	if co.pre == nil {
+		co.pre = map[preclaimKey]*preclaim{}
+	}
+	for _, e := range group {
+		r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: overlapOf(e.Job)}
+		if r.overlap == Forbid {
+			continue
+		}
+		prev := tick.UnixNano() - 1
+		if !e.Prev.IsZero() && e.Prev.Before(tick) {
+			prev = e.Prev.UnixNano()
+		}
+		p := &preclaim{r: r, ts: ts, prev: prev, done: make(chan struct{})}
+		co.pre[preclaimKey{r.job, tick.UnixNano()}] = p
+		co.runs.add()
+		go func() {
+			defer co.runs.done()
+			defer close(p.done)
+			p.claim, p.sess, p.err = co.claim(ts.ctx, r, ts)
+		}()
+	}
+	co.premu.Unlock()
+}
+
+// takePreclaim returns the claim made ahead for job's tick under ts, if any,
+// and forgets it.
+func (co *coordinator) takePreclaim(job string, tick time.Time, ts *termState) *preclaim {
+	co.premu.Lock()
+	defer co.premu.Unlock()
+	k := preclaimKey{job, tick.UnixNano()}
+	p := co.pre[k]
+	if p == nil || p.ts != ts {
+		return nil
+	}
+	delete(co.pre, k)
+	return p
+}
+
+// runPreclaimed runs a run claimed ahead, at its tick, if the term that
+// claimed it still holds; otherwise it gives the tick back.
+func (co *coordinator) runPreclaimed(p *preclaim) {
+	<-p.done
+	if p.err == nil && p.ts.ctx.Err() != nil {
+		co.withdraw(p)
+		return
+	}
+	co.runClaimed(p.ts.ctx, p.r, p.ts, p.claim, p.sess, p.err)
+}
+
+// withdrawAll gives back every claim made ahead under ts and not acted on.
+// A leader calls it as its term ends, before it resigns.
+func (co *coordinator) withdrawAll(ts *termState) {
+	co.premu.Lock()
+	var todo []*preclaim
+	for k, p := range co.pre {
+		if p.ts == ts {
+			todo = append(todo, p)
+			delete(co.pre, k)
+		}
+	}
+	co.premu.Unlock()
+	if len(todo) == 0 {
+		return
+	}
+	work := make(chan *preclaim)
+	var wg sync.WaitGroup
+	for range min(withdrawers, len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range work {
+				<-p.done
+				if p.err == nil {
+					co.withdraw(p)
+				}
+			}
+		}()
+	}
+	for _, p := range todo {
+		work <- p
+	}
+	close(work)
+	wg.Wait()
+}
+
+// withdraw gives back one claim made ahead, so another replica can run it.
+func (co *coordinator) withdraw(p *preclaim) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := election.Withdraw(ctx, co.etcd(), co.lastKey(p.r.job), p.claim, p.prev, co.identity)
+	if err != nil && !errors.Is(err, election.ErrNotWithdrawn) {
+		co.logger.Error(err, "cronx: a tick claimed ahead could not be given back; it will not run", "job", p.r.job, "tick", p.r.tick)
+	}
+}
+
+// forgetStale withdraws claims made ahead for ticks that passed without a
+// run: their jobs were removed before the tick.
+func (co *coordinator) forgetStale(now time.Time) {
+	co.premu.Lock()
+	var stale []*preclaim
+	for k, p := range co.pre {
+		if p.r.tick.Before(now.Add(-time.Second)) {
+			stale = append(stale, p)
+			delete(co.pre, k)
+		}
+	}
+	co.premu.Unlock()
+	for _, p := range stale {
+		co.runs.add()
+		go func() {
+			defer co.runs.done()
+			<-p.done
+			if p.err == nil {
+				co.withdraw(p)
+			}
+		}()
+	}
+}
