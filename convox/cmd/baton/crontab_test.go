@@ -290,3 +290,26 @@ func zombie(pid int) bool {
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 	return len(f) > 0 && f[0] == "Z"
 }
+
+// TestCrontabWaitsForEtcd starts a replica while etcd is unreachable: it
+// neither exits nor runs anything, and starts running once etcd answers.
+func TestCrontabWaitsForEtcd(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	proxy := etcdtest.NewProxy(t, etcd.Addr())
+	proxy.Blackhole()
+	dir := t.TempDir()
+	ledger := filepath.Join(dir, "ledger")
+	file := filepath.Join(dir, "crontab")
+	os.WriteFile(file, []byte(`tick: * * * * * * echo "$BATON_JOB $BATON_TICK $BATON_ID $BATON_FENCE" >> `+ledger+"\n"), 0o644)
+	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint()}, "crontab", "--seconds", "--ttl", "2", file)
+	p.waitOutput("baton crontab: started", 10*time.Second)
+	if lines := readLedger(t, ledger); len(lines) != 0 {
+		t.Fatalf("ran without etcd: %v", lines)
+	}
+	proxy.Pass()
+	until(t, 30*time.Second, "a tick once etcd answers", func() bool { return len(readLedger(t, ledger)) > 0 })
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(10 * time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM", code)
+	}
+}
