@@ -38,7 +38,9 @@ forwards the signal, waits up to --grace for COMMAND, then resigns or
 unlocks. COMMAND never outlives baton, even if baton is killed.
 
 With --leader and --lock, --ttl is the session TTL in seconds; with --once
-it is how long a claim of KEY stands.`
+it is how long a claim of KEY stands once COMMAND succeeded. A failed
+COMMAND (a non-zero status) gives the key back, so a retry runs it again;
+callers that come while it runs do not run.`
 
 func runRun(ctx context.Context, env *environ, args []string) int {
 	fs := flagSet(env, "run", runSynopsis)
@@ -295,6 +297,18 @@ func (r runner) once(ctx context.Context, cli *clientv3.Client, key string, wind
 	}
 	fmt.Fprintf(r.env.stderr, "baton run: claimed %q for %v (fence %d); starting %s\n", key, window, resp.Header.Revision, r.argv[0])
 	code, _ := r.exec(context.Background(), election.Fence{Key: k, Revision: resp.Header.Revision})
+	if code != 0 {
+		// A failed run leaves the key free, so a retry runs the work.
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := cli.Txn(dctx).
+			If(clientv3.Compare(clientv3.ModRevision(k), "=", resp.Header.Revision)).
+			Then(clientv3.OpDelete(k)).Commit()
+		if err != nil {
+			fmt.Fprintf(r.env.stderr, "baton run: %s failed and %q could not be released: %v\n", r.argv[0], key, err)
+		}
+		_, _ = cli.Revoke(dctx, lease.ID)
+	}
 	return code
 }
 

@@ -176,10 +176,20 @@ func TestRunOnceRunsOneOfConcurrentCallers(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "not running") || len(readLines(log)) != 1 {
 		t.Fatalf("a later caller: exit %d, %d runs:\n%s", code, len(readLines(log)), out)
 	}
-	// Another key runs, and passes its command's status through.
-	code, _ = runBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}, "run", "--once", "other", "--ttl", "60", "--", "sh", "-c", "exit 5")
+	// Another key runs, and passes its command's status through; having
+	// failed, it leaves the key to a retry, which succeeds and keeps it.
+	other := []string{"run", "--once", "other", "--ttl", "60", "--", "sh", "-c", "echo retry >> " + log + "; exit ${FAIL:-0}"}
+	code, _ = runBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "FAIL=5"}, other...)
 	if code != 5 {
 		t.Fatalf("another key: exit %d, want the command's 5", code)
+	}
+	for range 2 {
+		if code, out := runBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}, other...); code != 0 {
+			t.Fatalf("retry: exit %d:\n%s", code, out)
+		}
+	}
+	if n := strings.Count(strings.Join(readLines(log), " "), "retry"); n != 2 {
+		t.Fatalf("the failed run and its retry should have run, and nothing after: %d runs", n)
 	}
 }
 
