@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/batonhq/baton/internal/manifest"
+	"github.com/spf13/pflag"
+)
+
+func init() {
+	register(command{name: "convox", summary: "add baton's etcd to a convox.yml (init), or check one (check)", run: runConvox})
+}
+
+const convoxSynopsis = `Usage:
+  baton convox init [--members 1|3] [--image] [FILE]
+  baton convox check [FILE]
+
+Fits a Convox app's manifest, FILE (default ./convox.yml), to baton. init
+adds the bundled etcd service and BATON_ETCD_ENDPOINTS; check reports what
+would make baton run a tick twice or not at all, and what Convox would
+reject or silently ignore. Run ` + "`baton convox init --help`" + ` or
+` + "`baton convox check --help`" + ` for more.`
+
+const convoxInitSynopsis = `Usage: baton convox init [flags] [FILE]
+
+Adds what baton needs to FILE (default ./convox.yml):
+
+  - the bundled etcd service: by default one service etcd, singleton and
+    internal, that runs ` + "`baton etcd`" + ` from the app's own image (built as
+    the first service that runs baton is, so that image must contain the
+    baton command; with --image it runs etcd's official image instead),
+    serving port 2379 with health /health and its data on an emptyDir;
+    with --members 3, services etcd-0, etcd-1 and etcd-2 forming one
+    cluster from a static --initial-cluster, on ports 2379 and 2380;
+  - BATON_ETCD_ENDPOINTS in the app-level environment, which Convox gives
+    to every service, so baton commands and Go apps using cronx find etcd.
+
+An etcd service already there is completed, not duplicated, and a value
+already written is never changed. The file is replaced atomically, with
+its comments, blank lines, key order and anchors kept; running init again
+changes nothing. init prints each change, then any problem ` + "`baton convox\ncheck`" + ` would report.`
+
+const convoxCheckSynopsis = `Usage: baton convox check [FILE]
+
+Checks FILE (default ./convox.yml) and prints each problem as
+FILE:LINE: message. It reports:
+
+  - a service or timer that runs baton with no etcd reachable by the name
+    BATON_ETCD_ENDPOINTS gives (without it, baton uses http://etcd:2379);
+  - an etcd service that is not singleton: true or not internal: true,
+    that can scale past one process (each would be a separate cluster),
+    whose ports are not exposed, or whose readiness check cannot pass;
+  - a timer that does not run through ` + "`baton run --once`" + `: a Convox
+    timer is a Kubernetes CronJob, which may start one schedule twice;
+  - what Convox rejects or silently ignores: names that are not lowercase
+    letters, digits and dashes; unknown keys; values of the wrong form;
+    timers or services naming a service or resource that does not exist;
+    keys given twice.`
+
+func runConvox(ctx context.Context, env *environ, args []string) int {
+	fs := flagSet(env, "convox", convoxSynopsis)
+	fs.SetInterspersed(false)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\n%s\n", convoxSynopsis, exitStatuses) }
+	if code, done := parse(env, fs, args); done {
+		return code
+	}
+	if fs.NArg() == 0 {
+		return usageError(env, fs, "missing subcommand: init or check")
+	}
+	switch sub := fs.Arg(0); sub {
+	case "init":
+		return convoxInit(env, fs.Args()[1:])
+	case "check":
+		return convoxCheck(env, fs.Args()[1:])
+	case "help":
+		fmt.Fprintf(env.stdout, "%s\n\n%s\n", convoxSynopsis, exitStatuses)
+		return exitOK
+	default:
+		return usageError(env, fs, "unknown subcommand %q: want init or check", sub)
+	}
+}
+
+// manifestArg returns the manifest file named by the arguments left after
+// the flags: one, or none for ./convox.yml.
+func manifestArg(env *environ, fs *pflag.FlagSet) (string, int, bool) {
+	switch fs.NArg() {
+	case 0:
+		return "convox.yml", 0, true
+	case 1:
+		return fs.Arg(0), 0, true
+	}
+	return "", usageError(env, fs, "want at most one FILE, got %d arguments", fs.NArg()), false
+}
+
+// readManifest reads and parses a manifest, reporting a failure the way
+// both subcommands do: an unreadable file is a failure, YAML that does not
+// parse a usage error, with its line.
+func readManifest(env *environ, sub, path string) (*manifest.Document, int, bool) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fail(env, "convox "+sub, err), false
+	}
+	doc, err := manifest.Parse(src)
+	if err != nil {
+		var se *manifest.SyntaxError
+		if errors.As(err, &se) && se.Line > 0 {
+			fmt.Fprintf(env.stderr, "%s:%d: %s\n", path, se.Line, se.Msg)
+		} else {
+			fmt.Fprintf(env.stderr, "%s: %v\n", path, err)
+		}
+		return nil, exitUsage, false
+	}
+	return doc, 0, true
+}
+
+func convoxInit(env *environ, args []string) int {
+	fs := flagSet(env, "convox init", convoxInitSynopsis)
+	members := fs.Int("members", 1, "etcd members: 1 (service etcd) or 3 (etcd-0, etcd-1, etcd-2); when not given, etcd services already in FILE are completed as they are")
+	image := fs.Bool("image", false, "run etcd from its official image, "+manifest.EtcdImage+", rather than baton etcd from the app's image")
+	if code, done := parse(env, fs, args); done {
+		return code
+	}
+	if *members != 1 && *members != 3 {
+		return usageError(env, fs, "--members %d: want 1 or 3", *members)
+	}
+	path, code, ok := manifestArg(env, fs)
+	if !ok {
+		return code
+	}
+	doc, code, ok := readManifest(env, "init", path)
+	if !ok {
+		return code
+	}
+	opts := manifest.Options{Image: *image}
+	if fs.Changed("members") {
+		opts.Members = *members
+	}
+	changes, err := manifest.Init(doc, opts)
+	if err != nil {
+		return fail(env, "convox init", fmt.Errorf("%s: %w", path, err))
+	}
+	if len(changes) == 0 {
+		fmt.Fprintf(env.stdout, "%s: already set up; nothing changed\n", path)
+	} else {
+		if err := manifest.WriteFile(path, doc.Bytes()); err != nil {
+			return fail(env, "convox init", err)
+		}
+		for _, c := range changes {
+			fmt.Fprintf(env.stdout, "%s: %s\n", path, c)
+		}
+	}
+	if problems := manifest.Check(doc); len(problems) > 0 {
+		fmt.Fprintf(env.stdout, "\n`baton convox check %s` reports:\n", path)
+		printProblems(env, path, problems)
+	}
+	return exitOK
+}
+
+func convoxCheck(env *environ, args []string) int {
+	fs := flagSet(env, "convox check", convoxCheckSynopsis)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\n\n%s\n", convoxCheckSynopsis, exitStatuses) }
+	if code, done := parse(env, fs, args); done {
+		return code
+	}
+	path, code, ok := manifestArg(env, fs)
+	if !ok {
+		return code
+	}
+	doc, code, ok := readManifest(env, "check", path)
+	if !ok {
+		return code
+	}
+	problems := manifest.Check(doc)
+	if len(problems) == 0 {
+		fmt.Fprintf(env.stdout, "%s: no problems found\n", path)
+		return exitOK
+	}
+	printProblems(env, path, problems)
+	return exitProblem
+}
+
+func printProblems(env *environ, path string, problems []manifest.Problem) {
+	for _, p := range problems {
+		fmt.Fprintf(env.stdout, "%s:%d: %s\n", path, p.Line, p.Message)
+	}
+}

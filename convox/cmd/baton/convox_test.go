@@ -1,0 +1,268 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// writeManifest writes src to a convox.yml in a new directory.
+func writeManifest(t *testing.T, src string, mode os.FileMode) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "convox.yml")
+	if err := os.WriteFile(path, []byte(src), mode); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestConvoxExamples runs init and check on copies of the shipped examples:
+// they are set up, and fine.
+func TestConvoxExamples(t *testing.T) {
+	files, _ := filepath.Glob("../../../examples/*/convox.yml")
+	if len(files) == 0 {
+		t.Fatal("no examples/*/convox.yml found")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(filepath.Dir(f)), func(t *testing.T) {
+			src := readFile(t, f)
+			path := writeManifest(t, src, 0o644)
+			code, out := runBaton(t, nil, "convox", "init", path)
+			if code != exitOK || out != path+": already set up; nothing changed\n" {
+				t.Errorf("init: exit %d, output:\n%s", code, out)
+			}
+			if readFile(t, path) != src {
+				t.Error("init changed a set-up manifest")
+			}
+			code, out = runBaton(t, nil, "convox", "check", path)
+			if code != exitOK || out != path+": no problems found\n" {
+				t.Errorf("check: exit %d, output:\n%s", code, out)
+			}
+		})
+	}
+}
+
+const plainApp = `# The app.
+services:
+  web:
+    build: .
+    command: sh -c "baton crontab crontab & exec node server.js"
+    port: 3000   # the web port
+
+  # worker:
+  #   build: .
+`
+
+func TestConvoxInit(t *testing.T) {
+	path := writeManifest(t, plainApp, 0o640)
+	code, out := runBaton(t, nil, "convox", "init", path)
+	if code != exitOK {
+		t.Fatalf("init: exit %d, output:\n%s", code, out)
+	}
+	for _, want := range []string{
+		path + ": added BATON_ETCD_ENDPOINTS=http://etcd:2379 to the app's environment",
+		path + ": added service etcd (baton etcd, from the image of service web)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "reports:") {
+		t.Errorf("init reports problems in its own result:\n%s", out)
+	}
+	got := readFile(t, path)
+	for _, want := range []string{
+		"# The app.\nenvironment:\n  - BATON_ETCD_ENDPOINTS=http://etcd:2379\nservices:\n",
+		"    port: 3000   # the web port\n\n  # worker:\n  #   build: .\n\n  # etcd for baton",
+		"  etcd:\n    build: .\n    command: baton etcd --name etcd",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("convox.yml lacks %q:\n%s", want, got)
+		}
+	}
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v (%v), want 0640 kept", info.Mode().Perm(), err)
+	}
+
+	code, out = runBaton(t, nil, "convox", "init", path)
+	if code != exitOK || !strings.Contains(out, "already set up; nothing changed") {
+		t.Errorf("second init: exit %d, output:\n%s", code, out)
+	}
+	if readFile(t, path) != got {
+		t.Error("second init changed the file")
+	}
+	if code, out := runBaton(t, nil, "convox", "check", path); code != exitOK {
+		t.Errorf("check after init: exit %d, output:\n%s", code, out)
+	}
+}
+
+func TestConvoxInitThreeMembersWithImage(t *testing.T) {
+	path := writeManifest(t, plainApp, 0o644)
+	code, out := runBaton(t, nil, "convox", "init", "--members", "3", "--image", path)
+	if code != exitOK {
+		t.Fatalf("init: exit %d, output:\n%s", code, out)
+	}
+	got := readFile(t, path)
+	for _, want := range []string{
+		"BATON_ETCD_ENDPOINTS=http://etcd-0:2379,http://etcd-1:2379,http://etcd-2:2379",
+		"  etcd-2:\n    image: gcr.io/etcd-development/etcd:",
+		"--initial-cluster etcd-0=http://etcd-0:2380,etcd-1=http://etcd-1:2380,etcd-2=http://etcd-2:2380",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("convox.yml lacks %q:\n%s", want, got)
+		}
+	}
+	// A second init without --members keeps the three.
+	if code, out := runBaton(t, nil, "convox", "init", path); code != exitOK || !strings.Contains(out, "nothing changed") {
+		t.Errorf("second init: exit %d, output:\n%s", code, out)
+	}
+	// Asking for one member now is refused, and the file stays.
+	code, out = runBaton(t, nil, "convox", "init", "--members", "1", path)
+	if code != exitFailure || !strings.Contains(out, "etcd-0, etcd-1, etcd-2") {
+		t.Errorf("init --members 1 beside three: exit %d, output:\n%s", code, out)
+	}
+	if readFile(t, path) != got {
+		t.Error("a refused init changed the file")
+	}
+}
+
+// TestConvoxInitDefaultFile runs init in a directory with a convox.yml,
+// naming no file.
+func TestConvoxInitDefaultFile(t *testing.T) {
+	path := writeManifest(t, plainApp, 0o644)
+	cmd := exec.Command(batonBin, "convox", "init")
+	cmd.Dir = filepath.Dir(path)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("baton convox init: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(string(out), "convox.yml: added") {
+		t.Errorf("output:\n%s", out)
+	}
+	if !strings.Contains(readFile(t, path), "  etcd:\n") {
+		t.Error("./convox.yml has no etcd service")
+	}
+}
+
+func TestConvoxCheck(t *testing.T) {
+	src := `services:
+  web:
+    command: baton crontab crontab
+    scale: lots
+timers:
+  cleanup:
+    schedule: "0 3 * * *"
+    command: bin/cleanup
+    service: web
+`
+	path := writeManifest(t, src, 0o644)
+	code, out := runBaton(t, nil, "convox", "check", path)
+	if code != exitProblem {
+		t.Errorf("exit %d, want %d", code, exitProblem)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	want := []string{
+		`:3: service web runs baton, but no etcd is reachable`,
+		`:4: service web: scale is "lots"`,
+		`:8: timer cleanup runs "bin/cleanup" directly`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], path+w) {
+			t.Errorf("line %d is %q, want it to start %q", i+1, lines[i], path+w)
+		}
+	}
+	if readFile(t, path) != src {
+		t.Error("check changed the file")
+	}
+}
+
+// TestConvoxFailures checks the exit statuses and messages of what cannot
+// be done, and that the file is left as it was.
+func TestConvoxFailures(t *testing.T) {
+	malformed := "services:\n  web:\n    build: .\n   port: 3000\n"
+	tests := []struct {
+		name string
+		src  string // written to convox.yml unless empty
+		args []string
+		code int
+		out  *regexp.Regexp
+	}{
+		{"malformed YAML, init", malformed, []string{"init", "FILE"}, exitUsage, regexp.MustCompile(`^FILE:4: did not find expected key\n$`)},
+		{"malformed YAML, check", malformed, []string{"check", "FILE"}, exitUsage, regexp.MustCompile(`^FILE:4: did not find expected key\n$`)},
+		{"not a manifest", "- web\n", []string{"check", "FILE"}, exitUsage, regexp.MustCompile(`^FILE:1: the top level is a list`)},
+		{"missing file, check", "", []string{"check", "FILE"}, exitFailure, regexp.MustCompile(`^baton convox check: open FILE: no such file or directory\n$`)},
+		{"missing file, init", "", []string{"init", "FILE"}, exitFailure, regexp.MustCompile(`^baton convox init: open FILE: no such file or directory\n$`)},
+		{"services is a list", "services:\n  - web\n", []string{"init", "FILE"}, exitFailure, regexp.MustCompile(`^baton convox init: FILE: manifest: line 2: services is a list`)},
+		{"two members", plainApp, []string{"init", "--members", "2", "FILE"}, exitUsage, regexp.MustCompile(`--members 2: want 1 or 3`)},
+		{"two files", plainApp, []string{"check", "FILE", "FILE"}, exitUsage, regexp.MustCompile(`want at most one FILE, got 2 arguments`)},
+		{"no subcommand", "", []string{}, exitUsage, regexp.MustCompile(`missing subcommand: init or check`)},
+		{"unknown subcommand", "", []string{"fix"}, exitUsage, regexp.MustCompile(`unknown subcommand "fix": want init or check`)},
+		{"unknown flag", plainApp, []string{"init", "--member", "3", "FILE"}, exitUsage, regexp.MustCompile(`unknown flag: --member`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "convox.yml")
+			if tt.src != "" {
+				if err := os.WriteFile(path, []byte(tt.src), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			args := []string{"convox"}
+			for _, a := range tt.args {
+				args = append(args, strings.ReplaceAll(a, "FILE", path))
+			}
+			code, out := runBaton(t, nil, args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d; output:\n%s", code, tt.code, out)
+			}
+			if !tt.out.MatchString(strings.ReplaceAll(out, path, "FILE")) {
+				t.Errorf("output does not match %s:\n%s", tt.out, out)
+			}
+			if tt.src != "" {
+				if got := readFile(t, path); got != tt.src {
+					t.Errorf("the file changed:\n%s", got)
+				}
+				if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+					t.Errorf("%d files beside the manifest, want none", len(entries)-1)
+				}
+			}
+		})
+	}
+}
+
+func TestConvoxHelp(t *testing.T) {
+	for _, args := range [][]string{
+		{"convox", "--help"},
+		{"convox", "init", "--help"},
+		{"convox", "check", "--help"},
+		{"help", "convox"},
+	} {
+		code, out := runBaton(t, nil, args...)
+		if code != exitOK {
+			t.Errorf("baton %s: exit %d", strings.Join(args, " "), code)
+		}
+		if !strings.Contains(out, "Usage") || !strings.Contains(out, "Exit status") {
+			t.Errorf("baton %s printed no usage:\n%s", strings.Join(args, " "), out)
+		}
+	}
+	_, out := runBaton(t, nil, "convox", "init", "--help")
+	if !strings.Contains(out, "--members") || !strings.Contains(out, "--image") {
+		t.Errorf("init --help lacks its flags:\n%s", out)
+	}
+}
