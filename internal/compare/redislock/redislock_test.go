@@ -1,0 +1,104 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// startRedis runs a throwaway redis-server on a loopback port, or skips the
+// test when none is installed (CI has none).
+func startRedis(t *testing.T) *redis.Client {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
+	t.Cleanup(func() { rdb.Close() })
+	for i := 0; rdb.Ping(context.Background()).Err() != nil; i++ {
+		if i > 100 {
+			t.Fatal("redis-server did not answer")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return rdb
+}
+
+func TestTryEXAndRelease(t *testing.T) {
+	rdb := startRedis(t)
+	ctx := context.Background()
+	if ok, err := TryEX(ctx, rdb, "k", "a", 5*time.Second); !ok || err != nil {
+		t.Fatalf("first TryEX = %v, %v; want it taken", ok, err)
+	}
+	if ok, err := TryEX(ctx, rdb, "k", "b", 5*time.Second); ok || err != nil {
+		t.Fatalf("second TryEX = %v, %v; want it refused", ok, err)
+	}
+	if ttl := rdb.TTL(ctx, "k").Val(); ttl <= 0 || ttl > 5*time.Second {
+		t.Errorf("TTL = %v, want the 5s expiry", ttl)
+	}
+	if err := Release(ctx, rdb, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := TryEX(ctx, rdb, "k", "b", 5*time.Second); !ok {
+		t.Error("TryEX after Release refused")
+	}
+	if _, err := TryEX(ctx, rdb, "k2", "a", 500*time.Millisecond); err == nil {
+		t.Error("TryEX with a sub-second expiry: no error")
+	}
+}
+
+func TestLockerExcludesAndUnlocks(t *testing.T) {
+	rdb := startRedis(t)
+	ctx := context.Background()
+	a, err := NewLocker(rdb, "p:", "a", 5*time.Second, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewLocker(rdb, "p:", "b", 5*time.Second, slog.Default())
+	l, err := a.Lock(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl := rdb.PTTL(ctx, "p:job").Val(); ttl <= 4*time.Second {
+		t.Errorf("PTTL = %v, want about 5s", ttl)
+	}
+	if _, err := b.Lock(ctx, "job"); !errors.Is(err, ErrHeld) {
+		t.Fatalf("second Lock = %v, want ErrHeld", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Lock(ctx, "job"); err != nil {
+		t.Fatalf("Lock after Unlock = %v", err)
+	}
+	// gocron's Shutdown cancels the job's context before Unlock: the DEL
+	// fails and the key stays until it expires.
+	l2, _ := a.Lock(ctx, "job2")
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := l2.Unlock(cancelled); err == nil {
+		t.Error("Unlock with a cancelled context: no error")
+	}
+	if rdb.Exists(ctx, "p:job2").Val() != 1 {
+		t.Error("the key went away although the DEL was never sent")
+	}
+}
