@@ -40,8 +40,16 @@ func describeMachine() machine {
 	m.modules = strings.ReplaceAll(output("go", "list", "-m", "github.com/robfig/cron/v3", "github.com/go-co-op/gocron/v2",
 		"github.com/redis/go-redis/v9", "go.etcd.io/etcd/client/v3"), "\n", ", ")
 	rev := output("git", "rev-parse", "--short", "HEAD")
-	if dirty := output("git", "status", "--porcelain", "--", "../../cronx", "../../election", "../../convox"); dirty != "" {
-		rev += " with uncommitted changes in cronx, election or convox"
+	// Other work in the same checkout may be under way: say what the built
+	// baton had beyond the commit.
+	if dirty := output("git", "status", "--porcelain", "--", "../../cronx", "../../election", "../../convox", "../../internal/clock"); dirty != "" {
+		var files []string
+		for _, l := range strings.Split(dirty, "\n") {
+			if f := strings.Fields(l); len(f) == 2 {
+				files = append(files, f[1])
+			}
+		}
+		rev += " plus uncommitted changes to " + strings.Join(files, ", ")
 	}
 	m.baton = rev
 	return m
@@ -199,7 +207,7 @@ func writeResults(path string, rs []result, m machine, e *env, argv string) erro
 	b.WriteString("\n`duplicates`: ticks run more than once, of the ticks counted (with the extra runs when a tick ran three times). " +
 		"`missed`: ticks nobody ran. `handover`: SIGTERM → start of the next run by another replica. " +
 		"`failover`: kill -9 or SIGSTOP → start of the next run by another replica (\"itself\": only the faulted replica ran again). " +
-		"`overlaps`: runs still going while another replica ran the job.\n\n")
+		"`overlaps`: runs still going when another replica started a run.\n\n")
 	fmt.Fprintf(&b, "Workload: one job every second (`* * * * * *`), %v of work, %v lock expiry and session TTL everywhere; "+
 		"%v per run; kill: replacement after %v; deploy: replacement %v before the SIGTERM; pause: SIGSTOP for %v. ",
 		e.work, e.ttl, e.duration, e.restart, e.surge, e.pauseFor)
