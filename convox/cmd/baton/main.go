@@ -113,7 +113,8 @@ func flagSet(env *environ, name, synopsis string) *pflag.FlagSet {
 // parse parses args into fs. done is true when the subcommand should return
 // code at once: after --help (0) or a usage error (2).
 func parse(env *environ, fs *pflag.FlagSet, args []string) (code int, done bool) {
-	fs.SetOutput(env.stderr)
+	// pflag prints the usage itself on --help and errors; parse does both.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fs.SetOutput(env.stdout)

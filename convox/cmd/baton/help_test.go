@@ -1,0 +1,42 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestEveryCommandHasHelp runs `baton COMMAND --help` for every command:
+// each exits 0 and prints its flags and the exit statuses, once.
+func TestEveryCommandHasHelp(t *testing.T) {
+	code, out := runBaton(t, nil, "help")
+	if code != exitOK {
+		t.Fatalf("baton help: exit %d", code)
+	}
+	var names []string
+	for _, c := range commands {
+		if c.summary == "" {
+			continue
+		}
+		names = append(names, c.name)
+		if !strings.Contains(out, c.name) {
+			t.Errorf("baton help does not list %q:\n%s", c.name, out)
+		}
+	}
+	for _, want := range []string{"crontab", "run", "etcd", "status", "pause", "resume", "trigger", "convox"} {
+		if !strings.Contains(strings.Join(names, " "), want) {
+			t.Errorf("no command %q", want)
+		}
+	}
+	for _, name := range names {
+		code, out := runBaton(t, nil, name, "--help")
+		if code != exitOK || strings.Count(out, "Exit status") != 1 {
+			t.Errorf("baton %s --help: exit %d, output:\n%s", name, code, out)
+		}
+	}
+	if code, out := runBaton(t, nil, "frobnicate"); code != exitUsage || !strings.Contains(out, "unknown command") {
+		t.Errorf("unknown command: exit %d, output:\n%s", code, out)
+	}
+	if code, _ := runBaton(t, nil); code != exitUsage {
+		t.Errorf("no command: exit %d, want 2", code)
+	}
+}
