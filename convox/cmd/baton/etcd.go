@@ -55,7 +55,11 @@ in --initial-cluster.
 Data: a member keeps its data in --data-dir. On an emptyDir volume a restart
 loses it: the member comes back as a new, empty cluster. baton's clients
 recover by themselves (new sessions, new elections, the next tick runs), but
-pauses, last runs and run history are forgotten. etcd's old revisions are
+pauses, last runs and run history are forgotten. A member of three that
+comes back empty while its peers still run their cluster rejoins it: it has
+the cluster remove its old self and add it afresh, and takes the cluster's
+data, so the three members may sit on emptyDir volumes and restart one at a
+time. etcd's old revisions are
 compacted every --auto-compaction-retention, so the data stays small.`
 
 // etcdLogLevels are the levels --log-level takes, as etcd's own flag does.
@@ -95,6 +99,9 @@ func runEtcd(ctx context.Context, env *environ, args []string) int {
 	cfg, err := f.config(env, stopping)
 	if err != nil {
 		return usageError(env, fs, "%v", err)
+	}
+	if cfg, err = rejoin(ctx, env, cfg); err != nil {
+		return fail(env, "etcd", err)
 	}
 	return serveEtcd(ctx, env, cfg, stopping)
 }

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -254,4 +256,72 @@ func TestEtcdHelp(t *testing.T) {
 			t.Errorf("baton etcd --help does not mention %s:\n%s", w, out)
 		}
 	}
+}
+
+// TestEtcdMemberRejoinsAfterLosingItsData restarts a member of three with
+// an empty data dir, as an emptyDir volume does: it joins the running
+// cluster as a new member and serves its data.
+func TestEtcdMemberRejoinsAfterLosingItsData(t *testing.T) {
+	ms := etcdMembers(t, 3)
+	var initial, endpoints []string
+	for _, m := range ms {
+		initial = append(initial, m.name+"="+m.peer)
+		endpoints = append(endpoints, m.client)
+	}
+	cluster := strings.Join(initial, ",")
+	var procs []*process
+	for _, m := range ms {
+		procs = append(procs, startBaton(t, nil, m.args(cluster)...))
+	}
+	for i, p := range procs {
+		p.waitOutput(fmt.Sprintf("member %s ready", ms[i].name), 30*time.Second)
+	}
+	cli := newTestClient(t, endpoints...)
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := cli.Put(ctx, "/baton/before", "kept"); err != nil {
+		t.Fatal(err)
+	}
+
+	// etcd-2 dies and comes back with nothing.
+	procs[2].cmd.Process.Kill()
+	<-procs[2].done
+	if err := os.RemoveAll(ms[2].dir); err != nil {
+		t.Fatal(err)
+	}
+	again := startBaton(t, nil, ms[2].args(cluster)...)
+	again.waitOutput("rejoining the running cluster", 30*time.Second)
+	again.waitOutput("member etcd-2 ready", 30*time.Second)
+
+	own := newTestClient(t, ms[2].client)
+	defer own.Close()
+	got, err := own.Get(ctx, "/baton/before")
+	if err != nil || len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "kept" {
+		t.Fatalf("the rejoined member reads %v, %v; want the cluster's data", got, err)
+	}
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range list.Members {
+		names = append(names, m.Name)
+	}
+	slices.Sort(names)
+	if strings.Join(names, ",") != "etcd-0,etcd-1,etcd-2" {
+		t.Fatalf("members %v after the rejoin", names)
+	}
+	// And with one of the old members gone too, the rejoined one is part of
+	// the quorum.
+	procs[0].cmd.Process.Kill()
+	<-procs[0].done
+	until(t, 20*time.Second, "a put with etcd-0 down", func() bool {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		defer pcancel()
+		_, err := own.Put(pctx, "/baton/after", "x")
+		return err == nil
+	})
+	own.Close()
+	cli.Close()
 }
