@@ -59,8 +59,8 @@ pauses, last runs and run history are forgotten. A member of three that
 comes back empty while its peers still run their cluster rejoins it: it has
 the cluster remove its old self and add it afresh, and takes the cluster's
 data, so the three members may sit on emptyDir volumes and restart one at a
-time. etcd's old revisions are
-compacted every --auto-compaction-retention, so the data stays small.`
+time. etcd's old revisions are compacted every --auto-compaction-retention,
+so the data stays small.`
 
 // etcdLogLevels are the levels --log-level takes, as etcd's own flag does.
 var etcdLogLevels = []string{"debug", "info", "warn", "error", "panic", "fatal"}
