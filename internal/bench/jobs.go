@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/batonhq/baton/cronx"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// runJobs measures one scheduler with many jobs, each running once a minute:
+// spread over the minute as real schedules are, and all on the same second,
+// the worst case. Each measurement is a fresh process and a fresh etcd.
+func runJobs(ctx context.Context, h *harness) (*report, error) {
+	r := &report{}
+	st := r.table("jobs, spread over the minute", "leader start-up", "start-up requests", "steady etcd requests/s", "runs/s, of due", "replica CPU", "etcd CPU", "heap alone → coordinated", "replica RSS", "etcd RSS", "lateness p99")
+	bt := r.table("jobs, all on one second", "alone: lateness p50 / p99 / max", "coordinated: lateness p50 / p99 / max", "all runs started", "bookkeeping done", "etcd requests per run", "replica CPU per run", "etcd CPU per run")
+	for _, n := range h.cfg.jobs {
+		dir, err := h.subdir(fmt.Sprintf("jobs-%d", n))
+		if err != nil {
+			return nil, err
+		}
+		spread, burst, err := jobsOnce(ctx, h, dir, n)
+		if err != nil {
+			return nil, fmt.Errorf("%d jobs: %w", n, err)
+		}
+		w := spread.Window
+		startup := ms(spread.Startup)
+		if spread.Published < n {
+			startup = fmt.Sprintf("> %s (%d%% published)", startup, 100*spread.Published/n)
+		}
+		st.row(strconv.Itoa(n), startup, num(spread.StartupSpan.Requests), num(w.Requests/w.Seconds),
+			num(float64(spread.Late.Runs)/w.Seconds)+" of "+num(float64(n)/60), percent(w.SelfCPU, w.Seconds), percent(w.EtcdCPU, w.Seconds),
+			mib(spread.AloneHeap)+" → "+mib(spread.Memory.Heap-spread.Base.Heap), mib(spread.Memory.RSS), mib(w.EtcdRSS), ms(spread.Late.P99))
+		a, c, bw := burst.Alone, burst.Coordinated, burst.Window
+		runs := float64(max(c.Runs, 1))
+		bt.row(strconv.Itoa(n), ms(a.P50)+" / "+ms(a.P99)+" / "+ms(a.Max), ms(c.P50)+" / "+ms(c.P99)+" / "+ms(c.Max),
+			ms(burst.AllStarted), ms(burst.Drained), num(bw.Requests/runs), us(bw.SelfCPU, runs), us(bw.EtcdCPU, runs))
+		if burst.Overran {
+			r.note("%d jobs on one second: the leader's start-up was still publishing specs when the second came; those rows include it.", n)
+		}
+		h.logf("jobs: %d: steady %.0f requests/s, burst p99 %v", n, w.Requests/w.Seconds, c.P99)
+	}
+	r.note("One coordinated Cron (leader mode, TTL 10 s, one replica) in a process of its own; each job runs once a minute. Spread: job i at second i mod 60 (`S * * * * *`), measured for %v of steady state after the start-up. On one second: every job at the same second, once.", h.cfg.jobsWindow)
+	r.note("Leader start-up is from Start until the leader has published every job's spec (one transaction per job), which it does once per term; a fresh scheduler also tries, once per job, to catch up a tick missed in the last minute (policy RunOnce), and finds none. Runs continue meanwhile.")
+	r.note("Requests are those etcd received (its gRPC counters): per run, a share of a batched claim, the marker's release, and a read and a write of the job's history. CPU is user+system time as a share of one core. Heap is in use after a GC, above the process's baseline; alone is the same jobs on a Cron without etcd. \"Bookkeeping done\" is when Stop returned: every run's release and history write finished.")
+	return r, nil
+}
+
+func percent(cpu time.Duration, seconds float64) string {
+	return num(100*cpu.Seconds()/seconds) + " %"
+}
+
+// jobsOnce measures n jobs spread over the minute, then n jobs on one
+// second, on one etcd.
+func jobsOnce(ctx context.Context, h *harness, dir string, n int) (jobsSpread, jobsBurst, error) {
+	var spread jobsSpread
+	var burst jobsBurst
+	etcd, err := h.startEtcd(ctx, dir)
+	if err != nil {
+		return spread, burst, err
+	}
+	defer etcd.stop(10 * time.Second)
+	if err := h.runWorker(ctx, dir, "jobs", etcd, jobsParams{Jobs: n, Layout: "spread", Window: h.cfg.jobsWindow, Settle: h.cfg.settle, Startup: h.cfg.jobsStartup}, &spread); err != nil {
+		return spread, burst, err
+	}
+	err = h.runWorker(ctx, dir, "jobs", etcd, jobsParams{Jobs: n, Layout: "burst", Settle: h.cfg.settle}, &burst)
+	return spread, burst, err
+}
+
+type jobsParams struct {
+	Jobs    int
+	Layout  string // spread or burst
+	Window  time.Duration
+	Settle  time.Duration
+	Startup time.Duration // spread: how long the start-up may take
+}
+
+type jobsSpread struct {
+	Base, Memory memory
+	AloneHeap    float64
+	Startup      time.Duration
+	Published    int // jobs published when the start-up ended or was cut short
+	StartupSpan  span
+	Window       span
+	Late         lateness
+}
+
+type jobsBurst struct {
+	Alone, Coordinated  lateness
+	AllStarted, Drained time.Duration // after the second
+	Window              span
+	Overran             bool
+}
+
+func jobsWorker(ctx context.Context, w *worker, raw json.RawMessage) (any, error) {
+	var p jobsParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.Layout == "spread" {
+		return jobsSpreadWorker(ctx, w, p)
+	}
+	return jobsBurstWorker(ctx, w, p)
+}
+
+// addJobs adds n jobs named j0… on spec(i) and returns their recorder.
+func addJobs(c *cronx.Cron, n int, nominal func(time.Time) time.Time, spec func(i int) string) (*runRecorder, error) {
+	rec := &runRecorder{nominal: nominal}
+	job := rec.job()
+	for i := range n {
+		if _, err := c.AddJob(spec(i), cronx.Named("j"+strconv.Itoa(i), job)); err != nil {
+			return nil, err
+		}
+	}
+	return rec, nil
+}
+
+// stopCron stops c and waits for its runs, at most timeout.
+func stopCron(ctx context.Context, c *cronx.Cron, timeout time.Duration) error {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-c.Stop().Done():
+		return nil
+	case <-t.C:
+		return fmt.Errorf("runs still going %v after Stop", timeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func jobsSpreadWorker(ctx context.Context, w *worker, p jobsParams) (jobsSpread, error) {
+	var res jobsSpread
+	spec := func(i int) string { return fmt.Sprintf("%d * * * * *", i%60) }
+	opts := []cronx.Option{cronx.WithSeconds(), cronx.WithLocation(time.UTC), cronx.WithSlog(w.logger)}
+
+	var err error
+	if res.AloneHeap, err = aloneHeap(p.Jobs, opts, spec); err != nil {
+		return res, err
+	}
+
+	var specs specCounter
+	cli, err := countingClient(w.endpoint, &rpcCounter{onTxn: specs.observe})
+	if err != nil {
+		return res, err
+	}
+	defer cli.Close()
+	res.Base = selfMemory()
+	c := cronx.New(append(opts, cronx.WithEtcd(cli), cronx.WithName(fmt.Sprintf("spread-%d", p.Jobs)))...)
+	rec, err := addJobs(c, p.Jobs, secondOf, spec)
+	if err != nil {
+		return res, err
+	}
+	s0, err := w.snapshot(ctx)
+	if err != nil {
+		return res, err
+	}
+	c.Start()
+	defer stopCron(ctx, c, 5*time.Minute)
+	// A leader that cannot keep up with its runs may take much longer to
+	// publish every job; past the limit, the steady state is measured
+	// anyway, and the share published is reported.
+	limit := time.Now().Add(p.Startup)
+	for specs.count() < p.Jobs && time.Now().Before(limit) {
+		if !sleepCtx(ctx, 10*time.Millisecond) {
+			return res, ctx.Err()
+		}
+	}
+	res.Startup = time.Since(s0.at)
+	res.Published = specs.count()
+	s1, err := w.snapshotEnd(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.StartupSpan = spanOf(s0, s1)
+	sleepCtx(ctx, p.Settle) // the start-up's last claims and records
+	if !untilFraction(ctx, 0.5) {
+		return res, ctx.Err()
+	}
+	a, err := w.snapshot(ctx)
+	if err != nil {
+		return res, err
+	}
+	sleepCtx(ctx, p.Window)
+	b, err := w.snapshotEnd(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Window = spanOf(a, b)
+	res.Memory = selfMemory()
+	res.Late = rec.latenessStarted(a.at, b.at)
+	return res, stopCron(ctx, c, 5*time.Minute)
+}
+
+// publishLatency is the mean time of n transactions made one after another
+// like a leader's publication of a job's spec.
+func publishLatency(ctx context.Context, endpoint string, n int) (time.Duration, error) {
+	cli, err := newClient(endpoint)
+	if err != nil {
+		return 0, err
+	}
+	defer cli.Close()
+	const prefix = "/bench/calibrate/"
+	start := time.Now()
+	for i := range n {
+		key := prefix + strconv.Itoa(i)
+		_, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", "spec")).Else(clientv3.OpPut(key, "spec")).Commit()
+		if err != nil {
+			return 0, err
+		}
+	}
+	per := time.Since(start) / time.Duration(n)
+	_, err = cli.Delete(ctx, prefix, clientv3.WithPrefix())
+	return per, err
+}
+
+// aloneHeap is the heap that n jobs take on a Cron without etcd.
+func aloneHeap(n int, opts []cronx.Option, spec func(int) string) (float64, error) {
+	before := selfMemory()
+	alone := cronx.New(opts...)
+	if _, err := addJobs(alone, n, secondOf, spec); err != nil {
+		return 0, err
+	}
+	after := selfMemory()
+	runtime.KeepAlive(alone)
+	return after.Heap - before.Heap, nil
+}
+
+func jobsBurstWorker(ctx context.Context, w *worker, p jobsParams) (jobsBurst, error) {
+	var res jobsBurst
+	opts := []cronx.Option{cronx.WithSeconds(), cronx.WithLocation(time.UTC), cronx.WithSlog(w.logger)}
+	once := func(t time.Time) func(int) string {
+		s := fmt.Sprintf("%d %d %d * * *", t.Second(), t.Minute(), t.Hour())
+		return func(int) string { return s }
+	}
+	waitRuns := func(rec *runRecorder, what string) error {
+		return poll(ctx, 10*time.Minute, time.Millisecond, what, func() (bool, error) { return rec.count() >= p.Jobs, nil })
+	}
+
+	// Alone: registering is quick; the second is a little ahead.
+	at := time.Now().UTC().Add(time.Second + time.Duration(p.Jobs)*40*time.Microsecond).Truncate(time.Second).Add(time.Second)
+	alone := cronx.New(opts...)
+	rec, err := addJobs(alone, p.Jobs, func(time.Time) time.Time { return at }, once(at))
+	if err != nil {
+		return res, err
+	}
+	if time.Until(at) < 100*time.Millisecond {
+		return res, fmt.Errorf("adding %d jobs took until their second, %v", p.Jobs, at)
+	}
+	alone.Start()
+	if err := waitRuns(rec, "every run alone"); err != nil {
+		return res, err
+	}
+	if err := stopCron(ctx, alone, time.Minute); err != nil {
+		return res, err
+	}
+	res.Alone = rec.lateness(at, at.Add(time.Second))
+
+	var specs specCounter
+	cli, err := countingClient(w.endpoint, &rpcCounter{onTxn: specs.observe})
+	if err != nil {
+		return res, err
+	}
+	defer cli.Close()
+	// The second must come after the leader's start-up, which publishes
+	// one job at a time: time a few such transactions to know how long.
+	per, err := publishLatency(ctx, w.endpoint, 100)
+	if err != nil {
+		return res, err
+	}
+	lead := time.Duration(p.Jobs)*per*5/4 + p.Settle + time.Second
+	at = time.Now().UTC().Add(lead).Truncate(time.Second).Add(time.Second)
+	c := cronx.New(append(opts, cronx.WithEtcd(cli), cronx.WithName(fmt.Sprintf("burst-%d", p.Jobs)))...)
+	rec, err = addJobs(c, p.Jobs, func(time.Time) time.Time { return at }, once(at))
+	if err != nil {
+		return res, err
+	}
+	if time.Until(at) < 100*time.Millisecond {
+		return res, fmt.Errorf("adding %d jobs took until their second, %v", p.Jobs, at)
+	}
+	c.Start()
+	err = poll(ctx, 10*time.Minute, 10*time.Millisecond, "the leader to publish every job", func() (bool, error) {
+		return specs.count() >= p.Jobs, nil
+	})
+	if err != nil {
+		stopCron(ctx, c, time.Minute)
+		return res, err
+	}
+	res.Overran = time.Until(at) < 200*time.Millisecond
+	sleepCtx(ctx, time.Until(at.Add(-200*time.Millisecond)))
+	a, err := w.snapshot(ctx)
+	if err != nil {
+		return res, err
+	}
+	if err := waitRuns(rec, "every coordinated run"); err != nil {
+		stopCron(ctx, c, time.Minute)
+		return res, err
+	}
+	res.AllStarted = time.Since(at)
+	if err := stopCron(ctx, c, 5*time.Minute); err != nil {
+		return res, err
+	}
+	res.Drained = time.Since(at)
+	b, err := w.snapshotEnd(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Window = spanOf(a, b)
+	res.Coordinated = rec.lateness(at, at.Add(time.Second))
+	return res, nil
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/cronx"
+)
+
+// runRecorder records when each run of a job started and for which tick.
+type runRecorder struct {
+	// nominal gives the tick of a run that has no cronx.Info, that is, of
+	// a Cron without etcd.
+	nominal func(started time.Time) time.Time
+
+	mu   sync.Mutex
+	runs []runRecord
+}
+
+type runRecord struct {
+	tick, started time.Time
+}
+
+// job returns a job that records its runs.
+func (r *runRecorder) job() cronx.Job {
+	return cronx.ContextFunc(func(ctx context.Context) error {
+		started := time.Now()
+		var tick time.Time
+		if info, ok := cronx.InfoFrom(ctx); ok {
+			tick = info.Tick
+		} else {
+			tick = r.nominal(started)
+		}
+		r.mu.Lock()
+		r.runs = append(r.runs, runRecord{tick: tick, started: started})
+		r.mu.Unlock()
+		return nil
+	})
+}
+
+func (r *runRecorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.runs)
+}
+
+// lateness is how long after their nominal ticks runs started.
+type lateness struct {
+	Runs          int
+	P50, P99, Max time.Duration
+}
+
+// lateness summarises the runs whose ticks fall in [from, to).
+func (r *runRecorder) lateness(from, to time.Time) lateness {
+	return r.summarise(func(x runRecord) bool { return !x.tick.Before(from) && x.tick.Before(to) })
+}
+
+// latenessStarted summarises the runs that started in [from, to), whatever
+// their ticks: what a window saw run.
+func (r *runRecorder) latenessStarted(from, to time.Time) lateness {
+	return r.summarise(func(x runRecord) bool { return !x.started.Before(from) && x.started.Before(to) })
+}
+
+func (r *runRecorder) summarise(keep func(runRecord) bool) lateness {
+	r.mu.Lock()
+	var late []time.Duration
+	for _, x := range r.runs {
+		if keep(x) {
+			late = append(late, x.started.Sub(x.tick))
+		}
+	}
+	r.mu.Unlock()
+	return lateness{Runs: len(late), P50: quantile(late, 0.5), P99: quantile(late, 0.99), Max: maxOf(late)}
+}
+
+// secondOf is the nominal tick of a job that runs every second and starts
+// less than a second late.
+func secondOf(t time.Time) time.Time { return t.Truncate(time.Second) }
+
+// untilFraction sleeps until the given fraction of the next whole second.
+func untilFraction(ctx context.Context, frac float64) bool {
+	now := time.Now()
+	at := now.Truncate(time.Second).Add(time.Duration(frac * float64(time.Second)))
+	if !at.After(now) {
+		at = at.Add(time.Second)
+	}
+	return sleepCtx(ctx, time.Until(at))
+}
