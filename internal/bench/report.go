@@ -108,7 +108,7 @@ func joinInts(v []int) string {
 type intListValue struct{ p *[]int }
 
 func intList(fs *flag.FlagSet, p *[]int, name, usage string) {
-	fs.Var(intListValue{p}, name, usage+", comma-separated (default "+joinInts(*p)+")")
+	fs.Var(intListValue{p}, name, usage)
 }
 
 func (v intListValue) String() string {
