@@ -80,31 +80,16 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usageError(env, fs, "--log-level %q: want debug, info, warn or error", *logLevel)
 	}
-	var cmode cronx.Mode
-	switch *mode {
-	case "leader":
-		cmode = cronx.LeaderMode
-	case "claim":
-		cmode = cronx.ClaimMode
-	default:
+	cmode, ok := oneOf(*mode, "leader", cronx.LeaderMode, "claim", cronx.ClaimMode)
+	if !ok {
 		return usageError(env, fs, "--mode %q: want leader or claim", *mode)
 	}
-	var over cronx.Overlap
-	switch *overlap {
-	case "allow":
-		over = cronx.Allow
-	case "forbid":
-		over = cronx.Forbid
-	default:
+	over, ok := oneOf(*overlap, "allow", cronx.Allow, "forbid", cronx.Forbid)
+	if !ok {
 		return usageError(env, fs, "--overlap %q: want allow or forbid", *overlap)
 	}
-	var policy cronx.Misfire
-	switch *misfire {
-	case "run-once":
-		policy = cronx.RunOnce
-	case "skip":
-		policy = cronx.Skip
-	default:
+	policy, ok := oneOf(*misfire, "run-once", cronx.RunOnce, "skip", cronx.Skip)
+	if !ok {
 		return usageError(env, fs, "--misfire %q: want run-once or skip", *misfire)
 	}
 	if *grace < 0 || *misfireGrace < 0 {
@@ -243,4 +228,16 @@ func cronParser(seconds bool) cronx.Parser {
 		fields |= cronx.Second
 	}
 	return cronx.NewParser(fields)
+}
+
+// oneOf maps a flag's value to the setting named by it, of two.
+func oneOf[T any](value, name1 string, v1 T, name2 string, v2 T) (T, bool) {
+	switch value {
+	case name1:
+		return v1, true
+	case name2:
+		return v2, true
+	}
+	var zero T
+	return zero, false
 }
