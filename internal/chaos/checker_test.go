@@ -1,0 +1,280 @@
+package chaos
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Synthetic ledgers: times are seconds after base, so a case reads as a
+// timeline.
+var base = time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+
+func at(s float64) time.Time { return base.Add(time.Duration(s * float64(time.Second))) }
+
+// run is a run that wrote (or was interrupted) at end and ended then.
+func run(job string, tick int, instance string, fence int64, start, end float64, out Outcome) Run {
+	r := Run{Job: job, Tick: at(float64(tick)), Instance: instance, Fence: fence, Start: at(start), End: at(end), Outcome: out}
+	if out != Interrupted {
+		r.Wrote = r.End
+	}
+	return r
+}
+
+// steady is one written run a tick from..to by one holder, each starting
+// 20 ms after its tick and lasting d seconds, every `every` ticks.
+func steady(job, instance string, fence int64, from, to, every int, d float64) []Run {
+	var rs []Run
+	for t := from; t <= to; t += every {
+		rs = append(rs, run(job, t, instance, fence, float64(t)+0.02, float64(t)+0.02+d, Written))
+	}
+	return rs
+}
+
+func scenario() Scenario {
+	return Scenario{
+		Jobs: []Job{
+			{Name: "tick", Scheduler: "tick"},
+			{Name: "slow", Scheduler: "slow", Forbid: true},
+			{Name: "claim", Scheduler: "claim", Claim: true, Forbid: true},
+		},
+		From:    at(0),
+		To:      at(59),
+		TTL:     5 * time.Second,
+		Offsets: map[string]time.Duration{"r1": 0, "r2": 1500 * time.Millisecond, "r3": -time.Second},
+	}
+}
+
+// without drops the runs of job whose ticks are in [from, to].
+func without(rs []Run, job string, from, to int) []Run {
+	return slices.DeleteFunc(slices.Clone(rs), func(r Run) bool {
+		return r.Job == job && !r.Tick.Before(at(float64(from))) && !r.Tick.After(at(float64(to)))
+	})
+}
+
+func join(parts ...[]Run) []Run { return slices.Concat(parts...) }
+
+// clean is a ledger that breaks no rule: tick every second, slow for two
+// seconds every three (the two ticks between are busy), claim every second
+// by whichever replica claimed first.
+func clean() []Run {
+	var claim []Run
+	for t := 0; t <= 59; t++ {
+		inst := []string{"r1", "r2", "r3"}[t%3]
+		claim = append(claim, run("claim", t, inst, int64(100+t), float64(t)+0.02, float64(t)+0.22, Written))
+	}
+	return join(steady("tick", "r1", 10, 0, 59, 1, 0.3), steady("slow", "r1", 11, 0, 59, 3, 2.0), claim)
+}
+
+func TestCheckAcceptsACleanLedger(t *testing.T) {
+	rep := Check(clean(), scenario())
+	if len(rep.Violations) > 0 {
+		t.Fatalf("violations in a clean ledger:\n%s", rep.Summary())
+	}
+	want := map[string][3]int{"tick": {60, 60, 0}, "slow": {60, 20, 40}, "claim": {60, 60, 0}} // due, run, busy
+	for _, j := range rep.Jobs {
+		if got := [3]int{j.Due, j.Run, j.Busy}; got != want[j.Job] || j.Missed != 0 {
+			t.Errorf("%s: due, run, busy = %v, missed %d; want %v, 0", j.Job, got, j.Missed, want[j.Job])
+		}
+	}
+}
+
+func TestCheckRules(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		runs       []Run
+		claimAllow bool // the claim job allows overlaps
+		faults     []Fault
+		outage     []Window
+		want       []string // the rules broken, in order; none when the ledger is fine
+		reason     string   // a reason some misses must be excused with
+	}{
+		{
+			name: "duplicate: the leader ran one tick twice",
+			runs: join(clean(), []Run{run("tick", 30, "r1", 10, 30.03, 30.33, Written)}),
+			want: []string{"duplicate"},
+		},
+		{
+			name: "duplicate: across a wipe too",
+			runs: join(clean(), []Run{{Job: "tick", Tick: at(59), Instance: "r2", Fence: 3, Epoch: 1, Start: at(59.5), Wrote: at(59.8), End: at(59.8), Outcome: Written}}),
+			want: []string{"duplicate"},
+		},
+		{
+			name: "overlap: a Forbid run started while another ran",
+			runs: join(clean(), []Run{run("slow", 31, "r1", 11, 31.02, 32.5, Written)}),
+			want: []string{"overlap"},
+		},
+		{
+			name:   "overlap: excused for a paused run whose write was refused",
+			runs:   join(clean(), []Run{run("slow", 31, "r2", 9, 31.02, 32.5, Refused)}),
+			faults: []Fault{{Kind: Pause, Target: "r2", Start: at(31.5), End: at(32.4)}},
+		},
+		{
+			name: "overlap: not while a killed command's write still awaited its verdict",
+			runs: join(without(clean(), "slow", 30, 30), []Run{{Job: "slow", Tick: at(30), Instance: "r1", Fence: 11,
+				Start: at(30.02), Wrote: at(34), End: at(31.5), Outcome: Refused}}),
+			outage: []Window{{at(31), at(33.9)}},
+		},
+		{
+			name: "stale write: the deposed leader wrote after its successor started",
+			runs: join(without(clean(), "tick", 29, 59), steady("tick", "r2", 20, 30, 59, 1, 0.3), []Run{run("tick", 29, "r1", 10, 29.02, 30.5, Written)}),
+			want: []string{"stale-write"},
+		},
+		{
+			name: "stale write: a deposed claimer of a Forbid job in claim mode",
+			runs: join(without(clean(), "claim", 29, 29), []Run{run("claim", 29, "r1", 129, 29.02, 31, Written)}),
+			want: []string{"overlap", "stale-write"},
+		},
+		{
+			name:       "stale write: not a rule for claim mode's Allow jobs, whose fences are per tick",
+			runs:       join(without(clean(), "claim", 30, 30), []Run{run("claim", 30, "r1", 130, 30.02, 31.5, Written)}),
+			claimAllow: true,
+		},
+		{
+			name: "refused write: a command outlived its fence for no reason",
+			runs: join(without(clean(), "tick", 30, 30), []Run{run("tick", 30, "r1", 10, 30.02, 30.32, Refused)}),
+			want: []string{"refused-write"},
+		},
+		{
+			name:   "refused write: excused when the replica was paused",
+			runs:   join(without(clean(), "tick", 30, 30), []Run{run("tick", 30, "r1", 10, 30.02, 37, Refused)}),
+			faults: []Fault{{Kind: Pause, Target: "r1", Start: at(30.1), End: at(36.9)}},
+		},
+		{
+			name: "missed: three ticks with nothing to explain them",
+			runs: without(clean(), "tick", 20, 22),
+			want: []string{"missed"},
+		},
+		{
+			name:   "missed: excused in the crash gap of the leader",
+			runs:   join(without(clean(), "tick", 20, 59), steady("tick", "r3", 30, 28, 59, 1, 0.3)),
+			faults: []Fault{{Kind: Kill, Target: "r1", Led: []string{"tick", "slow"}, LedKnown: true, Start: at(19.5), End: at(22)}},
+			reason: reasonCrash,
+		},
+		{
+			name:   "missed: not excused by a crash of a replica that did not lead",
+			runs:   join(without(clean(), "tick", 20, 59), steady("tick", "r3", 30, 28, 59, 1, 0.3)),
+			faults: []Fault{{Kind: Kill, Target: "r2", Led: []string{"slow"}, LedKnown: true, Start: at(19.5), End: at(22)}},
+			want:   []string{"missed"},
+		},
+		{
+			name:   "missed: excused while etcd was out",
+			runs:   without(clean(), "tick", 20, 26),
+			outage: []Window{{at(20), at(21)}},
+			reason: reasonNoEtcd,
+		},
+		{
+			name:   "missed: excused when a claim stalled as etcd's raft leader died",
+			runs:   without(clean(), "tick", 22, 22),
+			faults: []Fault{{Kind: LeaderKill, Target: "m2", Start: at(21.9), End: at(25)}},
+			reason: reasonLeaderChange,
+		},
+		{
+			name:   "missed: not excused by the death of a follower",
+			runs:   without(clean(), "tick", 22, 22),
+			faults: []Fault{{Kind: MemberKill, Target: "m1", Start: at(21.9), End: at(25)}},
+			want:   []string{"missed"},
+		},
+		{
+			name:   "missed: excused after a wipe",
+			runs:   without(clean(), "claim", 20, 29),
+			faults: []Fault{{Kind: Wipe, Target: "m0,m1,m2", Start: at(20), End: at(25)}},
+			reason: reasonWiped,
+		},
+		{
+			name:   "missed: a replica 1.5 s ahead took over and skipped two ticks",
+			runs:   join(without(clean(), "tick", 30, 59), steady("tick", "r2", 20, 32, 59, 1, 0.3)),
+			faults: []Fault{{Kind: Deploy, Target: "r1", Start: at(29.5), End: at(31)}},
+			reason: reasonSkew,
+		},
+		{
+			name:   "missed: three ticks are more than 1.5 s of skew explains",
+			runs:   join(without(clean(), "tick", 30, 59), steady("tick", "r2", 20, 33, 59, 1, 0.3)),
+			faults: []Fault{{Kind: Deploy, Target: "r1", Start: at(29.5), End: at(31)}},
+			want:   []string{"missed"},
+		},
+		{
+			name: "missed: a replica behind skips nothing",
+			runs: join(without(clean(), "tick", 30, 59), steady("tick", "r3", 20, 31, 59, 1, 0.3)),
+			want: []string{"missed"},
+		},
+		{
+			name: "missed: a Forbid job's tick after its run ended",
+			runs: without(clean(), "slow", 30, 30),
+			want: []string{"missed"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := scenario()
+			sc.Faults, sc.Outages = tc.faults, tc.outage
+			sc.Jobs[2].Forbid = !tc.claimAllow
+			rep := Check(tc.runs, sc)
+			var got []string
+			for _, v := range rep.Violations {
+				if len(got) == 0 || got[len(got)-1] != v.Rule {
+					got = append(got, v.Rule)
+				}
+			}
+			slices.Sort(got)
+			got = slices.Compact(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("rules broken: %v, want %v\n%s", got, tc.want, rep.Summary())
+			}
+			if tc.reason != "" {
+				excused := 0
+				for _, j := range rep.Jobs {
+					excused += j.MissedBy[tc.reason]
+				}
+				if excused == 0 {
+					t.Errorf("no miss excused as %q\n%s", tc.reason, rep.Summary())
+				}
+			}
+			for _, v := range rep.Violations {
+				if len(v.Lines) == 0 {
+					t.Errorf("violation without ledger lines: %s", v)
+				}
+			}
+		})
+	}
+}
+
+func TestLedgerLinesRoundTrip(t *testing.T) {
+	rs := []Run{
+		run("tick", 7, "r2", 1234, 7.001234, 7.3, Written),
+		{Job: "slow", Tick: at(9), Instance: "r3", Fence: 5, Epoch: 2, Start: at(9.5), End: at(11), Outcome: Interrupted},
+		{Job: "claim", Tick: at(10), Instance: "r1", Fence: 9, Start: at(10.1), Wrote: at(10.4), End: at(10.3), Outcome: Refused},
+	}
+	var text []string
+	for _, r := range rs {
+		text = append(text, r.String())
+	}
+	path := filepath.Join(t.TempDir(), "ledger")
+	if err := os.WriteFile(path, []byte(strings.Join(text, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := readLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != len(rs) {
+		t.Fatalf("read %d runs, want %d", len(back), len(rs))
+	}
+	for i := range rs {
+		if back[i].String() != rs[i].String() || !back[i].Start.Equal(rs[i].Start) {
+			t.Errorf("line %d: read back %q, want %q", i, back[i], rs[i])
+		}
+	}
+	for _, bad := range []string{
+		"tick 2026 r1 1 0 x - y written",
+		"tick 2026-01-02T03:04:00Z r1 1 0 2026-01-02T03:04:00Z 2026-01-02T03:04:01Z 2026-01-02T03:04:01Z lost",
+		"tick 2026-01-02T03:04:00Z r1 1 0 2026-01-02T03:04:00Z - 2026-01-02T03:04:01Z written",
+		"short line",
+	} {
+		if _, err := parseRun(bad); err == nil {
+			t.Errorf("parseRun(%q): no error", bad)
+		}
+	}
+}
