@@ -179,7 +179,7 @@ func TestQuantile(t *testing.T) {
 func TestTally(t *testing.T) {
 	at := func(s int) ledgerLine { return ledgerLine{tick: time.Unix(int64(s), 0)} }
 	ticks, missed, twice := tally([]ledgerLine{at(10), at(11), at(11), at(13), at(14)})
-	if ticks != 5 || missed != 1 || twice != 1 {
-		t.Errorf("tally = %d ticks, %d missed, %d twice; want 5, 1, 1", ticks, missed, twice)
+	if ticks != 5 || len(missed) != 1 || !missed[0].Equal(time.Unix(12, 0)) || twice != 1 {
+		t.Errorf("tally = %d ticks, missed %v, %d twice; want 5, [12 s], 1", ticks, missed, twice)
 	}
 }

@@ -54,7 +54,7 @@ func runClaim(ctx context.Context, h *harness) (*report, error) {
 	}
 	r.note("Each row is a fresh process holding one Cron whose N jobs all run every second (`* * * * * *`), measured over %d ticks once it leads and has published its jobs; lateness is a run's start after its nominal tick. A run's etcd requests are those etcd received in the window divided by the runs: the claim (batched up to 30 per transaction in leader mode, one transaction per run in claim mode), releasing the in-progress marker and recording the run in the job's history, plus the session's keepalives.", h.cfg.claimTicks)
 	r.note("\"alone\" is a cronx Cron without etcd. The main module does not depend on robfig/cron; cronx without etcd is robfig/cron by parity (robfig/cron v3.0.1's own test suite passes against it, `go test -run RobfigParity ./cronx/`), so it stands in for plain robfig/cron here.")
-	r.note("Alone, a run costs microseconds, so the ratios are large; the absolute columns say what a coordinated tick costs.")
+	r.note("Alone, a run costs microseconds, so the ratios are large; the absolute columns say what a coordinated tick costs. With one job, a run's share of CPU and requests is the process's whole cost per second: the Go runtime and, coordinated, the session's keepalives.")
 	return r, nil
 }
 

@@ -34,8 +34,13 @@ type crontabCluster struct {
 // tickJob is a crontab entry that runs every second and appends
 // "TICK ID STARTED" to ledger: the nominal tick, the replica and the time,
 // in Unix nanoseconds, at which the job's shell ran.
+//
+// The job ignores SIGTERM, as a job that must finish would: on SIGTERM
+// baton crontab passes the signal on to the commands running, and a shell
+// that started a few milliseconds before would die (exit 143) without
+// writing its line, so that a tick that did run would look missed.
 func tickJob(ledger string) string {
-	return `tick: * * * * * * echo "$BATON_TICK $BATON_ID $(date +%s%N)" >> ` + ledger + "\n"
+	return `tick: * * * * * * trap '' TERM; echo "$BATON_TICK $BATON_ID $(date +%s%N)" >> ` + ledger + "\n"
 }
 
 // startCrontabCluster starts etcd and the observer; replicas are started
@@ -227,10 +232,10 @@ func (l *ledger) waitLine(ctx context.Context, timeout time.Duration, what strin
 }
 
 // tally counts, from the first tick in the ledger to the last, the ticks
-// no replica ran and those run more than once.
-func tally(lines []ledgerLine) (ticks, missed, twice int) {
+// no replica ran, which it returns, and those run more than once.
+func tally(lines []ledgerLine) (ticks int, missed []time.Time, twice int) {
 	if len(lines) == 0 {
-		return 0, 0, 0
+		return 0, nil, 0
 	}
 	seen := map[int64]int{}
 	first, last := lines[0].tick, lines[0].tick
@@ -247,7 +252,7 @@ func tally(lines []ledgerLine) (ticks, missed, twice int) {
 		ticks++
 		switch n := seen[t]; {
 		case n == 0:
-			missed++
+			missed = append(missed, time.Unix(t, 0).UTC())
 		case n > 1:
 			twice += n - 1
 		}

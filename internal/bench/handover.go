@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"strconv"
 	"syscall"
 	"time"
@@ -109,8 +110,8 @@ func runHandover(ctx context.Context, h *harness) (*report, error) {
 	add("the successor's first tick started", firstTick)
 	add("— that tick's start after its nominal time", late)
 	add("every other tick's start after its nominal time, for comparison", regular)
-	r.note("%d handovers, 3 `baton crontab --seconds --ttl %d` replicas, a job every second (`* * * * * *`) that appends `$BATON_TICK $BATON_ID $(date +%%s%%N)` to a ledger.", len(elected), ttl)
-	r.note("Ledger over the run: %d ticks, %d missed, %d run twice.", ticks, missed, twice)
+	r.note("%d handovers, 3 `baton crontab --seconds --ttl %d` replicas, a job every second (`* * * * * *`) that appends `$BATON_TICK $BATON_ID $(date +%%s%%N)` to a ledger and ignores SIGTERM (`trap '' TERM`). On SIGTERM, baton crontab sends SIGTERM to the commands running; a command that dies of it is cut short: without the trap, about one handover in twenty caught the command in its first milliseconds, and its tick, started once, wrote nothing.", len(elected), ttl)
+	r.note("Ledger over the run: %d ticks, %d missed, %d run twice.%s", ticks, len(missed), twice, listTimes(missed))
 	r.note("Times are seen by a watcher of `/baton/election/handover/` in another process; a tick's start is when its shell ran `date`. The first tick is due at the next whole second, so SIGTERM → first tick is spread over 0–1 s by design; the lateness row is the handover's cost to the schedule.")
 	return r, nil
 }
@@ -228,6 +229,18 @@ func failoverTrials(ctx context.Context, h *harness, dir string, ttl int) (failo
 		return res, fmt.Errorf("%d ticks ran twice", twice)
 	}
 	return res, nil
+}
+
+// listTimes lists the first few times, for a note.
+func listTimes(ts []time.Time) string {
+	if len(ts) == 0 {
+		return ""
+	}
+	var s []string
+	for _, t := range ts[:min(len(ts), 5)] {
+		s = append(s, t.Format(time.TimeOnly))
+	}
+	return " Missed: " + strings.Join(s, ", ") + "."
 }
 
 func medianInt(v []int) int {

@@ -40,6 +40,9 @@ func runJobs(ctx context.Context, h *harness) (*report, error) {
 		runs := float64(max(c.Runs, 1))
 		bt.row(strconv.Itoa(n), ms(a.P50)+" / "+ms(a.P99)+" / "+ms(a.Max), ms(c.P50)+" / "+ms(c.P99)+" / "+ms(c.Max),
 			ms(burst.AllStarted), ms(burst.Drained), num(bw.Requests/runs), us(bw.SelfCPU, runs), us(bw.EtcdCPU, runs))
+		if spread.Published < n {
+			r.note("%d jobs spread: after %v the leader had published %d%% of the jobs' specs; it publishes one job at a time, behind the runs' own requests, and the steady state was measured with the publication still going.", n, spread.Startup.Round(time.Second), 100*spread.Published/n)
+		}
 		if burst.Overran {
 			r.note("%d jobs on one second: the leader's start-up was still publishing specs when the second came; those rows include it.", n)
 		}
