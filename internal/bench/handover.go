@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
