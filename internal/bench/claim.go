@@ -28,6 +28,7 @@ func runClaim(ctx context.Context, h *harness) (*report, error) {
 	t := r.table("jobs due every second", "Cron", "runs measured", "lateness p50", "p99", "max", "replica CPU per run", "etcd requests per run", "etcd CPU per run")
 	rt := r.table("jobs due every second", "lateness p50, leader ÷ alone", "lateness p99, leader ÷ alone", "CPU per run, leader ÷ alone", "lateness p50, claim ÷ alone", "CPU per run, claim ÷ alone")
 	modes := []string{"alone", "leader", "claim"}
+	var fsyncs, fsyncSeconds float64
 	for _, n := range h.cfg.claimJobs {
 		res := map[string]claimResult{}
 		for _, mode := range modes {
@@ -36,6 +37,8 @@ func runClaim(ctx context.Context, h *harness) (*report, error) {
 				return nil, fmt.Errorf("%d jobs, %s: %w", n, mode, err)
 			}
 			res[mode] = cr
+			fsyncs += cr.Window.Fsyncs
+			fsyncSeconds += cr.Window.FsyncSeconds
 			runs := float64(max(cr.Late.Runs, 1))
 			t.row(strconv.Itoa(n), modeName(mode), fmt.Sprintf("%d of %d", cr.Late.Runs, n*h.cfg.claimTicks),
 				ms(cr.Late.P50), ms(cr.Late.P99), ms(cr.Late.Max),
@@ -53,6 +56,9 @@ func runClaim(ctx context.Context, h *harness) (*report, error) {
 			ratio(cpu("claim"), cpu("alone")))
 	}
 	r.note("Each row is a fresh process holding one Cron whose N jobs all run every second (`* * * * * *`), measured over %d ticks once it leads and has published its jobs; lateness is a run's start after its nominal tick. A run's etcd requests are those etcd received in the window divided by the runs: the claim (batched up to 30 per transaction in leader mode, one transaction per run in claim mode), releasing the in-progress marker and recording the run in the job's history, plus the session's keepalives.", h.cfg.claimTicks)
+	if fsyncs > 0 {
+		r.note("etcd's disk: its WAL fsyncs took %s on average (%.0f fsyncs in the measured windows).", ms(time.Duration(fsyncSeconds/fsyncs*float64(time.Second))), fsyncs)
+	}
 	r.note("\"alone\" is a cronx Cron without etcd. The main module does not depend on robfig/cron; cronx without etcd is robfig/cron by parity (robfig/cron v3.0.1's own test suite passes against it, `go test -run RobfigParity ./cronx/`), so it stands in for plain robfig/cron here.")
 	r.note("Alone, a run costs microseconds, so the ratios are large; the absolute columns say what a coordinated tick costs. With one job, a run's share of CPU and requests is the process's whole cost per second: the Go runtime and, coordinated, the session's keepalives.")
 	return r, nil

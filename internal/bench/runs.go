@@ -39,6 +39,19 @@ func (r *runRecorder) job() cronx.Job {
 	})
 }
 
+// lastStart is when the latest run started.
+func (r *runRecorder) lastStart() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var last time.Time
+	for _, x := range r.runs {
+		if x.started.After(last) {
+			last = x.started
+		}
+	}
+	return last
+}
+
 func (r *runRecorder) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
