@@ -276,7 +276,7 @@ func jobsBurstWorker(ctx context.Context, w *worker, p jobsParams) (jobsBurst, e
 	if err != nil {
 		return res, err
 	}
-	lead := time.Duration(p.Jobs)*per*3/2 + p.Settle + time.Second
+	lead := time.Duration(p.Jobs)*per*13/10 + p.Settle + time.Second
 	at = time.Now().UTC().Add(lead).Truncate(time.Second).Add(time.Second)
 	c := cronx.New(append(opts, cronx.WithEtcd(cli), cronx.WithName(fmt.Sprintf("burst-%d", p.Jobs)))...)
 	rec, err = addJobs(c, p.Jobs, func(time.Time) time.Time { return at }, once(at))
