@@ -626,10 +626,34 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 		key, seq = co.jobs+r.job+"/triggered", r.triggered
 		marker = co.runningKey(r.job) + fmt.Sprintf("t%d", r.triggered)
 	}
+	// In claim mode a tick is claimed only under the session that was live
+	// when it fired, as in leader mode only under the term: if that session
+	// is lost before the claim commits, the tick is given up. Otherwise a
+	// claim retried across an etcd that came back without its data would
+	// commit on the empty store, though another replica ran the tick before.
+	var bound *election.Session
+	boundToSession := ts == nil && r.triggered == 0
+	if boundToSession {
+		co.mu.Lock()
+		bound = co.sess // nil before the Cron's first session
+		co.mu.Unlock()
+		if bound != nil && bound.Context().Err() != nil {
+			co.session(ctx) // a session for the ticks to come
+			return election.Claim{}, nil, errSessionLost
+		}
+	}
 	backoff := 100 * time.Millisecond
 	for {
 		var err error
 		sess, serr := co.session(ctx)
+		if serr == nil && boundToSession {
+			if bound == nil {
+				bound = sess
+			}
+			if sess != bound {
+				return election.Claim{}, nil, errSessionLost
+			}
+		}
 		if serr == nil {
 			opts := []election.ClaimOption{
 				election.ClaimedBy(co.identity),
@@ -675,6 +699,10 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 		backoff = min(2*backoff, 2*time.Second)
 	}
 }
+
+// errSessionLost means a claim-mode tick was given up because the session
+// it fired under was lost before it could be claimed.
+var errSessionLost = errors.New("cronx: the session the tick fired under was lost before the tick was claimed")
 
 // maxClaims bounds the claims in flight, so that thousands of jobs due on
 // one tick queue here rather than time out on a saturated connection.

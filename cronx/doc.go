@@ -242,8 +242,13 @@
 // claim mode any replica that has the job runs it.
 //
 // Limits: with etcd unreachable no job runs (ticks are retried until the
-// misfire grace, then skipped), and scheduling resumes by itself. A replica
-// whose clock runs ahead of the others claims from its own time when it
-// joins, so ticks the slower replicas had not reached yet are skipped once;
-// after that, skew neither doubles nor drops ticks.
+// misfire grace, then skipped), and scheduling resumes by itself. In claim
+// mode a tick is retried only while the session it fired under lasts, as in
+// leader mode only while the term does: an etcd that comes back without its
+// data has forgotten which ticks ran, and a claim there could run one again.
+// For the same reason an etcd restarted empty must stay down longer than the
+// replicas' clocks disagree, which a restart does. A replica whose clock runs
+// ahead of the others claims from its own time when it joins, so ticks the
+// slower replicas had not reached yet are skipped once; after that, skew
+// neither doubles nor drops ticks.
 package cronx
