@@ -34,10 +34,10 @@ func runHandover(ctx context.Context, h *harness) (*report, error) {
 	}
 	var resigned, elected, firstTick, late []time.Duration
 	firsts := map[time.Time]bool{}
-	for i := 0; i < h.cfg.handovers; i++ {
+	for len(elected) < h.cfg.handovers {
 		v, err := c.steady(ctx, len(ids))
 		if err != nil {
-			return nil, fmt.Errorf("handover %d: %w", i+1, err)
+			return nil, fmt.Errorf("handover %d: %w", len(elected)+1, err)
 		}
 		// SIGTERM at a random point of the second, as a deploy would.
 		if !sleepCtx(ctx, rand.N(time.Second)) {
@@ -45,8 +45,7 @@ func runHandover(ctx context.Context, h *harness) (*report, error) {
 		}
 		from := c.obs.mark()
 		if now := c.obs.now(); now.leaderKey != v.leaderKey || now.candidates != len(ids) {
-			i--
-			continue
+			continue // not steady any more: wait again
 		}
 		old := c.member(v.leaderID)
 		t0 := time.Now()
@@ -80,8 +79,8 @@ func runHandover(ctx context.Context, h *harness) (*report, error) {
 		if _, err := c.startReplica(v.leaderID); err != nil {
 			return nil, err
 		}
-		if (i+1)%10 == 0 {
-			h.logf("handover: %d of %d", i+1, h.cfg.handovers)
+		if len(elected)%10 == 0 {
+			h.logf("handover: %d of %d", len(elected), h.cfg.handovers)
 		}
 	}
 	// Let the last successor tick once more, so its gap would show.
@@ -160,10 +159,10 @@ func failoverTrials(ctx context.Context, h *harness, dir string, ttl int) (failo
 		}
 	}
 	d := time.Duration(ttl) * time.Second
-	for i := 0; i < h.cfg.failoverTrials; i++ {
+	for len(res.elected) < h.cfg.failoverTrials {
 		v, err := c.steady(ctx, len(ids))
 		if err != nil {
-			return res, fmt.Errorf("trial %d: %w", i+1, err)
+			return res, fmt.Errorf("trial %d: %w", len(res.elected)+1, err)
 		}
 		// A random point of the keepalive cycle.
 		if !sleepCtx(ctx, rand.N(d/3)) {
@@ -171,8 +170,7 @@ func failoverTrials(ctx context.Context, h *harness, dir string, ttl int) (failo
 		}
 		from := c.obs.mark()
 		if now := c.obs.now(); now.leaderKey != v.leaderKey || now.candidates != len(ids) {
-			i--
-			continue
+			continue // not steady any more: wait again
 		}
 		lines, err := c.ledger.read()
 		if err != nil {
@@ -219,7 +217,7 @@ func failoverTrials(ctx context.Context, h *harness, dir string, ttl int) (failo
 		if _, err := c.startReplica(v.leaderID); err != nil {
 			return res, err
 		}
-		h.logf("failover: TTL %ds, trial %d: successor elected after %v", ttl, i+1, next.at.Sub(t0).Round(time.Millisecond))
+		h.logf("failover: TTL %ds, trial %d: successor elected after %v", ttl, len(res.elected), next.at.Sub(t0).Round(time.Millisecond))
 	}
 	lines, err := c.ledger.read()
 	if err != nil {
