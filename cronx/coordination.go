@@ -626,34 +626,26 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 		key, seq = co.jobs+r.job+"/triggered", r.triggered
 		marker = co.runningKey(r.job) + fmt.Sprintf("t%d", r.triggered)
 	}
-	// In claim mode a tick is claimed only under the session that was live
-	// when it fired, as in leader mode only under the term: if that session
-	// is lost before the claim commits, the tick is given up. Otherwise a
-	// claim retried across an etcd that came back without its data would
-	// commit on the empty store, though another replica ran the tick before.
-	var bound *election.Session
-	boundToSession := ts == nil && r.triggered == 0
-	if boundToSession {
+	// In claim mode, a claim made under a later session than the one live
+	// when the tick fired (etcd was out meanwhile) must find the job's claim
+	// key. The key is missing then only if etcd came back without its data,
+	// and another replica may have run the tick before the data was lost;
+	// so the tick is given up. (A leader's claims die with its term.)
+	claimMode := ts == nil && r.triggered == 0
+	var firedUnder *election.Session
+	hadSession := false
+	if claimMode {
 		co.mu.Lock()
-		bound = co.sess // nil before the Cron's first session
+		firedUnder, hadSession = co.sess, co.sess != nil
 		co.mu.Unlock()
-		if bound != nil && bound.Context().Err() != nil {
-			co.session(ctx) // a session for the ticks to come
-			return election.Claim{}, nil, errSessionLost
+		if firedUnder != nil && firedUnder.Context().Err() != nil {
+			firedUnder = nil
 		}
 	}
 	backoff := 100 * time.Millisecond
 	for {
 		var err error
 		sess, serr := co.session(ctx)
-		if serr == nil && boundToSession {
-			if bound == nil {
-				bound = sess
-			}
-			if sess != bound {
-				return election.Claim{}, nil, errSessionLost
-			}
-		}
 		if serr == nil {
 			opts := []election.ClaimOption{
 				election.ClaimedBy(co.identity),
@@ -668,7 +660,7 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 			if r.overlap == Forbid {
 				opts = append(opts, election.Exclusive(co.runningKey(r.job)))
 			}
-			if r.catchUp {
+			if r.catchUp || claimMode && hadSession && sess != firedUnder {
 				opts = append(opts, election.IfClaimedBefore())
 			}
 			var c election.Claim
@@ -699,10 +691,6 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 		backoff = min(2*backoff, 2*time.Second)
 	}
 }
-
-// errSessionLost means a claim-mode tick was given up because the session
-// it fired under was lost before it could be claimed.
-var errSessionLost = errors.New("cronx: the session the tick fired under was lost before the tick was claimed")
 
 // maxClaims bounds the claims in flight, so that thousands of jobs due on
 // one tick queue here rather than time out on a saturated connection.

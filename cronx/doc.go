@@ -242,12 +242,12 @@
 // claim mode any replica that has the job runs it.
 //
 // Limits: with etcd unreachable no job runs (ticks are retried until the
-// misfire grace, then skipped), and scheduling resumes by itself. In claim
-// mode a tick is retried only while the session it fired under lasts, as in
-// leader mode only while the term does: an etcd that comes back without its
-// data has forgotten which ticks ran, and a claim there could run one again.
-// For the same reason an etcd restarted empty must stay down longer than the
-// replicas' clocks disagree, which a restart does. A replica whose clock runs
+// misfire grace, then skipped), and scheduling resumes by itself. An etcd
+// that comes back without its data has forgotten which ticks ran: a tick
+// still being retried from before is then given up rather than claimed
+// again, but a replica whose clock is behind by more than etcd was down
+// could still reach a tick another ran just before the loss (a restart
+// takes longer than clocks disagree). A replica whose clock runs
 // ahead of the others claims from its own time when it joins, so ticks the
 // slower replicas had not reached yet are skipped once; after that, skew
 // neither doubles nor drops ticks.

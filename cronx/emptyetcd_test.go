@@ -12,8 +12,9 @@ import (
 // TestClaimModeEtcdBackEmptyDoesNotRunATickAgain: in claim mode a replica
 // whose clock is behind fires a tick that a faster replica has already run,
 // while it cannot reach etcd, and etcd loses its data meanwhile. Once etcd is
-// back, empty, the slow replica must not claim that tick: its claim belongs to
-// the session it fired under, which was lost.
+// back, empty, the slow replica must not claim that tick: a claim retried on
+// a later session than the tick fired under needs the job's claim key, which
+// the empty etcd does not have.
 func TestClaimModeEtcdBackEmptyDoesNotRunATickAgain(t *testing.T) {
 	srv := etcdtest.Start(t)
 	l := newLedger()
