@@ -148,16 +148,16 @@ func (h *harness) replicaFault(kind FaultKind, n *node, d draw) Fault {
 		// baton dies at once; each command's supervisor sees its lifeline
 		// close and kills the command's process group.
 		n.signal(syscall.SIGKILL)
-		n.wait(h.t, 10*time.Second)
+		n.wait(10 * time.Second)
 		time.Sleep(time.Second + d.hold)
 		n.start(h)
 	case Deploy:
 		n.signal(syscall.SIGTERM)
 		// baton resigns (at most 3 s) and lets commands finish (--grace).
-		if !n.wait(h.t, grace+10*time.Second) {
+		if !n.wait(grace + 10*time.Second) {
 			h.t.Errorf("replica %s did not exit within %v of SIGTERM", n.id, grace+10*time.Second)
 			n.signal(syscall.SIGKILL)
-			n.wait(h.t, 10*time.Second)
+			n.wait(10 * time.Second)
 		}
 		time.Sleep(500*time.Millisecond + d.hold/2)
 		n.start(h)
@@ -190,7 +190,7 @@ func (n *node) signal(sig syscall.Signal) {
 
 // wait waits until the replica's baton processes have exited, and reports
 // whether they did within d.
-func (n *node) wait(t *testing.T, d time.Duration) bool {
+func (n *node) wait(d time.Duration) bool {
 	deadline := time.After(d)
 	for _, p := range n.procs {
 		select {

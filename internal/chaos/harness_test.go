@@ -274,7 +274,7 @@ func (h *harness) stopNodes() {
 		n.signal(syscall.SIGTERM)
 	}
 	for _, n := range h.nodes {
-		if !n.wait(h.t, grace+10*time.Second) {
+		if !n.wait(grace + 10*time.Second) {
 			h.t.Errorf("replica %s did not exit within %v of SIGTERM", n.id, grace+10*time.Second)
 			n.kill()
 		}
