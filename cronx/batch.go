@@ -60,11 +60,14 @@ func (b *batcher) claim(req *claimReq) (election.Claim, error) {
 	if start {
 		go b.flush()
 	}
-	// The outcome comes even when the term ends meanwhile (send bounds the
-	// wait), so that a claim committed as the term ended is given back
-	// rather than lost: see claimAndRun.
-	r := <-req.res
-	return r.claim, r.err
+	select {
+	case r := <-req.res:
+		return r.claim, r.err
+	case <-req.ctx.Done():
+		// The outcome is still delivered to the buffered channel; a claim
+		// that commits after this is released by the marker's lease.
+		return election.Claim{}, context.Cause(req.ctx)
+	}
 }
 
 // flush sends batches until nothing is pending.
@@ -81,10 +84,6 @@ func (b *batcher) flush() {
 		var batch, rest []*claimReq
 		keys := map[string]bool{}
 		for _, r := range b.pending {
-			if r.ctx.Err() != nil {
-				r.res <- claimRes{err: context.Cause(r.ctx)} // its term ended before it was sent
-				continue
-			}
 			if len(batch) < batchSize && r.term == term && !keys[r.key] {
 				batch = append(batch, r)
 				keys[r.key] = true
@@ -93,10 +92,6 @@ func (b *batcher) flush() {
 			}
 		}
 		b.pending = rest
-		if len(batch) == 0 {
-			b.mu.Unlock()
-			continue
-		}
 		items := make([]election.ClaimItem, len(batch))
 		for i, r := range batch {
 			items[i] = election.ClaimItem{Key: r.key, Seq: r.seq, Opts: r.opts, Fresh: !b.known[r.key]}
@@ -107,10 +102,7 @@ func (b *batcher) flush() {
 }
 
 func (b *batcher) send(batch []*claimReq, items []election.ClaimItem) {
-	// Not cancelled with the term: the term condition in the transaction
-	// keeps a deposed leader from claiming, and a claim that commits must
-	// be known to be run or given back.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), batchTimeout)
+	ctx, cancel := context.WithTimeout(batch[0].ctx, batchTimeout)
 	claims, err := election.ClaimAll(ctx, b.co.etcd(), items)
 	cancel()
 	if err == nil {

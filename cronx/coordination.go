@@ -189,9 +189,6 @@ type coordinator struct {
 type termState struct {
 	term election.Term
 	ctx  context.Context
-	// claiming counts the term's ticks being claimed; the term resigns
-	// only once each is run or given back.
-	claiming sync.WaitGroup
 }
 
 // newCoordinator returns nil when the Cron is not coordinated: no
@@ -422,7 +419,6 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	co.term = nil
 	co.mu.Unlock()
 	// Before the resignation, so the successor finds the ticks unclaimed.
-	ts.claiming.Wait()
 	co.withdrawAll(ts)
 	co.c.requestResync()
 }
@@ -536,16 +532,12 @@ func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
 	if co.mode == LeaderMode {
 		co.mu.Lock()
 		ts = co.term
-		if ts != nil {
-			ts.claiming.Add(1) // done by claimAndRun
-		}
 		co.mu.Unlock()
 		if ts == nil {
 			return
 		}
 	}
 	if p := co.takePreclaim(e.name, tick, ts); p != nil && ts != nil {
-		ts.claiming.Done()
 		co.c.jobWaiter.add()
 		co.runs.add()
 		go func() {
@@ -583,27 +575,7 @@ func (co *coordinator) claimAndRun(r run, ts *termState) {
 		co.mu.Unlock()
 	}
 	claim, sess, err := co.claim(base, r, ts)
-	if err == nil && base.Err() != nil && r.triggered == 0 {
-		// Stopped, or the term ended, while the claim was in flight: give
-		// the tick back rather than start it, so that the next leader or
-		// another replica runs it. A graceful handover misses no tick.
-		co.giveBack(r, claim)
-		err = context.Cause(base)
-	}
-	if ts != nil && r.triggered == 0 {
-		ts.claiming.Done() // fire counted it
-	}
 	co.runClaimed(base, r, ts, claim, sess, err)
-}
-
-// giveBack withdraws a claim of r's tick that will not be acted on.
-func (co *coordinator) giveBack(r run, c election.Claim) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	err := election.Withdraw(ctx, co.etcd(), co.lastKey(r.job), c, c.Seq-1, co.identity)
-	if err != nil && !errors.Is(err, election.ErrNotWithdrawn) {
-		co.logger.Error(err, "cronx: a tick claimed as the scheduler stopped could not be given back; it will not run", "job", r.job, "tick", r.tick)
-	}
 }
 
 // runClaimed runs r if its claim succeeded, and records the run; it logs a
