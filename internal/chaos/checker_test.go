@@ -57,6 +57,14 @@ func without(rs []Run, job string, from, to int) []Run {
 
 func join(parts ...[]Run) []Run { return slices.Concat(parts...) }
 
+// rejoinedAhead is a clean ledger in which r2, 1.5 s ahead, ran claim's
+// tick 28, then tick 30 and on, and nobody ran 29.
+func rejoinedAhead() []Run {
+	return join(without(clean(), "claim", 28, 59),
+		[]Run{run("claim", 28, "r2", 200, 28.02, 28.22, Written), run("claim", 30, "r2", 201, 28.72, 28.92, Written)},
+		steady("claim", "r2", 202, 31, 59, 1, 0.2))
+}
+
 // clean is a ledger that breaks no rule: tick every second, slow for two
 // seconds every three (the two ticks between are busy), claim every second
 // by whichever replica claimed first.
@@ -195,6 +203,22 @@ func TestCheckRules(t *testing.T) {
 			runs:   join(without(clean(), "tick", 30, 59), steady("tick", "r2", 20, 33, 59, 1, 0.3)),
 			faults: []Fault{{Kind: Deploy, Target: "r1", Start: at(29.5), End: at(31)}},
 			want:   []string{"missed"},
+		},
+		{
+			// Claim mode: r2 (1.5 s ahead) ran tick 28, was restarted, and on
+			// its return at 28.7 (its clock 30.2) claimed tick 30 before
+			// r1 and r3 had reached 29.
+			name:       "missed: a replica ahead rejoined and skipped a tick the others had not reached",
+			runs:       rejoinedAhead(),
+			faults:     []Fault{{Kind: Deploy, Target: "r2", Start: at(28.3), End: at(28.7)}},
+			claimAllow: true,
+			reason:     reasonSkew,
+		},
+		{
+			name:       "missed: a replica ahead that never left skips nothing",
+			runs:       rejoinedAhead(),
+			claimAllow: true,
+			want:       []string{"missed"},
 		},
 		{
 			name: "missed: a replica behind skips nothing",

@@ -290,7 +290,8 @@ func (v Violation) String() string {
 //     without quorum or wiped (from a second before to TTL + failover after
 //     it came back), and when a replica whose clock is ahead took over: it
 //     claims from its own time, so up to ⌈its lead + ½ s⌉ ticks are skipped
-//     once. A tick's firing time is its nominal time less the firing
+//     once. A replica that rejoins (restarted, resumed, or reconnected)
+//     takes over in this sense from the slowest replica that stayed. A tick's firing time is its nominal time less the firing
 //     replica's offset, which is not known for a tick nobody ran, so the
 //     windows are widened by the replicas' spread of offsets.
 func Check(runs []Run, sc Scenario) Report {
@@ -547,6 +548,21 @@ func (c *checker) excuses() []excuse {
 
 func (c *checker) offset(instance string) time.Duration { return c.sc.Offsets[instance] }
 
+// rejoined reports whether instance came back from a fault of its own
+// between from and to: a restart after SIGTERM or kill -9, SIGCONT, or the
+// end of its partition.
+func (c *checker) rejoined(instance string, from, to time.Time) bool {
+	for _, f := range c.sc.Faults {
+		switch f.Kind {
+		case Kill, Deploy, Pause, Partition:
+			if f.Target == instance && !f.End.Before(from) && !f.End.After(to) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (c *checker) misses() {
 	byTick := map[int64]Run{}
 	var ran []int64 // ticks run, sorted
@@ -625,7 +641,13 @@ func (c *checker) misses() {
 		var p, n Run
 		if g.prev >= 0 && g.next >= 0 {
 			p, n = byTick[g.prev], byTick[g.next]
-			if lead := c.offset(n.Instance) - c.offset(p.Instance); lead > 0 {
+			lead := c.offset(n.Instance) - c.offset(p.Instance)
+			if c.rejoined(n.Instance, p.Start, n.Start) {
+				// Back from a restart, pause or partition, it claimed from
+				// its own time ahead of the slowest replica that stayed.
+				lead = max(lead, c.offset(n.Instance)-c.oMin)
+			}
+			if lead > 0 {
 				budget = int((lead + time.Second/2 + time.Second - 1) / time.Second)
 			}
 		}
