@@ -60,14 +60,10 @@ func (b *batcher) claim(req *claimReq) (election.Claim, error) {
 	if start {
 		go b.flush()
 	}
-	select {
-	case r := <-req.res:
-		return r.claim, r.err
-	case <-req.ctx.Done():
-		// The outcome is still delivered to the buffered channel; a claim
-		// that commits after this is released by the marker's lease.
-		return election.Claim{}, context.Cause(req.ctx)
-	}
+	// The outcome is awaited even when the term ends meanwhile (send bounds
+	// the wait): a claim that commits must be run, or its tick is lost.
+	r := <-req.res
+	return r.claim, r.err
 }
 
 // flush sends batches until nothing is pending.
@@ -102,7 +98,10 @@ func (b *batcher) flush() {
 }
 
 func (b *batcher) send(batch []*claimReq, items []election.ClaimItem) {
-	ctx, cancel := context.WithTimeout(batch[0].ctx, batchTimeout)
+	// Not cancelled with the term: the term's compare keeps a deposed
+	// leader from claiming, and the leader must learn whether a claim sent
+	// as it stopped committed.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), batchTimeout)
 	claims, err := election.ClaimAll(ctx, b.co.etcd(), items)
 	cancel()
 	if err == nil {

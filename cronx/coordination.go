@@ -703,7 +703,10 @@ func (co *coordinator) claimSingle(ctx context.Context, key string, seq int64, o
 		return election.Claim{}, context.Cause(ctx)
 	}
 	defer func() { <-co.claimSlots }()
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// Once sent, the claim is awaited even if ctx ends: a claim that
+	// commits as the scheduler stops is run (Stop's context waits for it),
+	// where giving up on it would leave its tick claimed and never run.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	return election.ClaimSeq(cctx, co.etcd(), key, seq, opts...)
 }

@@ -1,0 +1,87 @@
+package cronx
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/etcdtest"
+)
+
+// TestStopWithAClaimInFlightMissesNoTick is G3 when the leader stops while
+// its claim of a tick is still on the wire. Either the claim commits under
+// the leader's term, and the stopping leader runs the tick (Stop's context
+// waits for it, as robfig/cron's does for a job already started), or the
+// leader resigned first, the claim fails, and the successor runs it. The
+// tick must not be left claimed and unrun.
+func TestStopWithAClaimInFlightMissesNoTick(t *testing.T) {
+	srv := etcdtest.Start(t)
+	proxy := etcdtest.NewProxy(t, srv.Addr())
+	l := newLedger()
+	a := startReplica(t, etcdtest.NewClient(t, proxy.Endpoint()), "a", l, LeaderMode)
+	deadline := time.After(15 * time.Second)
+	for led := false; !led; {
+		select {
+		case r := <-l.ch:
+			led = r.Instance == "a"
+		case <-deadline:
+			t.Fatal("a ran no tick within 15s")
+		}
+	}
+	startReplica(t, srv.Client(t), "b", l, LeaderMode)
+	waitCandidates(t, srv.Client(t), "test", 2)
+
+	// a's requests now take 100 ms each way; it stops 30 ms after a tick,
+	// while that tick's claim is on its way.
+	proxy.Delay(100 * time.Millisecond)
+	tick := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	time.Sleep(time.Until(tick.Add(30 * time.Millisecond)))
+	stopped := a.cron.Stop()
+
+	deadline = time.After(10 * time.Second)
+	for {
+		select {
+		case r := <-l.ch:
+			if r.Tick.Before(tick) {
+				continue
+			}
+			if !r.Tick.Equal(tick) {
+				t.Fatalf("tick %v was missed: the next run is %v, on %s", tick, r.Tick, r.Instance)
+			}
+			if r.Instance == "a" {
+				select {
+				case <-stopped.Done():
+				case <-time.After(10 * time.Second):
+					t.Fatal("a's Stop context not done within 10s of its last run")
+				}
+			}
+			l.waitTicks(t, 3, 10*time.Second) // and the successor goes on
+			l.check(t, time.Second)
+			return
+		case <-deadline:
+			t.Fatalf("no run of tick %v or later within 10s", tick)
+		}
+	}
+}
+
+// waitCandidates waits until the election of the named scheduler has n
+// candidates in etcd.
+func waitCandidates(t *testing.T, cli *clientv3.Client, name string, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := cli.Get(ctx, election.DefaultPrefix+"/election/"+name+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		cancel()
+		if err == nil && resp.Count >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the election %q did not reach %d candidates within 10s (err %v)", name, n, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
