@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -772,18 +774,37 @@ func (co *coordinator) finish(r run, claim election.Claim, start, end time.Time,
 	}
 }
 
-// publishSpecs records each job's spec, for status and trigger checks.
+// publishSpecs records each job's spec, for status and trigger checks. It
+// compares specBatch jobs a transaction and rewrites the batch only if one
+// differs, so a new leader of ten thousand unchanged jobs sends a few
+// hundred small transactions rather than one per job.
 func (co *coordinator) publishSpecs(ctx context.Context) {
 	specs := map[string]string{}
 	for _, e := range co.c.Entries() {
 		specs[e.name] = e.spec
 	}
-	for name, spec := range specs {
-		if co.publishSpec(ctx, name, spec) != nil {
+	names := slices.Sorted(maps.Keys(specs))
+	for len(names) > 0 {
+		n := min(len(names), specBatch)
+		var cmps []clientv3.Cmp
+		var puts []clientv3.Op
+		for _, name := range names[:n] {
+			cmps = append(cmps, clientv3.Compare(clientv3.Value(co.specKey(name)), "=", specs[name]))
+			puts = append(puts, clientv3.OpPut(co.specKey(name), specs[name]))
+		}
+		names = names[n:]
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := co.client.Txn(pctx).If(cmps...).Else(puts...).Commit()
+		cancel()
+		if err != nil {
 			return
 		}
 	}
 }
+
+// specBatch is the jobs whose specs one transaction compares and writes:
+// within etcd's default limit of 128 operations a transaction.
+const specBatch = 64
 
 func (co *coordinator) publishSpec(ctx context.Context, name, spec string) error {
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -776,3 +776,48 @@ func TestStopThenStartFromTheEnvironmentKeepsWorking(t *testing.T) {
 	l.waitTicks(t, n+2, 15*time.Second)
 	l.check(t, 0)
 }
+
+// TestNewLeaderPublishesEverySpec: a leader publishes the specs of all its
+// jobs, many to a transaction, and a new term rewrites a spec that etcd
+// holds differently (as a replica of another version left it).
+func TestNewLeaderPublishesEverySpec(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t)
+	const jobs = 2*specBatch + 7 // three transactions, the last one short
+	spec := func(i int) string { return fmt.Sprintf("%d 0 0 1 1 *", i%60) }
+	add := func(c *Cron) {
+		for i := range jobs {
+			mustAdd(t, c, spec(i), Named(fmt.Sprintf("job-%03d", i), FuncJob(func() {})))
+		}
+	}
+	ctl, err := NewControl(cli, "", "specs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	published := func() (bool, string) {
+		st, err := ctl.Status(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for i := range jobs {
+			name := fmt.Sprintf("job-%03d", i)
+			if j, _ := jobStatus(st, name); j.Spec != spec(i) {
+				return false, fmt.Sprintf("%s: spec %q in etcd, want %q", name, j.Spec, spec(i))
+			}
+		}
+		return true, ""
+	}
+	a := opsReplica(t, cli, "specs", "a", LeaderMode, newLedger(), add)
+	eventually(t, 10*time.Second, published)
+
+	// One spec in the middle batch changes behind the leader's back; the
+	// next leader puts it right.
+	if _, err := cli.Put(ctx, election.DefaultPrefix+"/jobs/specs/job-100/spec", "@hourly"); err != nil {
+		t.Fatal(err)
+	}
+	opsReplica(t, cli, "specs", "b", LeaderMode, newLedger(), add)
+	waitCandidates(t, cli, "specs", 2)
+	a.stop(t)
+	eventually(t, 10*time.Second, published)
+}

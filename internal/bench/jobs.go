@@ -41,7 +41,7 @@ func runJobs(ctx context.Context, h *harness) (*report, error) {
 		bt.row(strconv.Itoa(n), ms(a.P50)+" / "+ms(a.P99)+" / "+ms(a.Max), ms(c.P50)+" / "+ms(c.P99)+" / "+ms(c.Max),
 			ms(burst.AllStarted), ms(burst.Drained), num(bw.Requests/runs), us(bw.SelfCPU, runs), us(bw.EtcdCPU, runs))
 		if spread.Published < n {
-			r.note("%d jobs spread: after %v the leader had published %d%% of the jobs' specs; it publishes one job at a time, behind the runs' own requests, and the steady state was measured with the publication still going.", n, spread.Startup.Round(time.Second), 100*spread.Published/n)
+			r.note("%d jobs spread: after %v the leader had published %d%% of the jobs' specs; it publishes them behind the runs' own requests, and the steady state was measured with the publication still going.", n, spread.Startup.Round(time.Second), 100*spread.Published/n)
 		}
 		if burst.Published < n {
 			r.note("%d jobs on one second: the leader had published %d%% of the specs when the second came; the publication went on beside the runs, and its requests are in the row.", n, 100*burst.Published/n)
@@ -49,7 +49,7 @@ func runJobs(ctx context.Context, h *harness) (*report, error) {
 		h.logf("jobs: %d: steady %.0f requests/s, burst p99 %v", n, w.Requests/w.Seconds, c.P99)
 	}
 	r.note("One coordinated Cron (leader mode, TTL 10 s, one replica) in a process of its own; each job runs once a minute. Spread: job i at second i mod 60 (`S * * * * *`), measured for %v of steady state after the start-up. On one second: every job at the same second, once.", h.cfg.jobsWindow)
-	r.note("Leader start-up is from Start until the leader has published every job's spec (one transaction per job), which it does once per term; a fresh scheduler also tries, once per job, to catch up a tick missed in the last minute (policy RunOnce), and finds none. Runs continue meanwhile.")
+	r.note("Leader start-up is from Start until the leader has published every job's spec (64 jobs to a transaction), which it does once per term; a fresh scheduler also tries, once per job, to catch up a tick missed in the last minute (policy RunOnce), and finds none. Runs continue meanwhile.")
 	r.note("Requests are those etcd received (its gRPC counters): per run, a share of a batched claim, the marker's release, and a read and a write of the job's history. CPU is user+system time as a share of one core. Heap is in use after a GC, above the process's baseline; alone is the same jobs on a Cron without etcd. \"Bookkeeping done\" is when Stop returned: every run's release and history write finished.")
 	return r, nil
 }

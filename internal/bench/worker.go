@@ -281,20 +281,24 @@ func countingClient(endpoint string, c *rpcCounter) (*clientv3.Client, error) {
 	})
 }
 
-// specCounter counts the transactions that publish a job's spec
-// (P/jobs/<scheduler>/<job>/spec), which a new leader makes once per job:
-// when there are as many as jobs, the leader's start-up is over.
+// specCounter counts the jobs whose spec (P/jobs/<scheduler>/<job>/spec) a
+// new leader has checked and published, many to a transaction: when there
+// are as many as jobs, the leader's start-up is over.
 type specCounter struct {
 	mu sync.Mutex
 	n  int
 }
 
 func (s *specCounter) observe(tr *etcdserverpb.TxnRequest) {
-	if len(tr.Compare) == 1 && strings.HasSuffix(string(tr.Compare[0].Key), "/spec") {
-		s.mu.Lock()
-		s.n++
-		s.mu.Unlock()
+	n := 0
+	for _, c := range tr.Compare {
+		if strings.HasSuffix(string(c.Key), "/spec") {
+			n++
+		}
 	}
+	s.mu.Lock()
+	s.n += n
+	s.mu.Unlock()
 }
 
 func (s *specCounter) count() int {
