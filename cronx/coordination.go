@@ -584,7 +584,15 @@ func (co *coordinator) claimAndRun(r run, ts *termState) {
 // claim that failed for a reason worth a line.
 func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, claim election.Claim, sess *election.Session, err error) {
 	if err != nil {
+		var ce *election.ClaimedError
 		switch {
+		case errors.As(err, &ce) && ce.Holder == co.identity && ce.Seq > ce.Want && r.triggered == 0 && !r.catchUp:
+			// This replica claimed a later tick first: this tick's claim was
+			// delayed past the next one's (etcd changing raft leader), or the
+			// clock went back. Nobody runs it; say so.
+			later := time.Unix(0, ce.Seq).In(r.tick.Location())
+			co.logger.Error(fmt.Errorf("a later tick, %s, was claimed first", later.Format(time.RFC3339)),
+				"cronx: tick not run", "job", r.job, "tick", r.tick)
 		case errors.Is(err, election.ErrClaimed), errors.Is(err, election.ErrNeverClaimed):
 			// Another replica ran it, or a catch-up found nothing to resume.
 		case errors.Is(err, election.ErrBusy):

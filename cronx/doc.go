@@ -253,5 +253,8 @@
 // takes longer than clocks disagree). A replica whose clock runs
 // ahead of the others claims from its own time when it joins, so ticks the
 // slower replicas had not reached yet are skipped once; after that, skew
-// neither doubles nor drops ticks.
+// neither doubles nor drops ticks. A claim held up past the next tick's
+// claim, as when etcd's raft leader dies with the claim in flight, finds
+// the later tick claimed: that tick is not run, and the Cron logs it as an
+// error ("tick not run", "a later tick ... was claimed first").
 package cronx

@@ -2,6 +2,8 @@ package cronx
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +85,55 @@ func waitCandidates(t *testing.T, cli *clientv3.Client, name string, n int64) {
 			t.Fatalf("the election %q did not reach %d candidates within 10s (err %v)", name, n, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// errLogger records the Error lines of a Cron.
+type errLogger struct{ ch chan string }
+
+func (l errLogger) Info(string, ...interface{}) {}
+func (l errLogger) Error(err error, msg string, kv ...interface{}) {
+	l.ch <- fmt.Sprint(append([]interface{}{msg, " ", err, " "}, kv...)...)
+}
+
+// TestTickOvertakenByItsSuccessorIsReported: when a tick's claim finds a
+// later tick claimed by this same replica (the claim was held up past the
+// next tick's, as when etcd changes raft leader), nobody runs the tick, and
+// the Cron says so. A later tick claimed by another replica is the ordinary
+// case of a tick run elsewhere, and is not reported.
+func TestTickOvertakenByItsSuccessorIsReported(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t)
+	ahead := fmt.Sprintf("%020d ", time.Now().Add(time.Hour).Truncate(time.Second).UnixNano())
+	for job, holder := range map[string]string{"mine": "a", "theirs": "b"} {
+		if _, err := cli.Put(context.Background(), election.DefaultPrefix+"/jobs/over/"+job+"/last", ahead+holder); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs := errLogger{ch: make(chan string, 100)}
+	c := New(WithSeconds(), WithEtcd(cli), WithName("over"), WithLogger(logs),
+		WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))
+	for _, job := range []string{"mine", "theirs"} {
+		if _, err := c.AddJob("* * * * * *", Named(job, FuncJob(func() { t.Errorf("%s ran", job) }))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Start()
+	defer c.Stop()
+	deadline := time.After(10 * time.Second)
+	for reported := 0; reported < 2; {
+		select {
+		case line := <-logs.ch:
+			switch {
+			case strings.Contains(line, "theirs"):
+				t.Fatalf("a tick claimed by another replica was reported: %s", line)
+			case strings.Contains(line, "cronx: tick not run") && strings.Contains(line, "was claimed first") && strings.Contains(line, "mine"):
+				reported++
+			default:
+				t.Fatalf("unexpected error line: %s", line)
+			}
+		case <-deadline:
+			t.Fatal("no report of an overtaken tick within 10s")
+		}
 	}
 }

@@ -23,6 +23,22 @@ var (
 	ErrBusy = errors.New("election: a run is in progress")
 )
 
+// ClaimedError is the ErrClaimed of a claim that found Seq, as high as its
+// own or higher, claimed at Key by Holder (ClaimedBy's identity).
+type ClaimedError struct {
+	Key    string
+	Want   int64 // the sequence the failed claim asked for
+	Seq    int64
+	Holder string
+}
+
+func (e *ClaimedError) Error() string {
+	return fmt.Sprintf("claim %s seq %d: %v (seq %d, by %q)", e.Key, e.Want, ErrClaimed, e.Seq, e.Holder)
+}
+
+// Unwrap makes errors.Is(err, ErrClaimed) hold.
+func (e *ClaimedError) Unwrap() error { return ErrClaimed }
+
 // ClaimOption adds a condition or a side effect to a claim.
 type ClaimOption func(*claimOptions)
 
@@ -172,8 +188,12 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 		// A tick done already is the plainest reason, so it is told first.
 		last := rs[0].GetResponseRange().Kvs
 		if len(last) > 0 {
-			if done, _, err := parseClaim(string(last[0].Value)); err != nil || done >= seq {
-				return Claim{}, fmt.Errorf("claim %s seq %d: %w", key, seq, ErrClaimed)
+			done, holder, err := parseClaim(string(last[0].Value))
+			if err != nil {
+				return Claim{}, fmt.Errorf("claim %s seq %d: %w (%v)", key, seq, ErrClaimed, err)
+			}
+			if done >= seq {
+				return Claim{}, &ClaimedError{Key: key, Want: seq, Seq: done, Holder: holder}
 			}
 		}
 		i := 1

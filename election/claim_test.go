@@ -87,8 +87,14 @@ func TestClaimSeqOnceAcrossReplicas(t *testing.T) {
 	}
 
 	for _, seq := range []int64{100, 99, 0} {
-		if _, err := ClaimSeq(ctx, cli, key, seq); !errors.Is(err, ErrClaimed) {
-			t.Errorf("claim of seq %d after 100 = %v, want ErrClaimed", seq, err)
+		_, err := ClaimSeq(ctx, cli, key, seq)
+		var ce *ClaimedError
+		if !errors.Is(err, ErrClaimed) || !errors.As(err, &ce) {
+			t.Errorf("claim of seq %d after 100 = %v, want a ClaimedError", seq, err)
+			continue
+		}
+		if want := (ClaimedError{Key: key, Want: seq, Seq: 100, Holder: fmt.Sprint("replica-", winner.who)}); *ce != want {
+			t.Errorf("claim of seq %d after 100: %+v, want %+v", seq, *ce, want)
 		}
 	}
 	next, err := ClaimSeq(ctx, cli, key, 101, ClaimedBy("late"))
