@@ -80,6 +80,11 @@ func (b *batcher) flush() {
 		var batch, rest []*claimReq
 		keys := map[string]bool{}
 		for _, r := range b.pending {
+			if r.ctx.Err() != nil {
+				// The term ended before the claim was sent: nothing to learn.
+				r.res <- claimRes{err: context.Cause(r.ctx)}
+				continue
+			}
 			if len(batch) < batchSize && r.term == term && !keys[r.key] {
 				batch = append(batch, r)
 				keys[r.key] = true
@@ -88,6 +93,10 @@ func (b *batcher) flush() {
 			}
 		}
 		b.pending = rest
+		if len(batch) == 0 {
+			b.mu.Unlock()
+			continue
+		}
 		items := make([]election.ClaimItem, len(batch))
 		for i, r := range batch {
 			items[i] = election.ClaimItem{Key: r.key, Seq: r.seq, Opts: r.opts, Fresh: !b.known[r.key]}

@@ -713,6 +713,9 @@ func (co *coordinator) claimSingle(ctx context.Context, key string, seq int64, o
 		return election.Claim{}, context.Cause(ctx)
 	}
 	defer func() { <-co.claimSlots }()
+	if ctx.Err() != nil {
+		return election.Claim{}, context.Cause(ctx) // not sent: nothing to learn
+	}
 	// Once sent, the claim is awaited even if ctx ends: a claim that
 	// commits as the scheduler stops is run (Stop's context waits for it),
 	// where giving up on it would leave its tick claimed and never run.
