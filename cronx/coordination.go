@@ -182,7 +182,7 @@ type coordinator struct {
 	runs        jobWaiter     // claims and runs in progress
 	claimSlots  chan struct{} // one token per claim in flight
 	batch       *batcher      // leader mode's claims of live ticks
-	finishSlots chan struct{} // one token per run being recorded
+	finishes    finishQueue       // runs ended and not yet recorded
 
 	premu sync.Mutex
 	pre   map[preclaimKey]*preclaim // leader mode: runs claimed ahead of their tick
@@ -221,7 +221,6 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 		logger:     c.logger,
 	}
 	co.batch = newBatcher(co)
-	co.finishSlots = make(chan struct{}, maxFinishes)
 	switch {
 	case cfg.elector != nil && cfg.client != nil:
 		return nil, errors.New("cronx: WithElector and WithEtcd both given; the elector brings its client")
@@ -526,6 +525,19 @@ type run struct {
 	overlap   Overlap
 	catchUp   bool
 	triggered int64 // the trigger's revision, for a triggered run
+	// plain: nothing in wrapped can see its context's cancellation, so
+	// the run is spared the plumbing.
+	plain bool
+}
+
+// plainJob reports whether no part of a wrapped job reads its context:
+// a plain Job, or a Named plain Job, with no wrapper around it.
+func plainJob(wrapped Job) bool {
+	if nj, ok := wrapped.(*namedJob); ok {
+		wrapped = nj.job
+	}
+	_, ok := wrapped.(ContextJob)
+	return !ok
 }
 
 // fire claims and runs one tick of e, in the background.
@@ -549,7 +561,7 @@ func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
 		}()
 		return
 	}
-	r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: overlapOf(e.Job), catchUp: catchUp}
+	r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: overlapOf(e.Job), catchUp: catchUp, plain: plainJob(e.WrappedJob)}
 	co.c.jobWaiter.add()
 	co.runs.add()
 	go func() {
@@ -610,14 +622,18 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 	if ts != nil {
 		info.Fence = ts.term.Fence
 	}
-	ctx, cancel := context.WithCancelCause(context.WithValue(base, infoKey{}, info))
-	stop := context.AfterFunc(sess.Context(), func() { cancel(context.Cause(sess.Context())) })
+	ctx := context.WithValue(base, infoKey{}, info)
+	if !r.plain {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		stop := context.AfterFunc(sess.Context(), func() { cancel(context.Cause(sess.Context())) })
+		defer cancel(nil)
+		defer stop()
+	}
 	start := co.c.clock.Now()
 	runErr := runJob(ctx, r.wrapped)
 	end := co.c.clock.Now()
-	stop()
-	cancel(nil)
-	co.finish(r, claim, start, end, runErr)
+	co.finishLater(finishItem{r, claim, start, end, runErr})
 }
 
 // claim claims r's tick, retrying while etcd does not answer, until the
@@ -740,12 +756,67 @@ type Record struct {
 	Triggered bool          `json:"triggered,omitempty"`
 }
 
+// finishItem is a run that ended, to be recorded.
+type finishItem struct {
+	r          run
+	claim      election.Claim
+	start, end time.Time
+	err        error
+}
+
+// finishQueue holds ended runs for at most maxFinishes recorders, in the
+// order they ended. Bookkeeping yields to claims: when many runs end
+// together, the next tick's claims must not queue behind their history
+// writes. And a run's goroutine ends with its job rather than wait here, so
+// that ten thousand runs on one tick are not ten thousand parked stacks
+// for the garbage collector to scan while the last of them start.
+type finishQueue struct {
+	mu        sync.Mutex
+	items     []finishItem
+	recorders int
+}
+
+// finishLater queues an ended run for recording. Stop's context and the
+// etcd client wait for it.
+func (co *coordinator) finishLater(it finishItem) {
+	co.c.jobWaiter.add()
+	co.runs.add()
+	q := &co.finishes
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	start := q.recorders < maxFinishes
+	if start {
+		q.recorders++
+	}
+	q.mu.Unlock()
+	if start {
+		go co.record()
+	}
+}
+
+// record records queued runs until none is left.
+func (co *coordinator) record() {
+	q := &co.finishes
+	for {
+		q.mu.Lock()
+		if len(q.items) == 0 {
+			q.recorders--
+			q.items = nil // let a burst's backing array go
+			q.mu.Unlock()
+			return
+		}
+		it := q.items[0]
+		q.items[0] = finishItem{}
+		q.items = q.items[1:]
+		q.mu.Unlock()
+		co.finish(it.r, it.claim, it.start, it.end, it.err)
+		co.runs.done()
+		co.c.jobWaiter.done()
+	}
+}
+
 // finish releases the run's marker and records it in the job's history.
 func (co *coordinator) finish(r run, claim election.Claim, start, end time.Time, runErr error) {
-	// Bookkeeping yields to claims: when many runs end together, the next
-	// tick's claims must not queue behind their history writes.
-	co.finishSlots <- struct{}{}
-	defer func() { <-co.finishSlots }()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := election.Release(ctx, co.client, claim); err != nil {
@@ -894,7 +965,7 @@ func (co *coordinator) trigger(kv *mvccpb.KeyValue, term *election.Term) {
 			return
 		}
 	}
-	r := run{job: name, tick: co.c.clock.Now(), wrapped: e.WrappedJob, overlap: overlapOf(e.Job), triggered: kv.ModRevision}
+	r := run{job: name, tick: co.c.clock.Now(), wrapped: e.WrappedJob, overlap: overlapOf(e.Job), triggered: kv.ModRevision, plain: plainJob(e.WrappedJob)}
 	co.c.jobWaiter.add()
 	co.runs.add()
 	go func() {

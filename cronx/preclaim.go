@@ -88,7 +88,7 @@ func (co *coordinator) preclaim(group []*Entry, tick time.Time) {
 		co.pre = map[preclaimKey]*preclaim{}
 	}
 	for _, e := range group {
-		r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: overlapOf(e.Job)}
+		r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: overlapOf(e.Job), plain: plainJob(e.WrappedJob)}
 		if r.overlap == Forbid {
 			continue
 		}
