@@ -168,21 +168,21 @@ type coordinator struct {
 	client     *clientv3.Client
 	elector    *election.Elector
 
-	mu          sync.Mutex
-	names       map[string]bool   // job names in use
-	copies      map[string]int    // derived name → copies named so far, less one
-	term        *termState        // leader mode: the current term, nil when not leading
-	sess        *election.Session // the runners' session, for in-progress markers
-	sessMu      sync.Mutex        // held while sess is replaced; never taken under mu
-	ctx         context.Context   // cancelled on Stop
-	cancel      context.CancelFunc
-	started     bool
-	resigned    chan struct{} // closed when the campaign has ended
-	done        chan struct{} // closed when the background work has ended
-	runs        jobWaiter     // claims and runs in progress
-	claimSlots  chan struct{} // one token per claim in flight
-	batch       *batcher      // leader mode's claims of live ticks
-	finishes    finishQueue       // runs ended and not yet recorded
+	mu         sync.Mutex
+	names      map[string]bool   // job names in use
+	copies     map[string]int    // derived name → copies named so far, less one
+	term       *termState        // leader mode: the current term, nil when not leading
+	sess       *election.Session // the runners' session, for in-progress markers
+	sessMu     sync.Mutex        // held while sess is replaced; never taken under mu
+	ctx        context.Context   // cancelled on Stop
+	cancel     context.CancelFunc
+	started    bool
+	resigned   chan struct{} // closed when the campaign has ended
+	done       chan struct{} // closed when the background work has ended
+	runs       jobWaiter     // claims and runs in progress
+	claimSlots chan struct{} // one token per claim in flight
+	batch      *batcher      // leader mode's claims of live ticks
+	finishes   finishQueue   // runs ended and not yet recorded
 
 	premu sync.Mutex
 	pre   map[preclaimKey]*preclaim // leader mode: runs claimed ahead of their tick
