@@ -794,7 +794,8 @@ func (co *coordinator) finishLater(it finishItem) {
 	}
 }
 
-// record records queued runs until none is left.
+// record records queued runs until none is left, up to recordBatch of
+// them at a time.
 func (co *coordinator) record() {
 	q := &co.finishes
 	for {
@@ -805,55 +806,156 @@ func (co *coordinator) record() {
 			q.mu.Unlock()
 			return
 		}
-		it := q.items[0]
-		q.items[0] = finishItem{}
-		q.items = q.items[1:]
+		// The oldest runs of distinct jobs: a job's later run waits for the
+		// next batch, so that its history is appended to in order.
+		var batch, later []finishItem
+		seen := map[string]bool{}
+		n := 0
+		for ; n < len(q.items) && len(batch) < recordBatch; n++ {
+			it := q.items[n]
+			if seen[it.r.job] {
+				later = append(later, it)
+				continue
+			}
+			seen[it.r.job] = true
+			batch = append(batch, it)
+		}
+		clear(q.items[:n-len(later)])
+		q.items = q.items[n-len(later):]
+		copy(q.items, later)
 		q.mu.Unlock()
-		co.finish(it.r, it.claim, it.start, it.end, it.err)
-		co.runs.done()
-		co.c.jobWaiter.done()
+		co.recordAll(batch)
+		for range batch {
+			co.runs.done()
+			co.c.jobWaiter.done()
+		}
 	}
 }
 
-// finish releases the run's marker and records it in the job's history.
-func (co *coordinator) finish(r run, claim election.Claim, start, end time.Time, runErr error) {
+// recordBatch bounds the runs one transaction records: two nested
+// transactions each, within etcd's default limit of 128 operations.
+const recordBatch = 32
+
+// recordAll releases the runs' markers and appends them to their jobs'
+// histories in two round trips: one transaction reads every history, and
+// one transaction of nested transactions releases each marker that is
+// still the run's own and writes each history not changed since it was
+// read. A history changed meanwhile (a run of the job on another replica)
+// is appended to again on its own.
+func (co *coordinator) recordAll(batch []finishItem) {
+	if len(batch) == 1 {
+		co.finish(batch[0])
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := election.Release(ctx, co.client, claim); err != nil {
-		co.logger.Error(err, "cronx: release run marker", "job", r.job)
+	gets := make([]clientv3.Op, len(batch))
+	for i, it := range batch {
+		gets[i] = clientv3.OpGet(co.historyKey(it.r.job))
 	}
-	rec := Record{Tick: r.tick, Instance: co.identity, Start: start, Duration: end.Sub(start), Triggered: r.triggered != 0}
-	if runErr != nil {
-		rec.Error = runErr.Error()
+	read, err := co.client.Txn(ctx).Then(gets...).Commit()
+	if err != nil {
+		for _, it := range batch {
+			co.finish(it)
+		}
+		return
 	}
-	key := co.historyKey(r.job)
+	var ops []clientv3.Op
+	var history []int // index in ops of each run's history write
+	for i, it := range batch {
+		if f := it.claim.Fence; f.Key != "" {
+			ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil))
+		}
+		key := co.historyKey(it.r.job)
+		hist, rev := decodeHistory(read.Responses[i].GetResponseRange().Kvs)
+		history = append(history, len(ops))
+		ops = append(ops, clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)},
+			[]clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, co.record1(it)))}, nil))
+	}
+	wrote, err := co.client.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		// It may have committed: releases are conditional, and a record
+		// already in a history is not appended again.
+		for _, it := range batch {
+			co.finish(it)
+		}
+		return
+	}
+	for i, it := range batch {
+		if !wrote.Responses[history[i]].GetResponseTxn().Succeeded {
+			co.appendHistory(ctx, it)
+		}
+	}
+}
+
+// finish releases one run's marker and records it in its job's history.
+func (co *coordinator) finish(it finishItem) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := election.Release(ctx, co.client, it.claim); err != nil {
+		co.logger.Error(err, "cronx: release run marker", "job", it.r.job)
+	}
+	co.appendHistory(ctx, it)
+}
+
+// record1 is the history record of one ended run.
+func (co *coordinator) record1(it finishItem) Record {
+	rec := Record{Tick: it.r.tick, Instance: co.identity, Start: it.start, Duration: it.end.Sub(it.start), Triggered: it.r.triggered != 0}
+	if it.err != nil {
+		rec.Error = it.err.Error()
+	}
+	return rec
+}
+
+// appendHistory appends a run to its job's history, unless it is there
+// already, retrying while other replicas write the history too.
+func (co *coordinator) appendHistory(ctx context.Context, it finishItem) {
+	rec := co.record1(it)
+	key := co.historyKey(it.r.job)
 	for range 3 {
 		resp, err := co.client.Get(ctx, key)
 		if err != nil {
-			co.logger.Error(err, "cronx: record run", "job", r.job)
+			co.logger.Error(err, "cronx: record run", "job", it.r.job)
 			return
 		}
-		var hist []Record
-		var rev int64
-		if len(resp.Kvs) > 0 {
-			json.Unmarshal(resp.Kvs[0].Value, &hist)
-			rev = resp.Kvs[0].ModRevision
+		hist, rev := decodeHistory(resp.Kvs)
+		for _, h := range hist {
+			if h.Tick.Equal(rec.Tick) && h.Instance == rec.Instance && h.Start.Equal(rec.Start) && h.Triggered == rec.Triggered {
+				return
+			}
 		}
-		hist = append(hist, rec)
-		if len(hist) > historyLen {
-			hist = hist[len(hist)-historyLen:]
-		}
-		b, _ := json.Marshal(hist)
 		tr, err := co.client.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-			Then(clientv3.OpPut(key, string(b))).Commit()
+			Then(clientv3.OpPut(key, encodeHistory(hist, rec))).Commit()
 		if err != nil {
-			co.logger.Error(err, "cronx: record run", "job", r.job)
+			co.logger.Error(err, "cronx: record run", "job", it.r.job)
 			return
 		}
 		if tr.Succeeded {
 			return
 		}
 	}
+}
+
+// decodeHistory reads a history key's records and revision (0 if absent).
+func decodeHistory(kvs []*mvccpb.KeyValue) ([]Record, int64) {
+	if len(kvs) == 0 {
+		return nil, 0
+	}
+	var hist []Record
+	json.Unmarshal(kvs[0].Value, &hist)
+	return hist, kvs[0].ModRevision
+}
+
+// encodeHistory appends rec to hist, keeps the last historyLen records,
+// and encodes them.
+func encodeHistory(hist []Record, rec Record) string {
+	hist = append(hist, rec)
+	if len(hist) > historyLen {
+		hist = hist[len(hist)-historyLen:]
+	}
+	b, _ := json.Marshal(hist)
+	return string(b)
 }
 
 // publishSpecs records each job's spec, for status and trigger checks. It

@@ -821,3 +821,90 @@ func TestNewLeaderPublishesEverySpec(t *testing.T) {
 	a.stop(t)
 	eventually(t, 10*time.Second, published)
 }
+
+// TestManyRunsOnOneTickAreAllRecorded: runs that end together are recorded
+// many to a transaction; each job's history must still hold each of its
+// runs once and in order, and every in-progress marker must be released.
+func TestManyRunsOnOneTickAreAllRecorded(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t)
+	const jobs = 2*recordBatch + 5
+	type ran struct {
+		job  string
+		tick time.Time
+	}
+	runs := make(chan ran, 100*jobs)
+	c := New(WithSeconds(), WithEtcd(cli), WithName("many"),
+		WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))
+	for i := range jobs {
+		name := fmt.Sprintf("job-%02d", i)
+		var opts []JobOption
+		if i%2 == 0 {
+			opts = append(opts, WithOverlap(Forbid))
+		}
+		job := ContextFunc(func(ctx context.Context) error {
+			info, _ := InfoFrom(ctx)
+			runs <- ran{name, info.Tick}
+			return nil
+		})
+		if _, err := c.AddJob("* * * * * *", Named(name, job, opts...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Start()
+	ticks := map[string][]time.Time{}
+	deadline := time.After(15 * time.Second)
+	for done := 0; done < jobs; {
+		select {
+		case r := <-runs:
+			ticks[r.job] = append(ticks[r.job], r.tick)
+			if len(ticks[r.job]) == 3 {
+				done++
+			}
+		case <-deadline:
+			t.Fatalf("%d of %d jobs ran three ticks within 15s", done, jobs)
+		}
+	}
+	select {
+	case <-c.Stop().Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop's context not done within 10s")
+	}
+	for len(runs) > 0 {
+		r := <-runs
+		ticks[r.job] = append(ticks[r.job], r.tick)
+	}
+
+	ctl, err := NewControl(cli, "", "many")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ctl.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range jobs {
+		name := fmt.Sprintf("job-%02d", i)
+		j, _ := jobStatus(st, name)
+		var got []time.Time
+		for _, h := range j.History {
+			got = append(got, h.Tick)
+		}
+		want := ticks[name]
+		if len(want) > historyLen {
+			want = want[len(want)-historyLen:]
+		}
+		if !slices.EqualFunc(got, want, time.Time.Equal) {
+			t.Errorf("%s: history ticks %v, want the ticks it ran, %v", name, got, want)
+		}
+	}
+	resp, err := cli.Get(context.Background(), election.DefaultPrefix+"/jobs/many/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if strings.Contains(string(kv.Key), "/running/") {
+			t.Errorf("marker %s left after Stop", kv.Key)
+		}
+	}
+}
