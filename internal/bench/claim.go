@@ -55,7 +55,7 @@ func runClaim(ctx context.Context, h *harness) (*report, error) {
 			ratio(float64(res["claim"].Late.P50), float64(res["alone"].Late.P50)),
 			ratio(cpu("claim"), cpu("alone")))
 	}
-	r.note("Each row is a fresh process holding one Cron whose N jobs all run every second (`* * * * * *`), measured over %d ticks once it leads and has published its jobs; lateness is a run's start after its nominal tick. A run's etcd requests are those etcd received in the window divided by the runs: the claim (batched up to 30 per transaction in leader mode, one transaction per run in claim mode), releasing the in-progress marker and recording the run in the job's history, plus the session's keepalives.", h.cfg.claimTicks)
+	r.note("Each row is a fresh process holding one Cron whose N jobs all run every second (`* * * * * *`), measured over %d ticks once it leads and has published its jobs; lateness is a run's start after its nominal tick. A run's etcd requests are those etcd received in the window divided by the runs: the claim (batched up to 30 per transaction in leader mode, one transaction per run in claim mode), releasing the in-progress marker and recording the run in the job's history (runs that end together are recorded up to 32 to a read and a write transaction), plus the session's keepalives.", h.cfg.claimTicks)
 	if fsyncs > 0 {
 		r.note("etcd's disk: its WAL fsyncs took %s on average (%.0f fsyncs in the measured windows).", ms(time.Duration(fsyncSeconds/fsyncs*float64(time.Second))), fsyncs)
 	}
