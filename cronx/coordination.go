@@ -599,10 +599,18 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 		var ce *election.ClaimedError
 		switch {
 		case errors.As(err, &ce) && ce.Holder == co.identity && ce.Seq > ce.Want && r.triggered == 0 && !r.catchUp:
-			// This replica claimed a later tick first: this tick's claim was
-			// delayed past the next one's (etcd changing raft leader), or the
-			// clock went back. Nobody runs it; say so.
 			later := time.Unix(0, ce.Seq).In(r.tick.Location())
+			var re *retriedError
+			if errors.As(err, &re) {
+				// etcd was out: its ticks were retried together, and the
+				// latest one that ran stands for them, as after any outage.
+				co.logger.Info("cronx: skipped: a later tick ran after etcd came back", "job", r.job, "tick", r.tick, "later", later)
+				break
+			}
+			// This replica claimed a later tick first though this tick's
+			// claim went out first: it was held up past the next one's (etcd
+			// changing raft leader), or the clock went back. Nobody runs it;
+			// say so.
 			co.logger.Error(fmt.Errorf("a later tick, %s, was claimed first", later.Format(time.RFC3339)),
 				"cronx: tick not run", "job", r.job, "tick", r.tick)
 		case errors.Is(err, election.ErrClaimed), errors.Is(err, election.ErrNeverClaimed):
@@ -621,6 +629,15 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 	info := Info{Job: r.job, Tick: r.tick, Instance: co.identity, Fence: claim.Fence, Triggered: r.triggered != 0}
 	if ts != nil {
 		info.Fence = ts.term.Fence
+	}
+	if base.Err() != nil {
+		// Claimed as the Cron stopped or the term ended: the claim was sent
+		// before, and it holds, so the run goes ahead as one already started
+		// would. Its context ends only with its claim, and it is fenced by
+		// its marker, which outlives a term being given up and is older
+		// than any successor's term.
+		base = context.WithoutCancel(base)
+		info.Fence = claim.Fence
 	}
 	ctx := context.WithValue(base, infoKey{}, info)
 	if !r.plain {
@@ -669,7 +686,7 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 		}
 	}
 	backoff := 100 * time.Millisecond
-	for {
+	for try := 1; ; try++ {
 		var err error
 		sess, serr := co.session(ctx)
 		if serr == nil {
@@ -700,6 +717,9 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 			}
 			if errors.Is(err, election.ErrClaimed) || errors.Is(err, election.ErrBusy) || errors.Is(err, ErrPaused) ||
 				errors.Is(err, election.ErrNotLeader) || errors.Is(err, election.ErrNeverClaimed) {
+				if try > 1 {
+					err = &retriedError{err}
+				}
 				return election.Claim{}, nil, err
 			}
 		} else {
@@ -717,6 +737,12 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 		backoff = min(2*backoff, 2*time.Second)
 	}
 }
+
+// retriedError is the outcome of a claim that etcd answered only after
+// retries: while etcd was out, the job's later ticks were being claimed too.
+type retriedError struct{ error }
+
+func (e *retriedError) Unwrap() error { return e.error }
 
 // maxClaims bounds the claims in flight, so that thousands of jobs due on
 // one tick queue here rather than time out on a saturated connection.
@@ -774,6 +800,10 @@ type finishQueue struct {
 	mu        sync.Mutex
 	items     []finishItem
 	recorders int
+	// recording holds the jobs whose runs a recorder is writing: another
+	// recorder leaves their later runs queued, so each history is appended
+	// to in order.
+	recording map[string]bool
 }
 
 // finishLater queues an ended run for recording. Stop's context and the
@@ -806,25 +836,44 @@ func (co *coordinator) record() {
 			q.mu.Unlock()
 			return
 		}
-		// The oldest runs of distinct jobs: a job's later run waits for the
-		// next batch, so that its history is appended to in order.
+		// The oldest runs of distinct jobs that no other recorder is
+		// writing: a job's later run waits, so that its history is appended
+		// to in order.
+		if q.recording == nil {
+			q.recording = map[string]bool{}
+		}
 		var batch, later []finishItem
 		seen := map[string]bool{}
 		n := 0
 		for ; n < len(q.items) && len(batch) < recordBatch; n++ {
 			it := q.items[n]
-			if seen[it.r.job] {
+			if seen[it.r.job] || q.recording[it.r.job] {
 				later = append(later, it)
 				continue
 			}
 			seen[it.r.job] = true
 			batch = append(batch, it)
 		}
+		if len(batch) == 0 {
+			// All are runs of jobs being recorded; their recorders take them
+			// next.
+			q.recorders--
+			q.mu.Unlock()
+			return
+		}
+		for _, it := range batch {
+			q.recording[it.r.job] = true
+		}
 		clear(q.items[:n-len(later)])
 		q.items = q.items[n-len(later):]
 		copy(q.items, later)
 		q.mu.Unlock()
 		co.recordAll(batch)
+		q.mu.Lock()
+		for _, it := range batch {
+			delete(q.recording, it.r.job)
+		}
+		q.mu.Unlock()
 		for range batch {
 			co.runs.done()
 			co.c.jobWaiter.done()
@@ -884,7 +933,9 @@ func (co *coordinator) recordAll(batch []finishItem) {
 	}
 	for i, it := range batch {
 		if !wrote.Responses[history[i]].GetResponseTxn().Succeeded {
-			co.appendHistory(ctx, it)
+			actx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			co.appendHistory(actx, it)
+			cancel()
 		}
 	}
 }
@@ -935,6 +986,7 @@ func (co *coordinator) appendHistory(ctx context.Context, it finishItem) {
 			return
 		}
 	}
+	co.logger.Error(errors.New("the history kept changing under the write"), "cronx: record run", "job", it.r.job, "tick", it.r.tick)
 }
 
 // decodeHistory reads a history key's records and revision (0 if absent).

@@ -210,9 +210,13 @@
 //     and runs jobs. A follower costs no work per tick. On Stop (SIGTERM in a
 //     deploy) the leader resigns at once and the next replica fires the next
 //     tick on time. A tick whose claim was already sent when Stop came runs
-//     on the stopping leader if the claim commits before the resignation
-//     (Stop's context waits for it, as for any running job), and on the
-//     successor otherwise: a deploy misses no tick. A leader that crashes keeps its lease for the TTL; its
+//     on the stopping leader if the claim commits before the resignation,
+//     as a job already started would: Stop does not cancel its context,
+//     its fencing token is its in-progress marker rather than the term
+//     being given up, and Stop's context waits for it. Otherwise the claim
+//     fails and the successor runs the tick. Only an etcd that leaves the
+//     claim unanswered for its 5 s timeout can leave the tick claimed and
+//     unrun. A leader that crashes keeps its lease for the TTL; its
 //     successor then claims, once, the latest tick that fell in the gap if it
 //     is no older than the misfire grace (WithMisfire; RunOnce within a
 //     minute by default, or Skip).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,7 +24,22 @@ func TestStopWithAClaimInFlightMissesNoTick(t *testing.T) {
 	srv := etcdtest.Start(t)
 	proxy := etcdtest.NewProxy(t, srv.Addr())
 	l := newLedger()
-	a := startReplica(t, etcdtest.NewClient(t, proxy.Endpoint()), "a", l, LeaderMode)
+	// A context-aware job on a: the run of a tick claimed as a stops must
+	// not start with its context already cancelled, or it is a tick lost.
+	var cancelledAtStart atomic.Value // time.Time: the tick
+	a := &replica{id: "a", cli: etcdtest.NewClient(t, proxy.Endpoint())}
+	a.cron = New(WithSeconds(), WithEtcd(a.cli), WithName("test"),
+		WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))
+	if _, err := a.cron.AddJob("* * * * * *", Named("tick", l.job("a", func(ctx context.Context) {
+		if ctx.Err() != nil {
+			info, _ := InfoFrom(ctx)
+			cancelledAtStart.Store(info.Tick)
+		}
+	}))); err != nil {
+		t.Fatal(err)
+	}
+	a.cron.Start()
+	t.Cleanup(func() { a.stop(t) })
 	deadline := time.After(15 * time.Second)
 	for led := false; !led; {
 		select {
@@ -54,6 +70,9 @@ func TestStopWithAClaimInFlightMissesNoTick(t *testing.T) {
 				t.Fatalf("tick %v was missed: the next run is %v, on %s", tick, r.Tick, r.Instance)
 			}
 			if r.Instance == "a" {
+				if v := cancelledAtStart.Load(); v != nil && v.(time.Time).Equal(tick) {
+					t.Errorf("a ran tick %v, claimed as it stopped, with its context already cancelled", tick)
+				}
 				select {
 				case <-stopped.Done():
 				case <-time.After(10 * time.Second):
