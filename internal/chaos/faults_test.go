@@ -6,14 +6,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -339,11 +336,11 @@ func (h *harness) waitEtcd() {
 }
 
 // etcd is the cluster the replicas use, behind one fixed address per member
-// (a slot), so that a wipe can replace the whole cluster: etcdtest's members
-// keep their ports only while their cluster lives.
+// (a proxy), so that a wipe can replace the whole cluster: etcdtest's
+// members keep their ports only while their cluster lives.
 type etcd struct {
 	cluster *etcdtest.Cluster
-	slots   []*slot
+	proxies []*etcdtest.Proxy
 	// epoch counts wipes. It moves when the new cluster becomes reachable:
 	// no claim can commit while etcd is down, so every run that starts
 	// before then holds a fence of the old cluster.
@@ -353,151 +350,53 @@ type etcd struct {
 func startEtcd(t *testing.T) *etcd {
 	e := &etcd{cluster: etcdtest.StartCluster(t, 3)}
 	for _, m := range e.cluster.Members {
-		s, err := newSlot(m.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.close)
-		e.slots = append(e.slots, s)
+		e.proxies = append(e.proxies, etcdtest.NewProxy(t, m.Addr()))
 	}
 	return e
 }
 
-// Endpoints are the slots' URLs.
+// Endpoints are the proxies' URLs.
 func (e *etcd) Endpoints() []string {
 	var eps []string
-	for _, s := range e.slots {
-		eps = append(eps, "http://"+s.addr())
+	for _, p := range e.proxies {
+		eps = append(eps, p.Endpoint())
 	}
 	return eps
 }
 
-// refused is an address nothing listens on: a slot that forwards there
+// refused is an address nothing listens on: a proxy that forwards there
 // refuses connections, as a dead host's port does.
 const refused = "127.0.0.1:1"
 
 // kill kills a member as kill -9 would. etcdtest's Kill stops the server at
 // once but closes its client connections only seconds later, and a request
 // sent meanwhile hangs until its deadline; a killed process's sockets are
-// reset by the kernel at once. So the member's slot drops its connections
+// reset by the kernel at once. So the member's proxy drops its connections
 // first.
 func (e *etcd) kill(m *etcdtest.Member) {
-	e.slots[slices.Index(e.cluster.Members, m)].retarget(refused)
+	e.proxies[slices.Index(e.cluster.Members, m)].Retarget(refused)
 	m.Kill()
 }
 
-// restart starts a killed member again and reconnects its slot.
+// restart starts a killed member again and reconnects its proxy.
 func (e *etcd) restart(t *testing.T, m *etcdtest.Member) {
 	m.Restart(t)
-	e.slots[slices.Index(e.cluster.Members, m)].retarget(m.Addr())
+	e.proxies[slices.Index(e.cluster.Members, m)].Retarget(m.Addr())
 }
 
 // wipe kills every member, keeps etcd down for at least down, and starts a
-// new, empty cluster behind the same slots.
+// new, empty cluster behind the same proxies.
 func (e *etcd) wipe(t *testing.T, down time.Duration) {
 	start := time.Now()
-	for _, s := range e.slots {
-		s.retarget(refused)
+	for _, p := range e.proxies {
+		p.Retarget(refused)
 	}
 	e.cluster.Kill()
 	c := etcdtest.StartCluster(t, 3)
 	time.Sleep(time.Until(start.Add(down)))
 	e.cluster = c
 	e.epoch.Add(1)
-	for i, s := range e.slots {
-		s.retarget(c.Members[i].Addr())
+	for i, p := range e.proxies {
+		p.Retarget(c.Members[i].Addr())
 	}
-}
-
-// slot forwards TCP connections to its current target; retarget closes
-// every connection, as a restarted server would.
-type slot struct {
-	ln net.Listener
-
-	mu     sync.Mutex
-	target string
-	conns  map[net.Conn]bool
-	closed bool
-	wg     sync.WaitGroup
-}
-
-func newSlot(target string) (*slot, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	s := &slot{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	s.wg.Add(1)
-	go s.accept()
-	return s, nil
-}
-
-func (s *slot) addr() string { return s.ln.Addr().String() }
-
-func (s *slot) retarget(target string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.target = target
-	for c := range s.conns {
-		c.Close()
-	}
-}
-
-func (s *slot) close() {
-	s.mu.Lock()
-	s.closed = true
-	s.ln.Close()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-}
-
-func (s *slot) accept() {
-	defer s.wg.Done()
-	for {
-		in, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
-		s.wg.Add(1)
-		go s.serve(in)
-	}
-}
-
-func (s *slot) serve(in net.Conn) {
-	defer s.wg.Done()
-	s.mu.Lock()
-	target := s.target
-	s.mu.Unlock()
-	out, err := net.DialTimeout("tcp", target, 2*time.Second)
-	if err != nil {
-		in.Close()
-		return
-	}
-	s.mu.Lock()
-	if s.closed || s.target != target {
-		s.mu.Unlock()
-		in.Close()
-		out.Close()
-		return
-	}
-	s.conns[in], s.conns[out] = true, true
-	s.mu.Unlock()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	pipe := func(dst, src net.Conn) {
-		defer wg.Done()
-		_, _ = io.Copy(dst, src)
-		dst.Close()
-		src.Close()
-	}
-	go pipe(out, in)
-	go pipe(in, out)
-	wg.Wait()
-	s.mu.Lock()
-	delete(s.conns, in)
-	delete(s.conns, out)
-	s.mu.Unlock()
 }

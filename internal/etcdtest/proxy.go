@@ -12,10 +12,10 @@ import (
 // and cut every open connection — so a test can partition one replica from
 // etcd while the others keep going.
 type Proxy struct {
-	target string
-	ln     net.Listener
+	ln net.Listener
 
 	mu        sync.Mutex
+	target    string
 	latency   time.Duration
 	blackhole bool
 	conns     map[net.Conn]struct{}
@@ -72,6 +72,19 @@ func (p *Proxy) Cut() {
 	}
 }
 
+// Retarget forwards new connections to target (host:port) and closes the
+// open ones, as a server restarted elsewhere would: a test can keep one
+// address for a member that moves, or point it at a closed port to have
+// connections refused.
+func (p *Proxy) Retarget(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = target
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
 // Close stops the proxy and closes every connection.
 func (p *Proxy) Close() {
 	p.mu.Lock()
@@ -102,12 +115,15 @@ func (p *Proxy) accept() {
 
 func (p *Proxy) serve(in net.Conn) {
 	defer p.wg.Done()
-	out, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	p.mu.Lock()
+	target := p.target
+	p.mu.Unlock()
+	out, err := net.DialTimeout("tcp", target, 5*time.Second)
 	if err != nil {
 		in.Close()
 		return
 	}
-	if !p.track(in, out) {
+	if !p.track(target, in, out) {
 		return
 	}
 	var wg sync.WaitGroup
@@ -118,10 +134,12 @@ func (p *Proxy) serve(in net.Conn) {
 	p.untrack(in, out)
 }
 
-func (p *Proxy) track(cs ...net.Conn) bool {
+// track records a connection pair dialed to target, unless the proxy
+// closed or was retargeted meanwhile.
+func (p *Proxy) track(target string, cs ...net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || p.target != target {
 		for _, c := range cs {
 			c.Close()
 		}

@@ -69,3 +69,29 @@ func TestWipedMemberComesBackEmpty(t *testing.T) {
 		t.Fatalf("a wiped member still has %q", resp.Kvs[0].Key)
 	}
 }
+
+// TestProxyRetarget: a retargeted proxy sends its client to the new server,
+// and one pointed at a closed port refuses it.
+func TestProxyRetarget(t *testing.T) {
+	a, b := Start(t), Start(t)
+	if _, err := b.Client(t).Put(context.Background(), "k", "on b"); err != nil {
+		t.Fatal(err)
+	}
+	p := NewProxy(t, a.Addr())
+	cli := NewClient(t, p.Endpoint())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if resp, err := cli.Get(ctx, "k"); err != nil || resp.Count != 0 {
+		t.Fatalf("through the proxy to a: %v, %v; want no key", resp, err)
+	}
+
+	p.Retarget("127.0.0.1:1") // nothing listens there
+	if err := get(t, p, 500*time.Millisecond); err == nil {
+		t.Fatal("a request got through a proxy pointed at a closed port")
+	}
+	p.Retarget(b.Addr())
+	resp, err := cli.Get(ctx, "k")
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "on b" {
+		t.Fatalf("after retargeting to b: %v, %v; want k = on b", resp, err)
+	}
+}
