@@ -1,7 +1,9 @@
-// Command election shows baton's leader election on an embedded etcd: three
+// Command election shows baton's leader election: three
 // candidates in one process, a graceful handover (the leader resigns) and a
 // crash failover (the leader vanishes without resigning and its lease must
 // expire). It prints who leads and how long each change took, then exits.
+// It uses the etcd that BATON_ETCD_ENDPOINTS names, or else starts a
+// one-member `baton etcd` of its own on loopback.
 //
 //	go run ./examples/election
 package main
@@ -11,14 +13,17 @@ import (
 	"fmt"
 	"log"
 	"net"
-	"net/url"
+	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/batonhq/baton/election"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
 
@@ -46,7 +51,7 @@ func main() {
 		log.Fatalf("embedded etcd: %v", err)
 	}
 	defer stopEtcd()
-	fmt.Printf("embedded etcd at %s; three candidates, lease TTL %v\n\n", endpoint, ttl)
+	fmt.Printf("etcd at %s; three candidates, lease TTL %v\n\n", endpoint, ttl)
 
 	start := time.Now()
 	elected := make(chan event, 8)
@@ -96,11 +101,14 @@ func main() {
 func since(t time.Time) float64 { return time.Since(t).Seconds() }
 
 func startReplica(endpoint, id string, elected chan<- event) (*replica, error) {
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{endpoint},
-		DialTimeout: 5 * time.Second,
-		Logger:      zap.NewNop(),
-	})
+	conn := election.ConnectionFromEnv() // auth and TLS from BATON_ETCD_*
+	conn.Endpoints = strings.Split(endpoint, ",")
+	cfg, err := conn.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Logger = zap.NewNop()
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -134,50 +142,82 @@ func (r *replica) crash() {
 	r.cancel()
 }
 
-// startEtcd runs a one-member etcd in this process on a free loopback port.
+// startEtcd returns the etcd to use: BATON_ETCD_ENDPOINTS when it is set,
+// else a one-member `baton etcd` started on free loopback ports, built from
+// this module.
 func startEtcd() (string, func(), error) {
-	dir, err := os.MkdirTemp("", "baton-example")
+	if eps := os.Getenv("BATON_ETCD_ENDPOINTS"); eps != "" {
+		return eps, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "baton-example-")
 	if err != nil {
 		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	baton := filepath.Join(dir, "baton")
+	build := exec.Command("go", "build", "-o", baton, "github.com/batonhq/baton/convox/cmd/baton")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("build baton: %w", err)
 	}
 	client, peer, err := freeURLs()
 	if err != nil {
+		cleanup()
 		return "", nil, err
 	}
-	cfg := embed.NewConfig()
-	cfg.Dir = dir
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.Name + "=" + peer.String()
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
+	etcd := exec.Command(baton, "etcd", "--name", "example", "--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", client, "--advertise-client-urls", client, "--listen-peer-urls", peer)
+	var etcdLog strings.Builder // shown only if etcd fails
+	etcd.Stdout, etcd.Stderr = &etcdLog, &etcdLog
+	if err := etcd.Start(); err != nil {
+		cleanup()
 		return "", nil, err
-	}
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(30 * time.Second):
-		e.Close()
-		return "", nil, fmt.Errorf("not ready within 30s")
 	}
 	var once sync.Once
-	return client.String(), func() {
+	stop := func() {
 		once.Do(func() {
-			e.Close()
-			os.RemoveAll(dir)
+			_ = etcd.Process.Signal(syscall.SIGTERM)
+			_ = etcd.Wait()
+			cleanup()
 		})
-	}, nil
+	}
+	if err := waitHealthy(client + "/health"); err != nil {
+		stop()
+		return "", nil, fmt.Errorf("%w\n%s", err, etcdLog.String())
+	}
+	return client, stop, nil
 }
 
-func freeURLs() (client, peer url.URL, err error) {
+func waitHealthy(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("etcd at %s not healthy: %v", url, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func freeURLs() (client, peer string, err error) {
 	var addrs []string
 	for range 2 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return url.URL{}, url.URL{}, err
+			return "", "", err
 		}
 		defer l.Close()
-		addrs = append(addrs, l.Addr().String())
+		addrs = append(addrs, "http://"+l.Addr().String())
 	}
-	return url.URL{Scheme: "http", Host: addrs[0]}, url.URL{Scheme: "http", Host: addrs[1]}, nil
+	return addrs[0], addrs[1], nil
 }
