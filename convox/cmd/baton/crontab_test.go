@@ -292,7 +292,8 @@ func zombie(pid int) bool {
 }
 
 // TestCrontabWaitsForEtcd starts a replica while etcd is unreachable: it
-// neither exits nor runs anything, and starts running once etcd answers.
+// neither exits nor runs anything, says so after each --dial-timeout, and
+// starts running once etcd answers.
 func TestCrontabWaitsForEtcd(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	proxy := etcdtest.NewProxy(t, etcd.Addr())
@@ -301,8 +302,16 @@ func TestCrontabWaitsForEtcd(t *testing.T) {
 	ledger := filepath.Join(dir, "ledger")
 	file := filepath.Join(dir, "crontab")
 	os.WriteFile(file, []byte(`tick: * * * * * * echo "$BATON_JOB $BATON_TICK $BATON_ID $BATON_FENCE" >> `+ledger+"\n"), 0o644)
-	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint()}, "crontab", "--seconds", "--ttl", "2", file)
-	p.waitOutput("baton crontab: started", 10*time.Second)
+	start := time.Now()
+	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint()}, "crontab", "--seconds", "--ttl", "2", "--dial-timeout", "1s", file)
+	p.waitOutput("waiting for etcd", 10*time.Second)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the first word about an unreachable etcd took %v with --dial-timeout 1s", took)
+	}
+	if !strings.Contains(p.out.String(), proxy.Endpoint()) {
+		t.Errorf("the wait does not name the endpoint:\n%s", p.out.String())
+	}
+	until(t, 10*time.Second, "a second word about the wait", func() bool { return strings.Count(p.out.String(), "waiting for etcd") >= 2 })
 	if lines := readLedger(t, ledger); len(lines) != 0 {
 		t.Fatalf("ran without etcd: %v", lines)
 	}
@@ -311,5 +320,14 @@ func TestCrontabWaitsForEtcd(t *testing.T) {
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	if code := p.wait(10 * time.Second); code != 0 {
 		t.Fatalf("exit %d after SIGTERM", code)
+	}
+
+	// Asked to stop while it waits, it stops at once.
+	proxy.Blackhole()
+	p = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint()}, "crontab", "--seconds", "--dial-timeout", "1s", file)
+	p.waitOutput("waiting for etcd", 10*time.Second)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(5 * time.Second); code != 0 || !strings.Contains(p.out.String(), "stopped while waiting") {
+		t.Fatalf("exit %d after SIGTERM while waiting:\n%s", code, p.out.String())
 	}
 }

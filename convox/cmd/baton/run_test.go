@@ -29,8 +29,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "--bogus"}, "bogus"},
 	} {
 		code, out := runBaton(t, nil, tc.args...)
-		if code != exitUsage || !strings.Contains(out, tc.want) {
-			t.Errorf("baton %v: exit %d, want 2 and %q in:\n%s", tc.args, code, tc.want, out)
+		if code != runUsage || !strings.Contains(out, tc.want) {
+			t.Errorf("baton %v: exit %d, want %d and %q in:\n%s", tc.args, code, runUsage, tc.want, out)
 		}
 	}
 	code, out := runBaton(t, nil, "run", "--help")
@@ -38,7 +38,7 @@ func TestRunUsageErrors(t *testing.T) {
 		t.Errorf("run --help: exit %d:\n%s", code, out)
 	}
 	code, out = runBaton(t, []string{"BATON_ETCD_ENDPOINTS=http://127.0.0.1:1"}, "run", "--dial-timeout", "300ms", "--lock", "x", "--", "true")
-	if code != exitFailure || !strings.Contains(out, "127.0.0.1:1") {
+	if code != runFailure || !strings.Contains(out, "127.0.0.1:1") {
 		t.Errorf("unreachable etcd: exit %d:\n%s", code, out)
 	}
 }
@@ -137,8 +137,8 @@ func TestRunLeaderLostStopsTheCommand(t *testing.T) {
 	until(t, 10*time.Second, "the command to start", func() bool { return len(readLines(pidFile)) == 1 })
 	pid, _ := strconv.Atoi(readLines(pidFile)[0])
 	proxy.Blackhole()
-	if code := p.wait(10 * time.Second); code != exitLost {
-		t.Fatalf("exit %d after the partition, want %d", code, exitLost)
+	if code := p.wait(10 * time.Second); code != runLost {
+		t.Fatalf("exit %d after the partition, want %d", code, runLost)
 	}
 	if syscall.Kill(pid, 0) == nil && !zombie(pid) {
 		t.Fatalf("the command (pid %d) still runs", pid)
