@@ -28,20 +28,30 @@ SIGTERM) or a TTL (on a crash). In claim mode every replica schedules and the
 first to claim a tick runs it.
 
 The whole file is parsed before anything starts; a bad line is an error
-naming its line number. The format:
+naming its line number, and --check exits 2 on it. The format:
 
   # comments and blank lines are skipped
   MAILTO=ops@example.com         NAME=value: environment of later commands
+  GREETING="hello world"         a value with white space is quoted
   CRON_TZ=Europe/Berlin          the time zone of later entries
   report: 0 3 * * * node report.js
   */5 * * * * ./bin/sweep --fast
   @every 30s curl -fsS http://localhost:3000/ping
+  tokyo: TZ=Asia/Tokyo 0 3 * * * ./bin/tokyo    a zone for this entry alone
 
-An entry is an optional job name ending in ':', a schedule (five fields;
-six, seconds first, with --seconds; or @yearly, @monthly, @weekly, @daily,
-@hourly, "@every DURATION"), and a command run with sh -c, verbatim. An
-unnamed job is named after its program and a hash of the entry, so editing
-an entry makes it a new job; name jobs you pause, trigger or watch.
+An entry is an optional job name ending in ':' (ASCII letters, digits, '.',
+'_' and '-', starting with a letter or digit), an optional TZ=ZONE or
+CRON_TZ=ZONE (the entry's time zone, as in robfig/cron; the command's own
+environment is not changed), a schedule (five fields; six, seconds first,
+with --seconds; or @yearly, @monthly, @weekly, @daily, @hourly, "@every
+DURATION" of whole seconds, at least 1s), and a command run with sh -c,
+verbatim. An unnamed job is named after its program and a hash of the
+entry, so editing an entry makes it a new job; name jobs you pause, trigger
+or watch. NAME=value followed by more words (FOO=1 * * * * * cmd) is an
+error: quote the value to set it for later commands, or write the
+assignment after the schedule (* * * * * FOO=1 cmd) to set it for one job.
+TZ=ZONE on a line of its own sets the commands' TZ; schedules follow
+CRON_TZ. A line is at most 1 MiB.
 
 Each command gets BATON_JOB, BATON_TICK (the nominal tick, RFC 3339),
 BATON_ID (the replica) and BATON_FENCE (a fencing token that grows with

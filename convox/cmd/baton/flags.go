@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/batonhq/baton/convox"
@@ -80,6 +81,11 @@ func (c *connFlags) electionOptions(cfg convox.Config) ([]election.Option, error
 			return nil, fmt.Errorf("--ttl: %w", err)
 		}
 		opts = append(opts, election.WithTTL(d))
+	} else if v, ok := os.LookupEnv("BATON_TTL"); ok && v != "" {
+		// Said here, before anything dials, rather than by every election.
+		if _, err := election.ParseTTL(v); err != nil {
+			return nil, fmt.Errorf("BATON_TTL: %w", err)
+		}
 	}
 	return opts, nil
 }

@@ -110,6 +110,11 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 		}
 	} else {
 		eopts = cfg.ElectionOptions()
+		if v := os.Getenv("BATON_TTL"); v != "" {
+			if _, err := election.ParseTTL(v); err != nil {
+				return usage("BATON_TTL: %v", err)
+			}
+		}
 	}
 	cli, err := dial(ctx, cfg, conn.dialTimeout)
 	if err != nil {
