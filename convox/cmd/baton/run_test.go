@@ -25,6 +25,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "--leader", "a"}, "no COMMAND"},
 		{[]string{"run", "--once", "k", "--", "true"}, "--once needs --ttl"},
 		{[]string{"run", "--once", "k", "--ttl", "soon", "--", "true"}, "--ttl"},
+		{[]string{"run", "--once", "a/b", "--ttl", "1h", "--", "true"}, `once key "a/b"`},
 		{[]string{"run", "--leader", "a", "--", "true"}, "no etcd endpoints"},
 		{[]string{"run", "--bogus"}, "bogus"},
 	} {
