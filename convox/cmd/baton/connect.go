@@ -54,7 +54,7 @@ func dial(ctx context.Context, cfg convox.Config, timeout time.Duration) (*clien
 		return nil, err
 	}
 	if timeout <= 0 {
-		timeout = defaultDialTimeout
+		timeout = election.DefaultDialTimeout
 	}
 	ccfg.DialTimeout = timeout // bounds the authentication inside clientv3.New
 	ccfg.Logger = zap.NewNop() // baton reports what failed itself

@@ -10,9 +10,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// defaultDialTimeout is how long a command waits for etcd at start.
-const defaultDialTimeout = 5 * time.Second
-
 // connFlags are the flags every command that talks to etcd shares. A flag
 // that is not given falls back to its BATON_* variable, and under Convox to
 // what the runtime implies (convox.Load).
@@ -43,7 +40,7 @@ func addConnFlags(fs *pflag.FlagSet, identity, ttl bool) *connFlags {
 	fs.StringVar(&c.key, "key", "", "client key file for etcd (default $BATON_ETCD_KEY)")
 	fs.StringVar(&c.username, "username", "", "etcd user (default $BATON_ETCD_USERNAME)")
 	fs.StringVar(&c.password, "password", "", "etcd password (default $BATON_ETCD_PASSWORD)")
-	fs.DurationVar(&c.dialTimeout, "dial-timeout", defaultDialTimeout, "how long to wait for etcd to answer at start; any one endpoint answering is enough")
+	fs.DurationVar(&c.dialTimeout, "dial-timeout", election.DefaultDialTimeout, "how long to wait for etcd to answer at start; any one endpoint answering is enough")
 	return c
 }
 

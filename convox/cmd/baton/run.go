@@ -157,7 +157,13 @@ func signalName(s syscall.Signal) string {
 // stopSignal is the cause of a stop asked for by a signal.
 type stopSignal struct{ os.Signal }
 
-func (s stopSignal) Error() string { return "received " + s.String() }
+func (s stopSignal) Error() string {
+	names := map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT", syscall.SIGHUP: "SIGHUP"}
+	if n, ok := names[s.Signal]; ok {
+		return "received " + n
+	}
+	return "received " + s.String()
+}
 
 // forwarded is the signal COMMAND gets when baton is asked to stop: SIGINT
 // stays SIGINT, SIGTERM and SIGHUP become SIGTERM.

@@ -40,7 +40,11 @@ func (r runner) once(ctx context.Context, cli *clientv3.Client, key string, wind
 	defer cancel()
 	switch {
 	case how == lost:
-		_ = c.Release(dctx)
+		// etcd is likely out of reach and the lease expiring: give back
+		// what can be given at once, and do not wait for it.
+		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = c.Release(rctx)
 		return runLost
 	case code != 0:
 		// A failed run leaves the key free, so a retry runs the work.

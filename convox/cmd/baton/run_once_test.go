@@ -89,3 +89,29 @@ func TestRunOnceKilledOrStoppedFreesTheKey(t *testing.T) {
 		t.Fatalf("a retry after a stopped run: exit %d, %d runs:\n%s", code, len(readLines(log)), out)
 	}
 }
+
+// TestRunOnceLostClaimStopsTheCommand partitions a --once caller from etcd
+// mid-run: its command is stopped before the session could expire, baton
+// exits 123, and the next caller runs the work.
+func TestRunOnceLostClaimStopsTheCommand(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	proxy := etcdtest.NewProxy(t, etcd.Addr())
+	dir := t.TempDir()
+	log, stop := filepath.Join(dir, "log"), filepath.Join(dir, "stop")
+	args := append([]string{"run", "--once", "cut", "--ttl", "1h", "--"}, onceCommand(log, stop)...)
+	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint(), "BATON_TTL=2"}, args...)
+	until(t, 10*time.Second, "the run to start", func() bool { return len(readLines(log)) == 1 })
+	pid, _ := strconv.Atoi(readLines(log)[0])
+	proxy.Blackhole()
+	if code := p.wait(10 * time.Second); code != runLost {
+		t.Fatalf("exit %d after the partition, want %d", code, runLost)
+	}
+	if syscall.Kill(pid, 0) == nil && !zombie(pid) {
+		t.Fatalf("the command (pid %d) still runs", pid)
+	}
+	os.WriteFile(stop, nil, 0o644)
+	until(t, 10*time.Second, "the next caller to run", func() bool {
+		code, _ := runBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}, args...)
+		return code == 0 && len(readLines(log)) == 2
+	})
+}
