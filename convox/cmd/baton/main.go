@@ -50,7 +50,8 @@ const runExitStatuses = `Exit status:
   0      --once: KEY succeeded within --ttl, or runs elsewhere; not run here
   0      asked to stop (SIGTERM, SIGINT, SIGHUP) before COMMAND started
   121    baton failed: etcd unreachable or refusing access (wrong or missing
-         credentials, no permission on the prefix), a failed claim
+         credentials, no permission on the prefix), a failed claim, or a
+         --once success that could not be recorded (a retry runs again)
   122    usage: bad flags or arguments
   123    leadership, the lock or the --once claim was lost while COMMAND ran;
          COMMAND was stopped
@@ -73,6 +74,17 @@ type environ struct {
 	// signal. Every command treats SIGHUP (its terminal closed, or a
 	// supervisor that stops with it) as SIGTERM.
 	signals <-chan os.Signal
+}
+
+// stopSignal is the cause of a stop asked for by a signal.
+type stopSignal struct{ os.Signal }
+
+func (s stopSignal) Error() string {
+	names := map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT", syscall.SIGHUP: "SIGHUP"}
+	if n, ok := names[s.Signal]; ok {
+		return "received " + n
+	}
+	return "received " + s.String()
 }
 
 var commands []command

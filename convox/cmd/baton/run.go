@@ -57,7 +57,7 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 	conn := addConnFlags(fs, true, true)
 	leader := fs.String("leader", "", "run COMMAND while this process leads the election NAME")
 	lock := fs.String("lock", "", "run COMMAND holding the lock NAME")
-	once := fs.String("once", "", "run COMMAND only if no run of KEY succeeded within --ttl and none runs")
+	once := fs.String("once", "", "run COMMAND only if no run of KEY succeeded within --ttl and none runs (KEY: no '/' or white space)")
 	grace := fs.Duration("grace", 25*time.Second, "on SIGTERM, SIGINT or SIGHUP, how long COMMAND gets to exit before SIGKILL")
 	if code, done := parse(env, fs, args); done {
 		if code == exitUsage {
@@ -152,17 +152,6 @@ func signalName(s syscall.Signal) string {
 		return "SIGINT"
 	}
 	return "SIGTERM"
-}
-
-// stopSignal is the cause of a stop asked for by a signal.
-type stopSignal struct{ os.Signal }
-
-func (s stopSignal) Error() string {
-	names := map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT", syscall.SIGHUP: "SIGHUP"}
-	if n, ok := names[s.Signal]; ok {
-		return "received " + n
-	}
-	return "received " + s.String()
 }
 
 // forwarded is the signal COMMAND gets when baton is asked to stop: SIGINT
