@@ -40,7 +40,7 @@ func addConnFlags(fs *pflag.FlagSet, identity, ttl bool) *connFlags {
 	fs.StringVar(&c.key, "key", "", "client key file for etcd (default $BATON_ETCD_KEY)")
 	fs.StringVar(&c.username, "username", "", "etcd user (default $BATON_ETCD_USERNAME)")
 	fs.StringVar(&c.password, "password", "", "etcd password (default $BATON_ETCD_PASSWORD)")
-	fs.DurationVar(&c.dialTimeout, "dial-timeout", election.DefaultDialTimeout, "how long to wait for etcd to answer at start; any one endpoint answering is enough")
+	fs.DurationVar(&c.dialTimeout, "dial-timeout", election.DefaultDialTimeout, "how long to wait for etcd to answer at start, any one endpoint being enough (crontab keeps waiting, and says so after each)")
 	return c
 }
 
