@@ -15,6 +15,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// DefaultDialTimeout is how long a first connection to etcd may take.
+const DefaultDialTimeout = 5 * time.Second
+
 // Connection says how to reach etcd: the BATON_ETCD_* variables, or the
 // baton command's flags, in one place.
 type Connection struct {
@@ -26,7 +29,7 @@ type Connection struct {
 	// client's own, for servers that require client certificates. Any of
 	// them switches the connection to TLS.
 	CAFile, CertFile, KeyFile string
-	// DialTimeout bounds the first connection; zero means 5 s.
+	// DialTimeout bounds the first connection; zero means DefaultDialTimeout.
 	DialTimeout time.Duration
 }
 
@@ -80,7 +83,7 @@ func (c Connection) ClientConfig() (clientv3.Config, error) {
 		DialKeepAliveTimeout: 3 * time.Second,
 	}
 	if cfg.DialTimeout == 0 {
-		cfg.DialTimeout = 5 * time.Second
+		cfg.DialTimeout = DefaultDialTimeout
 	}
 	if secure {
 		tc, err := c.tlsConfig()

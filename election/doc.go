@@ -36,6 +36,8 @@
 //
 //	P/election/<name>/<lease>   an Elector, exactly as etcd's concurrency.Election
 //	P/lock/<name>/<lease>       a Mutex, exactly as etcd's concurrency.Mutex
+//	P/once/<key>/running        a once-claim's run, bound to its session
+//	P/once/<key>                a once-claim's success, leased for its window
 //
 // so `etcdctl elect P/election/<name> x` and `etcdctl lock P/lock/<name>`
 // compete with baton as equals. Claims (ClaimSeq) are at keys their caller
@@ -47,10 +49,13 @@
 // Leader and Observe tell anyone who leads. A Mutex is a lock with Lock,
 // TryLock and Unlock, one session per hold. ClaimSeq claims a sequence number
 // (a cron tick) once for the whole cluster, optionally only while a term is
-// current and only while no other run is in progress.
+// current and only while no other run is in progress. ClaimOnce runs a
+// piece of work once for a key however often it is asked to: the claim is
+// held by a session while the work runs, and only a success is recorded,
+// for a window.
 //
 // Configuration follows the environment, and explicit options win: the
 // BATON_ETCD_* variables give a Connection (ConnectionFromEnv), and
-// BATON_PREFIX, BATON_ID and BATON_TTL the defaults of WithPrefix,
-// WithIdentity and WithTTL.
+// BATON_PREFIX, BATON_ID and BATON_TTL (whole seconds, "10" or "10s"; see
+// ParseTTL) the defaults of WithPrefix, WithIdentity and WithTTL.
 package election

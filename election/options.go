@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -45,7 +44,8 @@ func WithIdentity(id string) Option {
 
 // WithTTL sets the lease TTL, a whole number of seconds: how long after its
 // last keepalive a crashed or partitioned instance keeps its leadership or lock
-// on the server. It defaults to BATON_TTL (seconds), else 10 s.
+// on the server. It defaults to BATON_TTL (whole seconds, "10" or "10s"), else 10 s;
+// etcd grants at most MaxTTL.
 func WithTTL(ttl time.Duration) Option {
 	return func(o *options) { o.ttl = ttl }
 }
@@ -121,6 +121,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("election: identity is empty")
 	case o.ttl < time.Second:
 		return fmt.Errorf("election: TTL %v is below 1s", o.ttl)
+	case o.ttl > MaxTTL:
+		return fmt.Errorf("election: TTL %v is above etcd's longest lease, %v", o.ttl, MaxTTL)
 	case o.ttl%time.Second != 0:
 		return fmt.Errorf("election: TTL %v is not a whole number of seconds", o.ttl)
 	case o.margin < 0 || (o.margin != 0 && o.margin >= o.ttl):
@@ -143,11 +145,11 @@ func envDefaults() (envValues, error) {
 		v.prefix = p
 	}
 	if s := os.Getenv("BATON_TTL"); s != "" {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			return v, fmt.Errorf("election: BATON_TTL=%q: want a whole number of seconds above 0", s)
+		ttl, err := ParseTTL(s)
+		if err != nil {
+			return v, fmt.Errorf("election: BATON_TTL: %w", err)
 		}
-		v.ttl = time.Duration(n) * time.Second
+		v.ttl = ttl
 	}
 	return v, nil
 }

@@ -147,7 +147,7 @@ func mustLease(t *testing.T, cli *clientv3.Client, key string) int64 {
 
 func TestBadEnvironment(t *testing.T) {
 	cli := etcdtest.NewClient(t, closedEndpoint(t))
-	for _, ttl := range []string{"x", "0", "-1", "1.5", "10s"} {
+	for _, ttl := range []string{"x", "0", "-1", "1.5", "1500ms", "9000000001", "99999999999999999999", "2500001h"} {
 		t.Run(ttl, func(t *testing.T) {
 			t.Setenv("BATON_TTL", ttl)
 			constructors := map[string]func() error{

@@ -112,8 +112,12 @@ func (p *proc) signal(sig syscall.Signal) {
 
 // stop asks the command to end with SIGTERM and kills its group after grace.
 // It returns when the command has exited.
-func (p *proc) stop(grace time.Duration) {
-	p.signal(syscall.SIGTERM)
+func (p *proc) stop(grace time.Duration) { p.stopWith(syscall.SIGTERM, grace) }
+
+// stopWith asks the command to end with sig and kills its group after
+// grace. It returns when the command has exited.
+func (p *proc) stopWith(sig syscall.Signal, grace time.Duration) {
+	p.signal(sig)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {

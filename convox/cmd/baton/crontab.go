@@ -12,7 +12,6 @@ import (
 
 	"github.com/batonhq/baton/cronx"
 	"github.com/batonhq/baton/internal/clock"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 func init() {
@@ -29,32 +28,49 @@ SIGTERM) or a TTL (on a crash). In claim mode every replica schedules and the
 first to claim a tick runs it.
 
 The whole file is parsed before anything starts; a bad line is an error
-naming its line number. The format:
+naming its line number, and --check exits 2 on it. The format:
 
   # comments and blank lines are skipped
   MAILTO=ops@example.com         NAME=value: environment of later commands
+  GREETING="hello world"         a value with white space is quoted
   CRON_TZ=Europe/Berlin          the time zone of later entries
   report: 0 3 * * * node report.js
   */5 * * * * ./bin/sweep --fast
   @every 30s curl -fsS http://localhost:3000/ping
+  tokyo: TZ=Asia/Tokyo 0 3 * * * ./bin/tokyo    a zone for this entry alone
 
-An entry is an optional job name ending in ':', a schedule (five fields;
-six, seconds first, with --seconds; or @yearly, @monthly, @weekly, @daily,
-@hourly, "@every DURATION"), and a command run with sh -c, verbatim. An
-unnamed job is named after its program and a hash of the entry, so editing
-an entry makes it a new job; name jobs you pause, trigger or watch.
+An entry is an optional job name ending in ':' (ASCII letters, digits, '.',
+'_' and '-', starting with a letter or digit), an optional TZ=ZONE or
+CRON_TZ=ZONE (the entry's time zone, as in robfig/cron; the command's own
+environment is not changed), a schedule (five fields; six, seconds first,
+with --seconds; or @yearly, @monthly, @weekly, @daily, @hourly, "@every
+DURATION" of whole seconds, at least 1s), and a command run with sh -c,
+verbatim. An unnamed job is named after its program and a hash of the
+entry, so editing an entry makes it a new job; name jobs you pause, trigger
+or watch. NAME=value followed by more words (FOO=1 * * * * * cmd) is an
+error: quote the value to set it for later commands, or write the
+assignment after the schedule (* * * * * FOO=1 cmd) to set it for one job.
+TZ=ZONE on a line of its own sets the commands' TZ; schedules follow
+CRON_TZ. A line is at most 1 MiB.
 
 Each command gets BATON_JOB, BATON_TICK (the nominal tick, RFC 3339),
 BATON_ID (the replica) and BATON_FENCE (a fencing token that grows with
 every leadership term and claim) in its environment, and its output is
 printed with a "[JOB] " prefix.
 
-On SIGTERM or SIGINT baton stops scheduling, resigns at once so another
+On SIGTERM, SIGINT or SIGHUP baton stops scheduling, resigns at once so another
 replica takes over, sends SIGTERM to running commands, waits for them up to
 --grace, kills what is left, and exits 0. When leadership is lost (etcd
 unreachable past the session's safe deadline), running commands get SIGTERM
 and, half a second later, SIGKILL: they must not run beside the next
-leader's. A command never outlives baton, even if baton is killed.`
+leader's. A command never outlives baton, even if baton is killed.
+
+baton may start before etcd does: until one endpoint answers it runs
+nothing, logs an error naming the endpoints after each --dial-timeout, and
+keeps trying; it never runs a job without etcd. An etcd that answers and
+refuses baton (authentication on and no or wrong credentials, or a user
+without permission on the prefix) is an error at once: baton exits 1 with
+the cause, as waiting does not cure it.`
 
 func runCrontab(ctx context.Context, env *environ, args []string) int {
 	fs := flagSet(env, "crontab", crontabSynopsis)
@@ -123,21 +139,32 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	if err != nil {
 		return usageError(env, fs, "%v", err)
 	}
-	ccfg, err := cfg.Connection.ClientConfig()
-	if err != nil {
+	if _, err := cfg.Connection.ClientConfig(); err != nil {
 		return usageError(env, fs, "%v", err)
 	}
-	// The client connects in the background: baton may well start before
-	// etcd does, and then waits for it without running anything.
-	ccfg.DialTimeout = 0
-	cli, err := clientv3.New(ccfg)
+	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	asked, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go func() {
+		select {
+		case s := <-env.signals:
+			stop(stopSignal{s})
+		case <-asked.Done():
+		}
+	}()
+	// baton may well start before etcd does: it then waits for it, running
+	// nothing, and says so every --dial-timeout.
+	cli, err := waitForEtcd(asked, cfg, conn.dialTimeout, logger)
 	if err != nil {
+		if asked.Err() != nil {
+			logger.Info("baton crontab: stopped while waiting for etcd", "cause", context.Cause(asked))
+			return exitOK
+		}
 		return fail(env, "crontab", err)
 	}
 	defer cli.Close()
 
 	clock.SetProcessOffset(*offset)
-	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
 	c := cronx.New(
 		cronx.WithParser(cronParser(*seconds)),
 		cronx.WithEtcd(cli),
@@ -159,11 +186,8 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		"endpoints", strings.Join(cfg.Connection.Endpoints, ","))
 	c.Start()
 
-	select {
-	case s := <-env.signals:
-		logger.Info("baton crontab: stopping: resigning and letting running commands finish", "signal", s.String(), "grace", grace.String())
-	case <-ctx.Done():
-	}
+	<-asked.Done()
+	logger.Info("baton crontab: stopping: resigning and letting running commands finish", "cause", context.Cause(asked), "grace", grace.String())
 	stopping.Store(true)
 	done := c.Stop()
 	t := time.NewTimer(*grace + time.Second) // the jobs kill their commands at grace

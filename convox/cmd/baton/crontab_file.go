@@ -16,15 +16,19 @@ import (
 //
 //	# comments and blank lines are skipped
 //	MAILTO=ops@example.com        NAME=value sets the environment of later commands
+//	GREETING="hello world"        a value with white space is quoted
 //	CRON_TZ=Europe/Berlin         sets the time zone of later entries
 //	report: 0 3 * * * node report.js
 //	*/5 * * * * ./bin/sweep --fast
 //	@every 30s curl -fsS http://localhost:3000/ping
-//	CRON_TZ=Asia/Tokyo 30 4 * * * ./bin/tokyo   a zone for one entry
+//	TZ=Asia/Tokyo 30 4 * * * ./bin/tokyo   a zone for one entry (TZ= or CRON_TZ=)
 //
-// An entry is an optional name ending in ':', a spec (five fields, six with
-// --seconds, or a descriptor such as @daily or "@every 1m"), and a command
-// that runs with sh -c, verbatim ('%' is not special).
+// An entry is an optional name ending in ':', an optional zone, a spec (five
+// fields, six with --seconds, or a descriptor such as @daily or "@every
+// 1m"), and a command that runs with sh -c, verbatim ('%' is not special).
+// What cannot be read without guessing is an error naming its line: an
+// unquoted NAME=value followed by more words, a name with characters a key
+// cannot hold, an @every that robfig/cron would round.
 
 // crontabEntry is one job of a crontab.
 type crontabEntry struct {
@@ -64,8 +68,9 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 		errs = append(errs, fmt.Errorf("%s:%d: %s", file, line, fmt.Sprintf(format, a...)))
 	}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	n := 1
+	for ; sc.Scan(); n++ {
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
@@ -74,10 +79,17 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 		first := text[toks[0][0]:toks[0][1]]
 
 		// NAME=value: the environment, or the zone of later entries. A
-		// CRON_TZ= followed by a spec is a zone for that entry alone.
-		if envLine.MatchString(first) && !(strings.HasPrefix(first, "CRON_TZ=") && len(toks) > 1) {
+		// TZ= or CRON_TZ= followed by a schedule is a zone for that entry
+		// alone, as robfig/cron reads it.
+		if envLine.MatchString(first) && !(zonePrefix(first) && len(toks) > 1) {
 			k, v, _ := strings.Cut(text, "=")
-			v = unquote(strings.TrimSpace(v))
+			v = strings.TrimSpace(v)
+			if len(toks) > 1 && unquote(v) == v {
+				bad(n, "%q: %s= followed by more words is ambiguous: quote the value (%s=\"...\") to set it for later commands, "+
+					"or write it after the schedule (* * * * * %s=... command) to set it for one job", text, k, k, k)
+				continue
+			}
+			v = unquote(v)
 			if k == "CRON_TZ" {
 				if _, err := time.LoadLocation(v); err != nil {
 					bad(n, "CRON_TZ=%s: unknown time zone", v)
@@ -92,14 +104,26 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 
 		e := crontabEntry{line: n, env: append([]string(nil), env...)}
 		i := 0
-		if namedEntry.MatchString(first) {
-			e.name, e.named = strings.TrimSuffix(first, ":"), true
+		if strings.HasSuffix(first, ":") {
+			name := strings.TrimSuffix(first, ":")
+			if !namedEntry.MatchString(first) {
+				bad(n, "job name %q: use ASCII letters, digits, '.', '_' and '-', starting with a letter or digit", name)
+				continue
+			}
+			e.name, e.named = name, true
 			i++
+		} else if name, ok := spacedName(text, toks); ok {
+			bad(n, "job name %q: no white space in a name; use ASCII letters, digits, '.', '_' and '-'", name)
+			continue
 		}
 		entryZone := zone
 		if i < len(toks) {
-			if tok := text[toks[i][0]:toks[i][1]]; strings.HasPrefix(tok, "CRON_TZ=") {
-				entryZone = strings.TrimPrefix(tok, "CRON_TZ=")
+			if tok := text[toks[i][0]:toks[i][1]]; zonePrefix(tok) {
+				_, entryZone, _ = strings.Cut(tok, "=")
+				if _, err := time.LoadLocation(entryZone); err != nil || entryZone == "" {
+					bad(n, "%s: unknown time zone %q", tok, entryZone)
+					continue
+				}
 				i++
 			}
 		}
@@ -119,6 +143,12 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 			continue
 		}
 		spec := text[toks[i][0]:toks[i+want-1][1]]
+		if want == 2 {
+			if err := checkEvery(text[toks[i+1][0]:toks[i+1][1]]); err != nil {
+				bad(n, "%v", err)
+				continue
+			}
+		}
 		e.command = text[toks[i+want][0]:]
 		if next := text[toks[i+want][0]:toks[i+want][1]]; want > 1 && fieldLike.MatchString(next) {
 			hint := "a schedule has one field too many"
@@ -153,6 +183,10 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 		entries = append(entries, e)
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			bad(n, "line longer than %d bytes (1 MiB)", maxLine)
+			return nil, errors.Join(errs...)
+		}
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	for _, e := range entries {
@@ -191,6 +225,45 @@ func derivedJobName(spec, command string) string {
 	h.Write([]byte{0})
 	h.Write([]byte(command))
 	return fmt.Sprintf("%s-%08x", word, h.Sum32())
+}
+
+// maxLine is the longest crontab line baton reads.
+const maxLine = 1 << 20
+
+// zonePrefix reports whether tok is a TZ= or CRON_TZ= zone.
+func zonePrefix(tok string) bool {
+	return strings.HasPrefix(tok, "CRON_TZ=") || strings.HasPrefix(tok, "TZ=")
+}
+
+// spacedName returns the name of an entry whose name has white space in it
+// ("my job: * * * * * x"): the words before the first one that ends in ':',
+// when none of them can start a schedule.
+func spacedName(text string, toks [][2]int) (string, bool) {
+	for j, tk := range toks {
+		tok := text[tk[0]:tk[1]]
+		if fieldLike.MatchString(tok) || strings.HasPrefix(tok, "@") || zonePrefix(tok) {
+			return "", false
+		}
+		if strings.HasSuffix(tok, ":") {
+			return strings.TrimSuffix(text[:tk[1]], ":"), j > 0
+		}
+	}
+	return "", false
+}
+
+// checkEvery refuses an @every interval that robfig/cron would silently
+// round up to one second or down to whole seconds.
+func checkEvery(arg string) error {
+	d, err := time.ParseDuration(arg)
+	switch {
+	case err != nil:
+		return fmt.Errorf("@every %s: %v", arg, err)
+	case d < time.Second:
+		return fmt.Errorf("@every %s: want an interval of at least 1s", arg)
+	case d%time.Second != 0:
+		return fmt.Errorf("@every %s: want a whole number of seconds", arg)
+	}
+	return nil
 }
 
 // tokens returns the [start, end) offsets of the space-separated words of s.

@@ -63,6 +63,31 @@ berlin: CRON_TZ=Europe/Berlin 0 9 * * MON ./bin/berlin
 		t.Errorf("derived names: %q, %q again, %q for the zoned copy", entries[1].name, again[1].name, entries[5].name)
 	}
 
+	// TZ= and CRON_TZ= before a schedule are that entry's zone, as in
+	// robfig/cron: the job runs at 03:00 in Tokyo, and later commands'
+	// environment is untouched.
+	zoned, err := parseCrontab(strings.NewReader("TZ=Asia/Tokyo 0 3 * * * ./bin/tokyo\nnamed: TZ=Europe/Berlin 0 9 * * * ./bin/berlin\nCRON_TZ=America/New_York @daily ./bin/ny\n* * * * * env\n"), "crontab", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	for i, want := range []time.Time{
+		time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC), // 03:00 on Dec 1 in Tokyo
+		time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC),  // 09:00 in Berlin
+		time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC),  // midnight in New York
+	} {
+		sched, err := cronParser(false).Parse(zoned[i].spec)
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		if got := sched.Next(from); !got.Equal(want) {
+			t.Errorf("entry %d (%s) next runs at %v, want %v", i, zoned[i].spec, got.UTC(), want)
+		}
+	}
+	if len(zoned) != 4 || len(zoned[3].env) != 0 || zoned[1].name != "named" {
+		t.Errorf("zoned entries: %+v", zoned)
+	}
+
 	seconds, err := parseCrontab(strings.NewReader("tick: */2 * * * * * date\n"), "crontab", true)
 	if err != nil || seconds[0].spec != "*/2 * * * * *" || seconds[0].command != "date" {
 		t.Errorf("--seconds: %+v, %v", seconds, err)
@@ -88,6 +113,16 @@ func TestParseCrontabErrorsNameEveryBadLine(t *testing.T) {
 		{"empty", "# nothing\n\n", []string{"no jobs"}},
 		{"seconds without --seconds", "*/2 * * * * * true\n", []string{"crontab:1:"}},
 		{"every bad line", "x\n* * * * * ok\n@bogus y\n", []string{"crontab:1:", "crontab:3:"}},
+		{"assignment before a schedule", "ok: * * * * * true\nFOO=1 * * * * * cmd\n", []string{"crontab:2:", "FOO=", "ambiguous"}},
+		{"unquoted value with spaces", "GREETING=hello world\n* * * * * true\n", []string{"crontab:1:", "GREETING=", "quote"}},
+		{"bad TZ zone", "TZ=Nowhere/City 0 3 * * * true\n", []string{"crontab:1:", "Nowhere/City"}},
+		{"slash in name", "a/b: * * * * * true\n", []string{"crontab:1:", `job name "a/b"`}},
+		{"space in name", "my job: * * * * * true\n", []string{"crontab:1:", `job name "my job"`, "white space"}},
+		{"non-ASCII name", "café: * * * * * true\n", []string{"crontab:1:", `job name "café"`}},
+		{"@every 0s", "@every 0s true\n", []string{"crontab:1:", "@every 0s", "at least 1s"}},
+		{"@every -5s", "@every -5s true\n", []string{"crontab:1:", "@every -5s", "at least 1s"}},
+		{"@every 1.5s", "@every 1500ms true\n", []string{"crontab:1:", "whole number"}},
+		{"line over 1 MiB", "ok: * * * * * true\n* * * * * echo " + strings.Repeat("x", 1<<20) + "\n", []string{"crontab:2:", "1 MiB"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseCrontab(strings.NewReader(tc.text), "crontab", false)
@@ -115,6 +150,12 @@ func TestCrontabRejectsABadFileBeforeStarting(t *testing.T) {
 	}
 	if _, err := os.Stat(ran); err == nil {
 		t.Fatal("a command ran from a crontab with a bad line")
+	}
+	// --check refuses a line it cannot read without guessing.
+	os.WriteFile(file, []byte("ok: * * * * * true\nFOO=1 * * * * * cmd\n"), 0o644)
+	code, out = runBaton(t, nil, "crontab", "--check", file)
+	if code != exitUsage || !strings.Contains(out, file+":2:") {
+		t.Fatalf("--check of an ambiguous line: exit %d, output:\n%s", code, out)
 	}
 	code, out = runBaton(t, nil, "crontab", "--mode", "sideways", file)
 	if code != exitUsage || !strings.Contains(out, "--mode") {
@@ -292,7 +333,8 @@ func zombie(pid int) bool {
 }
 
 // TestCrontabWaitsForEtcd starts a replica while etcd is unreachable: it
-// neither exits nor runs anything, and starts running once etcd answers.
+// neither exits nor runs anything, says so after each --dial-timeout, and
+// starts running once etcd answers.
 func TestCrontabWaitsForEtcd(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	proxy := etcdtest.NewProxy(t, etcd.Addr())
@@ -301,8 +343,16 @@ func TestCrontabWaitsForEtcd(t *testing.T) {
 	ledger := filepath.Join(dir, "ledger")
 	file := filepath.Join(dir, "crontab")
 	os.WriteFile(file, []byte(`tick: * * * * * * echo "$BATON_JOB $BATON_TICK $BATON_ID $BATON_FENCE" >> `+ledger+"\n"), 0o644)
-	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint()}, "crontab", "--seconds", "--ttl", "2", file)
-	p.waitOutput("baton crontab: started", 10*time.Second)
+	start := time.Now()
+	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint()}, "crontab", "--seconds", "--ttl", "2", "--dial-timeout", "1s", file)
+	p.waitOutput("waiting for etcd", 10*time.Second)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the first word about an unreachable etcd took %v with --dial-timeout 1s", took)
+	}
+	if !strings.Contains(p.out.String(), proxy.Endpoint()) {
+		t.Errorf("the wait does not name the endpoint:\n%s", p.out.String())
+	}
+	until(t, 10*time.Second, "a second word about the wait", func() bool { return strings.Count(p.out.String(), "waiting for etcd") >= 2 })
 	if lines := readLedger(t, ledger); len(lines) != 0 {
 		t.Fatalf("ran without etcd: %v", lines)
 	}
@@ -311,5 +361,14 @@ func TestCrontabWaitsForEtcd(t *testing.T) {
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	if code := p.wait(10 * time.Second); code != 0 {
 		t.Fatalf("exit %d after SIGTERM", code)
+	}
+
+	// Asked to stop while it waits, it stops at once.
+	proxy.Blackhole()
+	p = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint()}, "crontab", "--seconds", "--dial-timeout", "1s", file)
+	p.waitOutput("waiting for etcd", 10*time.Second)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(5 * time.Second); code != 0 || !strings.Contains(p.out.String(), "stopped while waiting") {
+		t.Fatalf("exit %d after SIGTERM while waiting:\n%s", code, p.out.String())
 	}
 }

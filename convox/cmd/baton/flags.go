@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"strconv"
-	"strings"
+	"os"
 	"time"
 
 	"github.com/batonhq/baton/convox"
 	"github.com/batonhq/baton/election"
 	"github.com/spf13/pflag"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // connFlags are the flags every command that talks to etcd shares. A flag
@@ -36,14 +33,14 @@ func addConnFlags(fs *pflag.FlagSet, identity, ttl bool) *connFlags {
 		fs.StringVar(&c.id, "id", "", "this instance's identity in status and history (default $BATON_ID, else $HOSTNAME/pid)")
 	}
 	if ttl {
-		fs.StringVar(&c.ttl, "ttl", "", "session TTL: how long a crashed holder keeps leadership or a lock, whole seconds, \"10\" or \"10s\" (default $BATON_TTL, else 10)")
+		fs.StringVar(&c.ttl, "ttl", "", "session TTL: how long a crashed holder keeps leadership or a lock, whole seconds, \"10\" or \"10s\", at most 9000000000 (etcd's longest lease) (default $BATON_TTL, else 10)")
 	}
 	fs.StringVar(&c.ca, "ca", "", "CA certificate file that verifies etcd's server certificate (default $BATON_ETCD_CA)")
 	fs.StringVar(&c.cert, "cert", "", "client certificate file for etcd (default $BATON_ETCD_CERT)")
 	fs.StringVar(&c.key, "key", "", "client key file for etcd (default $BATON_ETCD_KEY)")
 	fs.StringVar(&c.username, "username", "", "etcd user (default $BATON_ETCD_USERNAME)")
 	fs.StringVar(&c.password, "password", "", "etcd password (default $BATON_ETCD_PASSWORD)")
-	fs.DurationVar(&c.dialTimeout, "dial-timeout", 5*time.Second, "how long to wait for etcd at start")
+	fs.DurationVar(&c.dialTimeout, "dial-timeout", election.DefaultDialTimeout, "how long to wait for etcd to answer at start, any one endpoint being enough (crontab keeps waiting, and says so after each)")
 	return c
 }
 
@@ -76,56 +73,16 @@ func (c *connFlags) config() (convox.Config, error) {
 func (c *connFlags) electionOptions(cfg convox.Config) ([]election.Option, error) {
 	opts := cfg.ElectionOptions()
 	if c.withTTL && c.fs.Changed("ttl") {
-		d, err := parseTTL(c.ttl)
+		d, err := election.ParseTTL(c.ttl)
 		if err != nil {
 			return nil, fmt.Errorf("--ttl: %w", err)
 		}
 		opts = append(opts, election.WithTTL(d))
+	} else if v, ok := os.LookupEnv("BATON_TTL"); ok && v != "" {
+		// Said here, before anything dials, rather than by every election.
+		if _, err := election.ParseTTL(v); err != nil {
+			return nil, fmt.Errorf("BATON_TTL: %w", err)
+		}
 	}
 	return opts, nil
-}
-
-// parseTTL reads a whole number of seconds, bare ("10") or as a duration
-// ("10s", "1m").
-func parseTTL(s string) (time.Duration, error) {
-	if n, err := strconv.Atoi(s); err == nil {
-		if n < 1 {
-			return 0, fmt.Errorf("%q: want at least 1 second", s)
-		}
-		return time.Duration(n) * time.Second, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q: want whole seconds (\"10\") or a duration (\"10s\")", s)
-	}
-	if d < time.Second || d%time.Second != 0 {
-		return 0, fmt.Errorf("%q: want a whole number of seconds, at least 1", s)
-	}
-	return d, nil
-}
-
-// connect merges the configuration and dials etcd, waiting for it at most
-// the dial timeout so a wrong endpoint fails fast with its name.
-func (c *connFlags) connect(ctx context.Context) (convox.Config, *clientv3.Client, error) {
-	cfg, err := c.config()
-	if err != nil {
-		return cfg, nil, err
-	}
-	ccfg, err := cfg.Connection.ClientConfig()
-	if err != nil {
-		return cfg, nil, err
-	}
-	cli, err := clientv3.New(ccfg)
-	if err != nil {
-		return cfg, nil, fmt.Errorf("etcd %s: %w", strings.Join(cfg.Connection.Endpoints, ","), err)
-	}
-	sctx, cancel := context.WithTimeout(ctx, c.dialTimeout)
-	defer cancel()
-	if _, err := cli.Status(sctx, cli.Endpoints()[0]); err != nil {
-		if _, gerr := cli.Get(sctx, "health"); gerr != nil {
-			cli.Close()
-			return cfg, nil, fmt.Errorf("etcd %s unreachable: %w", strings.Join(cfg.Connection.Endpoints, ","), gerr)
-		}
-	}
-	return cfg, cli, nil
 }

@@ -17,23 +17,46 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Exit statuses. A command run by `baton run` passes its own status through.
+// Exit statuses of every command but run.
 const (
 	exitOK      = 0
-	exitFailure = 1 // etcd unreachable, a file that cannot be read, a failed operation
+	exitFailure = 1 // etcd unreachable or refusing access, a file that cannot be read, a failed operation
 	exitUsage   = 2 // bad flags or arguments, a crontab or manifest that does not parse
-	exitLost    = 3 // leadership or the lock was lost while the command ran
 	exitProblem = 4 // `baton convox check` found problems
+)
+
+// Exit statuses of baton run itself. Its command's own status passes
+// through, so baton's are out of the range commands use for theirs (1, 2
+// and 3 are common) and below the shell's 126, 127 and 128+N.
+const (
+	runFailure = 121 // etcd unreachable or refusing access, the command could not be started
+	runUsage   = 122 // bad flags or arguments
+	runLost    = 123 // leadership, the lock or the claim was lost while the command ran
 )
 
 const exitStatuses = `Exit status:
   0    success
-  1    failure: etcd unreachable, a file not readable, an operation refused
+  1    failure: etcd unreachable or refusing access, a file not readable,
+       an operation refused
   2    usage: bad flags or arguments, a crontab or manifest that does not parse
-  3    leadership or the lock was lost while the command ran (baton run)
   4    problems found (baton convox check)
-  baton run otherwise exits with its command's status, or 128+N when the
-  command was killed by signal N.`
+  baton run exits with its command's status; its own statuses are 121, 122
+  and 123 (see baton run --help).`
+
+const runExitStatuses = `Exit status:
+  COMMAND's own status, whatever it is, when COMMAND ran and exited
+  128+N  COMMAND was killed by signal N (143: SIGTERM, 137: SIGKILL)
+  126    COMMAND could not be executed; 127: COMMAND was not found
+  0      --once: KEY succeeded within --ttl, or runs elsewhere; not run here
+  0      asked to stop (SIGTERM, SIGINT, SIGHUP) before COMMAND started
+  121    baton failed: etcd unreachable or refusing access (wrong or missing
+         credentials, no permission on the prefix), a failed claim, or a
+         --once success that could not be recorded (a retry runs again)
+  122    usage: bad flags or arguments
+  123    leadership, the lock or the --once claim was lost while COMMAND ran;
+         COMMAND was stopped
+  baton's own statuses are distinct from 1, 2 and 3, so a COMMAND's own
+  failure can be told from baton's.`
 
 // command is one subcommand. run gets the arguments after the subcommand's
 // name and returns the exit status.
@@ -47,8 +70,21 @@ type command struct {
 // run subcommands in-process.
 type environ struct {
 	stdout, stderr io.Writer
-	// signals delivers SIGTERM and SIGINT; nil in tests that do not signal.
+	// signals delivers SIGTERM, SIGINT and SIGHUP; nil in tests that do not
+	// signal. Every command treats SIGHUP (its terminal closed, or a
+	// supervisor that stops with it) as SIGTERM.
 	signals <-chan os.Signal
+}
+
+// stopSignal is the cause of a stop asked for by a signal.
+type stopSignal struct{ os.Signal }
+
+func (s stopSignal) Error() string {
+	names := map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT", syscall.SIGHUP: "SIGHUP"}
+	if n, ok := names[s.Signal]; ok {
+		return "received " + n
+	}
+	return "received " + s.String()
 }
 
 var commands []command
@@ -57,7 +93,7 @@ func register(c command) { commands = append(commands, c) }
 
 func main() {
 	sig := make(chan os.Signal, 4)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	env := &environ{stdout: os.Stdout, stderr: os.Stderr, signals: sig}
 	os.Exit(dispatch(context.Background(), env, os.Args[1:]))
 }
@@ -105,7 +141,11 @@ func flagSet(env *environ, name, synopsis string) *pflag.FlagSet {
 	fs.SetOutput(env.stderr)
 	fs.SortFlags = false
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n%s\n%s\n", strings.TrimSpace(synopsis), fs.FlagUsages(), exitStatuses)
+		statuses := exitStatuses
+		if name == "run" {
+			statuses = runExitStatuses
+		}
+		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n%s\n%s\n", strings.TrimSpace(synopsis), fs.FlagUsages(), statuses)
 	}
 	return fs
 }

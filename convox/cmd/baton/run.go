@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/batonhq/baton/election"
@@ -26,35 +26,52 @@ const runSynopsis = `Usage:
 --leader NAME campaigns in the election NAME and runs COMMAND while this
 process leads: a singleton worker that hands over on deploy. --lock NAME
 waits for the lock NAME and runs COMMAND holding it. --once KEY runs COMMAND
-only if no caller claimed KEY within --ttl: a Convox timer or a retrying
-scheduler then runs the work once however often it fires.
+only if no run of KEY succeeded within --ttl and none runs now: a Convox
+timer or a retrying scheduler then runs the work once however often it
+fires.
 
 COMMAND runs directly (not through a shell), with BATON_ID and BATON_FENCE
 (a fencing token that grows with every term, hold and claim) in its
 environment, and stdin, stdout and stderr passed through. baton exits with
-its status. If leadership or the lock is lost, baton sends COMMAND SIGTERM
-and, after half a second, SIGKILL, and exits 3. On SIGTERM or SIGINT baton
-forwards the signal, waits up to --grace for COMMAND, then resigns or
-unlocks. COMMAND never outlives baton, even if baton is killed.
+its status. If leadership, the lock or the claim is lost, baton sends
+COMMAND SIGTERM and, after half a second, SIGKILL, and exits 123. On SIGTERM
+or SIGINT baton forwards that signal to COMMAND; SIGHUP is handled as
+SIGTERM (COMMAND gets SIGTERM). baton then waits up to --grace for COMMAND,
+kills it if it is still running, and resigns or unlocks. COMMAND never
+outlives baton, even if baton is killed.
 
-With --leader and --lock, --ttl is the session TTL in seconds; with --once
-it is how long a claim of KEY stands once COMMAND succeeded. A failed
-COMMAND (a non-zero status) gives the key back, so a retry runs it again;
-callers that come while it runs do not run.`
+With --leader and --lock, --ttl is the session TTL: how long a crashed baton
+keeps leadership or the lock. With --once it is how long a success of KEY
+stands. While COMMAND runs, the claim of KEY is held by a session of its
+own, with the TTL of $BATON_TTL (else 10 s): callers that come while it runs
+do not run, however long it runs, and a baton killed mid-run frees KEY
+within that TTL. Only a success (status 0) is recorded for --ttl; a failed,
+stopped or killed COMMAND gives KEY back, so the next caller runs it again.
+
+etcd must answer within --dial-timeout, on any one of the endpoints, and
+let the user (--username, $BATON_ETCD_USERNAME) read and write under the
+prefix; otherwise baton exits 121 at once with the cause.`
 
 func runRun(ctx context.Context, env *environ, args []string) int {
 	fs := flagSet(env, "run", runSynopsis)
 	conn := addConnFlags(fs, true, true)
 	leader := fs.String("leader", "", "run COMMAND while this process leads the election NAME")
 	lock := fs.String("lock", "", "run COMMAND holding the lock NAME")
-	once := fs.String("once", "", "run COMMAND only if KEY was not claimed within --ttl")
-	grace := fs.Duration("grace", 25*time.Second, "on SIGTERM, how long COMMAND gets to exit before SIGKILL")
+	once := fs.String("once", "", "run COMMAND only if no run of KEY succeeded within --ttl and none runs (KEY: no '/' or white space)")
+	grace := fs.Duration("grace", 25*time.Second, "on SIGTERM, SIGINT or SIGHUP, how long COMMAND gets to exit before SIGKILL")
 	if code, done := parse(env, fs, args); done {
+		if code == exitUsage {
+			return runUsage
+		}
 		return code
+	}
+	usage := func(format string, a ...any) int {
+		usageError(env, fs, format, a...)
+		return runUsage
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
-		return usageError(env, fs, "no COMMAND: give it after --")
+		return usage("no COMMAND: give it after --")
 	}
 	modes := 0
 	for _, s := range []string{*leader, *lock, *once} {
@@ -63,49 +80,55 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 		}
 	}
 	if modes != 1 {
-		return usageError(env, fs, "give exactly one of --leader, --lock and --once")
+		return usage("give exactly one of --leader, --lock and --once")
 	}
 	var window time.Duration
 	if *once != "" {
 		if !fs.Changed("ttl") {
-			return usageError(env, fs, "--once needs --ttl: how long a claim of %q stands", *once)
+			return usage("--once needs --ttl: how long a success of %q stands", *once)
 		}
-		d, err := time.ParseDuration(conn.ttl)
-		if n, aerr := strconv.Atoi(conn.ttl); aerr == nil {
-			d, err = time.Duration(n)*time.Second, nil
+		d, err := election.ParseTTL(conn.ttl)
+		if err != nil {
+			return usage("--ttl: %v", err)
 		}
-		if err != nil || d < time.Second {
-			return usageError(env, fs, "--ttl %q: want a duration of at least 1s", conn.ttl)
+		if err := election.CheckOnceKey(*once); err != nil {
+			return usage("--once: %v", err)
 		}
 		window = d
 	}
 	if *grace < 0 {
-		return usageError(env, fs, "--grace must not be negative")
+		return usage("--grace must not be negative")
 	}
-	cfg, cli, err := conn.connect(ctx)
+	cfg, err := conn.config()
 	if err != nil {
-		if cli == nil && !cfg.Configured() {
-			fmt.Fprintf(env.stderr, "baton run: %v\n", err)
-			return exitUsage
-		}
-		return fail(env, "run", err)
+		return usage("%v", err)
 	}
-	defer cli.Close()
 	var eopts []election.Option
 	if *once == "" {
 		if eopts, err = conn.electionOptions(cfg); err != nil {
-			return usageError(env, fs, "%v", err)
+			return usage("%v", err)
 		}
 	} else {
 		eopts = cfg.ElectionOptions()
+		if v := os.Getenv("BATON_TTL"); v != "" {
+			if _, err := election.ParseTTL(v); err != nil {
+				return usage("BATON_TTL: %v", err)
+			}
+		}
 	}
+	cli, err := dial(ctx, cfg, conn.dialTimeout)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "baton run: %v\n", err)
+		return runFailure
+	}
+	defer cli.Close()
 
-	stopping, stop := context.WithCancel(context.Background())
-	defer stop()
+	stopping, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
 	go func() {
 		select {
-		case <-env.signals:
-			stop()
+		case s := <-env.signals:
+			stop(stopSignal{s})
 		case <-stopping.Done():
 		}
 	}()
@@ -120,8 +143,25 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 	case *lock != "":
 		return r.lock(ctx, cli, *lock, eopts)
 	default:
-		return r.once(ctx, cli, *once, window, cfg.Prefix)
+		return r.once(ctx, cli, *once, window, eopts)
 	}
+}
+
+func signalName(s syscall.Signal) string {
+	if s == syscall.SIGINT {
+		return "SIGINT"
+	}
+	return "SIGTERM"
+}
+
+// forwarded is the signal COMMAND gets when baton is asked to stop: SIGINT
+// stays SIGINT, SIGTERM and SIGHUP become SIGTERM.
+func forwarded(stopping context.Context) syscall.Signal {
+	var s stopSignal
+	if errors.As(context.Cause(stopping), &s) && s.Signal == syscall.SIGINT {
+		return syscall.SIGINT
+	}
+	return syscall.SIGTERM
 }
 
 // runner runs COMMAND for one of the three modes.
@@ -130,7 +170,8 @@ type runner struct {
 	argv     []string
 	grace    time.Duration
 	identity string
-	// stopping is done once baton is asked to stop (SIGTERM, SIGINT).
+	// stopping is done once baton is asked to stop; its cause is the
+	// stopSignal.
 	stopping context.Context
 }
 
@@ -150,7 +191,7 @@ func (r runner) exec(fenced context.Context, fence election.Fence) (int, outcome
 	p, err := startProc(r.argv, env, os.Stdin, r.env.stdout, r.env.stderr, "")
 	if err != nil {
 		fmt.Fprintf(r.env.stderr, "baton run: %v\n", err)
-		return exitFailure, exited
+		return runFailure, exited
 	}
 	select {
 	case <-p.done:
@@ -160,8 +201,9 @@ func (r runner) exec(fenced context.Context, fence election.Fence) (int, outcome
 		p.stop(lostGrace)
 		return p.code, lost
 	case <-r.stopping.Done():
-		fmt.Fprintf(r.env.stderr, "baton run: stopping: passing SIGTERM to %s, waiting up to %v\n", r.argv[0], r.grace)
-		p.stop(r.grace)
+		sig := forwarded(r.stopping)
+		fmt.Fprintf(r.env.stderr, "baton run: %v: passing %v to %s, waiting up to %v\n", context.Cause(r.stopping), signalName(sig), r.argv[0], r.grace)
+		p.stopWith(sig, r.grace)
 		return p.code, signaled
 	}
 }
@@ -169,14 +211,14 @@ func (r runner) exec(fenced context.Context, fence election.Fence) (int, outcome
 func (r runner) leader(ctx context.Context, cli *clientv3.Client, name string, opts []election.Option) int {
 	e, err := election.New(cli, name, opts...)
 	if err != nil {
-		return fail(r.env, "run", err)
+		return r.fail(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		mu      sync.Mutex
 		started bool
-		code    = exitFailure
+		code    = runFailure
 		how     outcome
 	)
 	// Asked to stop before the term began: stop campaigning. Once the
@@ -208,9 +250,9 @@ func (r runner) leader(ctx context.Context, cli *clientv3.Client, name string, o
 		fmt.Fprintf(r.env.stderr, "baton run: asked to stop while waiting to lead %q; exiting\n", name)
 		return exitOK
 	case !started:
-		return fail(r.env, "run", err)
+		return r.fail(err)
 	case how == lost:
-		return exitLost
+		return runLost
 	}
 	return code
 }
@@ -218,7 +260,7 @@ func (r runner) leader(ctx context.Context, cli *clientv3.Client, name string, o
 func (r runner) lock(ctx context.Context, cli *clientv3.Client, name string, opts []election.Option) int {
 	m, err := election.NewMutex(cli, name, opts...)
 	if err != nil {
-		return fail(r.env, "run", err)
+		return r.fail(err)
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -233,14 +275,14 @@ func (r runner) lock(ctx context.Context, cli *clientv3.Client, name string, opt
 		return exitOK
 	}
 	if err != nil {
-		return fail(r.env, "run", err)
+		return r.fail(err)
 	}
 	fence := m.Fence()
 	fmt.Fprintf(r.env.stderr, "baton run: holding the lock %q (fence %d); starting %s\n", name, fence.Revision, r.argv[0])
 	code, how := r.exec(m.Context(), fence)
 	r.unlock(m)
 	if how == lost {
-		return exitLost
+		return runLost
 	}
 	return code
 }
@@ -253,63 +295,10 @@ func (r runner) unlock(m *election.Mutex) {
 	}
 }
 
-// onceRecord is the value of a --once claim.
-type onceRecord struct {
-	By string    `json:"by"`
-	At time.Time `json:"at"`
-}
-
-// once claims P/once/KEY for window, with a lease so the claim lapses by
-// itself, and runs the command if the claim was ours.
-func (r runner) once(ctx context.Context, cli *clientv3.Client, key string, window time.Duration, prefix string) int {
-	if prefix == "" {
-		prefix = os.Getenv("BATON_PREFIX")
-	}
-	if prefix == "" {
-		prefix = election.DefaultPrefix
-	}
-	k := prefix + "/once/" + key
-	ttl := int64((window + time.Second - 1) / time.Second)
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	lease, err := cli.Grant(cctx, ttl)
-	if err != nil {
-		return fail(r.env, "run", fmt.Errorf("claim %q: %w", key, err))
-	}
-	val, _ := json.Marshal(onceRecord{By: r.identity, At: time.Now().UTC()})
-	resp, err := cli.Txn(cctx).
-		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-		Then(clientv3.OpPut(k, string(val), clientv3.WithLease(lease.ID))).
-		Else(clientv3.OpGet(k)).
-		Commit()
-	if err != nil {
-		return fail(r.env, "run", fmt.Errorf("claim %q: %w", key, err))
-	}
-	if !resp.Succeeded {
-		_, _ = cli.Revoke(cctx, lease.ID)
-		var prev onceRecord
-		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
-			_ = json.Unmarshal(kvs[0].Value, &prev)
-		}
-		fmt.Fprintf(r.env.stderr, "baton run: %q was claimed by %s at %s, within %v; not running\n",
-			key, prev.By, prev.At.Format(time.RFC3339), window)
-		return exitOK
-	}
-	fmt.Fprintf(r.env.stderr, "baton run: claimed %q for %v (fence %d); starting %s\n", key, window, resp.Header.Revision, r.argv[0])
-	code, _ := r.exec(context.Background(), election.Fence{Key: k, Revision: resp.Header.Revision})
-	if code != 0 {
-		// A failed run leaves the key free, so a retry runs the work.
-		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, err := cli.Txn(dctx).
-			If(clientv3.Compare(clientv3.ModRevision(k), "=", resp.Header.Revision)).
-			Then(clientv3.OpDelete(k)).Commit()
-		if err != nil {
-			fmt.Fprintf(r.env.stderr, "baton run: %s failed and %q could not be released: %v\n", r.argv[0], key, err)
-		}
-		_, _ = cli.Revoke(dctx, lease.ID)
-	}
-	return code
+// fail reports an error of baton itself and returns its status.
+func (r runner) fail(err error) int {
+	fmt.Fprintf(r.env.stderr, "baton run: %v\n", err)
+	return runFailure
 }
 
 // defaultIdentity is election's default: $HOSTNAME (the process id under

@@ -25,12 +25,13 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "--leader", "a"}, "no COMMAND"},
 		{[]string{"run", "--once", "k", "--", "true"}, "--once needs --ttl"},
 		{[]string{"run", "--once", "k", "--ttl", "soon", "--", "true"}, "--ttl"},
+		{[]string{"run", "--once", "a/b", "--ttl", "1h", "--", "true"}, `once key "a/b"`},
 		{[]string{"run", "--leader", "a", "--", "true"}, "no etcd endpoints"},
 		{[]string{"run", "--bogus"}, "bogus"},
 	} {
 		code, out := runBaton(t, nil, tc.args...)
-		if code != exitUsage || !strings.Contains(out, tc.want) {
-			t.Errorf("baton %v: exit %d, want 2 and %q in:\n%s", tc.args, code, tc.want, out)
+		if code != runUsage || !strings.Contains(out, tc.want) {
+			t.Errorf("baton %v: exit %d, want %d and %q in:\n%s", tc.args, code, runUsage, tc.want, out)
 		}
 	}
 	code, out := runBaton(t, nil, "run", "--help")
@@ -38,7 +39,7 @@ func TestRunUsageErrors(t *testing.T) {
 		t.Errorf("run --help: exit %d:\n%s", code, out)
 	}
 	code, out = runBaton(t, []string{"BATON_ETCD_ENDPOINTS=http://127.0.0.1:1"}, "run", "--dial-timeout", "300ms", "--lock", "x", "--", "true")
-	if code != exitFailure || !strings.Contains(out, "127.0.0.1:1") {
+	if code != runFailure || !strings.Contains(out, "127.0.0.1:1") {
 		t.Errorf("unreachable etcd: exit %d:\n%s", code, out)
 	}
 }
@@ -137,8 +138,8 @@ func TestRunLeaderLostStopsTheCommand(t *testing.T) {
 	until(t, 10*time.Second, "the command to start", func() bool { return len(readLines(pidFile)) == 1 })
 	pid, _ := strconv.Atoi(readLines(pidFile)[0])
 	proxy.Blackhole()
-	if code := p.wait(10 * time.Second); code != exitLost {
-		t.Fatalf("exit %d after the partition, want %d", code, exitLost)
+	if code := p.wait(10 * time.Second); code != runLost {
+		t.Fatalf("exit %d after the partition, want %d", code, runLost)
 	}
 	if syscall.Kill(pid, 0) == nil && !zombie(pid) {
 		t.Fatalf("the command (pid %d) still runs", pid)
@@ -211,5 +212,51 @@ func TestRunLockExcludes(t *testing.T) {
 	want := strings.Repeat("start end ", 3)
 	if got := strings.Join(readLines(log), " ") + " "; got != want {
 		t.Fatalf("runs overlapped: %q", got)
+	}
+}
+
+// TestTTLFromFlagOrEnvironment: BATON_TTL takes "10s" as --ttl does, and a
+// TTL above etcd's longest lease is a usage error, from either, before
+// anything dials.
+func TestTTLFromFlagOrEnvironment(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	cli := etcd.Client(t)
+	env := []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}
+	p := startBaton(t, append(env, "BATON_TTL=7s"), "run", "--lock", "ttl", "--", "sleep", "300")
+	var lease clientv3.LeaseID
+	until(t, 10*time.Second, "the lock to be held", func() bool {
+		resp, err := cli.Get(context.Background(), "/baton/lock/ttl/", clientv3.WithPrefix())
+		if err == nil && len(resp.Kvs) == 1 {
+			lease = clientv3.LeaseID(resp.Kvs[0].Lease)
+		}
+		return lease != 0
+	})
+	if resp, err := cli.TimeToLive(context.Background(), lease); err != nil || resp.GrantedTTL != 7 {
+		t.Errorf("BATON_TTL=7s: lease TTL %+v, %v; want 7", resp, err)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait(10 * time.Second)
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "crontab")
+	os.WriteFile(file, []byte("* * * * * true\n"), 0o644)
+	huge := "9000000001"
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		code int
+	}{
+		{env, []string{"run", "--leader", "a", "--ttl", huge, "--", "true"}, runUsage},
+		{env, []string{"run", "--once", "a", "--ttl", huge, "--", "true"}, runUsage},
+		{env, []string{"run", "--once", "a", "--ttl", "99999999999999999999s", "--", "true"}, runUsage},
+		{append(env, "BATON_TTL="+huge), []string{"run", "--lock", "a", "--", "true"}, runUsage},
+		{append(env, "BATON_TTL="+huge), []string{"run", "--once", "a", "--ttl", "1h", "--", "true"}, runUsage},
+		{env, []string{"crontab", "--ttl", huge, file}, exitUsage},
+		{append(env, "BATON_TTL="+huge), []string{"crontab", file}, exitUsage},
+	} {
+		p := startBaton(t, tc.env, tc.args...)
+		if code := p.wait(10 * time.Second); code != tc.code || !strings.Contains(p.out.String(), "longest lease") {
+			t.Errorf("baton %v: exit %d, want %d and the limit in:\n%s", tc.args, code, tc.code, p.out.String())
+		}
 	}
 }

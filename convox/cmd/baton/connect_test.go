@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/internal/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// closedEndpoint is the URL of a 127.0.0.1 port that refuses connections.
+func closedEndpoint(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := "http://" + ln.Addr().String()
+	ln.Close()
+	return ep
+}
+
+// withFlags returns args with flags added before the COMMAND after "--".
+func withFlags(args []string, flags ...string) []string {
+	i := slices.Index(args, "--")
+	if i < 0 {
+		i = len(args)
+	}
+	return slices.Concat(args[:i], flags, args[i:])
+}
+
+// TestADeadFirstEndpointIsNotFatal gives every command that talks to etcd a
+// list whose first endpoint refuses connections and whose second accepts
+// them and never answers (a partitioned member): the live third endpoint is
+// enough, and no command waits out its dial timeout.
+func TestADeadFirstEndpointIsNotFatal(t *testing.T) {
+	s := startScheduler(t, map[string]string{"report": "0 0 3 * * *"})
+	hole := etcdtest.NewProxy(t, s.srv.Addr())
+	hole.Blackhole()
+	env := []string{"BATON_ETCD_ENDPOINTS=" + strings.Join([]string{closedEndpoint(t), hole.Endpoint(), s.srv.Endpoint()}, ",")}
+	ran := filepath.Join(t.TempDir(), "ran")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status"}, "report"},
+		{[]string{"pause", "report"}, "paused"},
+		{[]string{"resume", "report"}, "resumed"},
+		{[]string{"trigger", "report"}, "report"},
+		{[]string{"run", "--leader", "w", "--", "sh", "-c", "echo leader >> " + ran}, ""},
+		{[]string{"run", "--lock", "w", "--", "sh", "-c", "echo lock >> " + ran}, ""},
+		{[]string{"run", "--once", "k", "--ttl", "1h", "--", "sh", "-c", "echo once >> " + ran}, ""},
+	} {
+		start := time.Now()
+		code, out := runBaton(t, env, withFlags(tc.args, "--dial-timeout", "3s")...)
+		took := time.Since(start)
+		if code != exitOK || !strings.Contains(out, tc.want) {
+			t.Errorf("baton %v: exit %d, want 0 and %q in:\n%s", tc.args, code, tc.want, out)
+		}
+		if took >= 3*time.Second {
+			t.Errorf("baton %v took %v: it waited for a dead endpoint", tc.args[0], took)
+		}
+	}
+	if got := strings.Join(readLines(ran), " "); got != "leader lock once" {
+		t.Errorf("commands ran: %q, want leader, lock and once", got)
+	}
+}
+
+// authEtcd is an etcd with authentication on: user "app" may read and write
+// under /baton/app, user "other" under /baton/other.
+func authEtcd(t *testing.T) *etcdtest.Member {
+	t.Helper()
+	m := etcdtest.Start(t)
+	cli := m.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(cli.UserAdd(ctx, "root", "root-secret"))
+	must(cli.RoleAdd(ctx, "root"))
+	must(cli.UserGrantRole(ctx, "root", "root"))
+	for _, app := range []string{"app", "other"} {
+		prefix := "/baton/" + app
+		must(cli.RoleAdd(ctx, app))
+		must(cli.RoleGrantPermission(ctx, app, prefix, clientv3.GetPrefixRangeEnd(prefix), clientv3.PermissionType(clientv3.PermReadWrite)))
+		must(cli.UserAdd(ctx, app, app+"-secret"))
+		must(cli.UserGrantRole(ctx, app, app))
+	}
+	must(cli.AuthEnable(ctx))
+	return m
+}
+
+// TestAuthFailuresAreClearAndFast runs run --leader, run --lock and crontab
+// against an etcd with auth: without credentials, with a wrong password and
+// as a user of another prefix, each exits at once with the cause; with the
+// right user, each works.
+func TestAuthFailuresAreClearAndFast(t *testing.T) {
+	m := authEtcd(t)
+	dir := t.TempDir()
+	crontab := filepath.Join(dir, "crontab")
+	ran := filepath.Join(dir, "ran")
+	os.WriteFile(crontab, []byte("tick: * * * * * * echo tick >> "+ran+"\n"), 0o644)
+	base := []string{"BATON_ETCD_ENDPOINTS=" + m.Endpoint(), "BATON_PREFIX=/baton/app"}
+	for _, tc := range []struct {
+		name  string
+		creds []string
+		want  string
+	}{
+		{"no credentials", nil, "authentication on and no user"},
+		{"wrong password", []string{"BATON_ETCD_USERNAME=app", "BATON_ETCD_PASSWORD=nope"}, "wrong user name or password"},
+		{"another prefix's user", []string{"BATON_ETCD_USERNAME=other", "BATON_ETCD_PASSWORD=other-secret"}, `user "other" may not read and write under the prefix /baton/app`},
+	} {
+		for _, cmd := range []struct {
+			args []string
+			code int
+		}{
+			{[]string{"run", "--leader", "w", "--", "touch", ran}, runFailure},
+			{[]string{"run", "--lock", "w", "--", "touch", ran}, runFailure},
+			{[]string{"run", "--once", "k", "--ttl", "1h", "--", "touch", ran}, runFailure},
+			{[]string{"crontab", "--seconds", crontab}, exitFailure},
+		} {
+			t.Run(tc.name+"/"+cmd.args[0]+" "+cmd.args[1], func(t *testing.T) {
+				start := time.Now()
+				p := startBaton(t, append(append([]string{}, base...), tc.creds...), withFlags(cmd.args, "--dial-timeout", "3s")...)
+				code := p.wait(20 * time.Second)
+				if code != cmd.code || !strings.Contains(p.out.String(), tc.want) {
+					t.Errorf("exit %d, want %d and %q in:\n%s", code, cmd.code, tc.want, p.out.String())
+				}
+				if took := time.Since(start); took > 3*time.Second+2*time.Second {
+					t.Errorf("took %v with a 3s dial timeout", took)
+				}
+			})
+		}
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("a command ran without access")
+	}
+	good := append(base, "BATON_ETCD_USERNAME=app", "BATON_ETCD_PASSWORD=app-secret")
+	for _, args := range [][]string{
+		{"run", "--leader", "w", "--", "sh", "-c", "echo leader >> " + ran},
+		{"run", "--lock", "w", "--", "sh", "-c", "echo lock >> " + ran},
+		{"run", "--once", "k", "--ttl", "1h", "--", "sh", "-c", "echo once >> " + ran},
+	} {
+		if code, out := runBaton(t, good, args...); code != 0 {
+			t.Errorf("baton %v with the app's user: exit %d:\n%s", args, code, out)
+		}
+	}
+	p := startBaton(t, good, "crontab", "--seconds", crontab)
+	until(t, 15*time.Second, "a tick of the crontab with the app's user", func() bool {
+		return strings.Contains(strings.Join(readLines(ran), " "), "tick")
+	})
+	p.cmd.Process.Signal(os.Interrupt)
+	if code := p.wait(10 * time.Second); code != 0 {
+		t.Errorf("crontab exited %d", code)
+	}
+}

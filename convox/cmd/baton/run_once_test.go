@@ -1,0 +1,117 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/internal/etcdtest"
+)
+
+// onceCommand is a --once command that records its pid in log and runs
+// until the file stop exists, then exits with $CODE (default 0).
+func onceCommand(log, stop string) []string {
+	return []string{"sh", "-c", `echo $$ >> ` + log + `; while [ ! -e ` + stop + ` ]; do sleep 0.05; done; exit ${CODE:-0}`}
+}
+
+// TestRunOnceHoldsTheKeyWhileTheCommandRuns runs a command longer than
+// --ttl: a caller after the window does not start it a second time; once it
+// succeeds, the key is done for the window.
+func TestRunOnceHoldsTheKeyWhileTheCommandRuns(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	dir := t.TempDir()
+	log, stop := filepath.Join(dir, "log"), filepath.Join(dir, "stop")
+	env := []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}
+	args := append([]string{"run", "--once", "long", "--ttl", "1", "--"}, onceCommand(log, stop)...)
+	first := startBaton(t, env, args...)
+	until(t, 10*time.Second, "the first run to start", func() bool { return len(readLines(log)) == 1 })
+	time.Sleep(1500 * time.Millisecond) // the one-second window passes while the command runs
+	code, out := runBaton(t, env, args...)
+	if code != 0 || !strings.Contains(out, "not running") || len(readLines(log)) != 1 {
+		t.Fatalf("a caller while a run outlasts --ttl: exit %d, %d runs:\n%s", code, len(readLines(log)), out)
+	}
+	os.WriteFile(stop, nil, 0o644)
+	if code := first.wait(10 * time.Second); code != 0 {
+		t.Fatalf("the first run exited %d", code)
+	}
+	os.Remove(stop)
+	code, out = runBaton(t, env, args...)
+	if code != 0 || !strings.Contains(out, "succeeded") || len(readLines(log)) != 1 {
+		t.Fatalf("a caller within --ttl of the success: exit %d, %d runs:\n%s", code, len(readLines(log)), out)
+	}
+}
+
+// TestRunOnceKilledOrStoppedFreesTheKey kills baton with SIGKILL mid-run:
+// its command dies with it and the next caller runs within the session TTL,
+// not after --ttl. A run stopped by SIGTERM gives the key back at once.
+func TestRunOnceKilledOrStoppedFreesTheKey(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	dir := t.TempDir()
+	log, stop := filepath.Join(dir, "log"), filepath.Join(dir, "stop")
+	env := []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_TTL=2"}
+	args := append([]string{"run", "--once", "crash", "--ttl", "1h", "--"}, onceCommand(log, stop)...)
+	first := startBaton(t, env, args...)
+	until(t, 10*time.Second, "the first run to start", func() bool { return len(readLines(log)) == 1 })
+	pid, _ := strconv.Atoi(readLines(log)[0])
+	first.cmd.Process.Kill()
+	first.wait(5 * time.Second)
+	killed := time.Now()
+	until(t, 5*time.Second, "the command to die with baton", func() bool { return syscall.Kill(pid, 0) != nil || zombie(pid) })
+	var second *process
+	until(t, 10*time.Second, "a retry to run", func() bool {
+		second = startBaton(t, env, args...)
+		for {
+			select {
+			case <-second.done:
+				return false // not running: the key is still held
+			case <-time.After(20 * time.Millisecond):
+				if len(readLines(log)) == 2 {
+					return true
+				}
+			}
+		}
+	})
+	if took := time.Since(killed); took > 2*time.Second+2*time.Second {
+		t.Errorf("the retry ran %v after the kill, with a session TTL of 2s", took)
+	}
+	// SIGTERM: the command gets it, baton exits with its status, and the
+	// key is free at once.
+	second.cmd.Process.Signal(syscall.SIGTERM)
+	if code := second.wait(10 * time.Second); code != 128+int(syscall.SIGTERM) {
+		t.Fatalf("exit %d after SIGTERM, want %d", code, 128+int(syscall.SIGTERM))
+	}
+	os.WriteFile(stop, nil, 0o644)
+	if code, out := runBaton(t, env, args...); code != 0 || len(readLines(log)) != 3 {
+		t.Fatalf("a retry after a stopped run: exit %d, %d runs:\n%s", code, len(readLines(log)), out)
+	}
+}
+
+// TestRunOnceLostClaimStopsTheCommand partitions a --once caller from etcd
+// mid-run: its command is stopped before the session could expire, baton
+// exits 123, and the next caller runs the work.
+func TestRunOnceLostClaimStopsTheCommand(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	proxy := etcdtest.NewProxy(t, etcd.Addr())
+	dir := t.TempDir()
+	log, stop := filepath.Join(dir, "log"), filepath.Join(dir, "stop")
+	args := append([]string{"run", "--once", "cut", "--ttl", "1h", "--"}, onceCommand(log, stop)...)
+	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint(), "BATON_TTL=2"}, args...)
+	until(t, 10*time.Second, "the run to start", func() bool { return len(readLines(log)) == 1 })
+	pid, _ := strconv.Atoi(readLines(log)[0])
+	proxy.Blackhole()
+	if code := p.wait(10 * time.Second); code != runLost {
+		t.Fatalf("exit %d after the partition, want %d", code, runLost)
+	}
+	if syscall.Kill(pid, 0) == nil && !zombie(pid) {
+		t.Fatalf("the command (pid %d) still runs", pid)
+	}
+	os.WriteFile(stop, nil, 0o644)
+	until(t, 10*time.Second, "the next caller to run", func() bool {
+		code, _ := runBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}, args...)
+		return code == 0 && len(readLines(log)) == 2
+	})
+}

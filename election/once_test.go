@@ -1,0 +1,82 @@
+package election
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/internal/etcdtest"
+)
+
+// TestOnceClaim walks a key through its life: a claim excludes others while
+// it is held; a released claim frees the key at
+// once; a recorded success excludes others for the window, and no longer.
+func TestOnceClaim(t *testing.T) {
+	m := etcdtest.Start(t)
+	cli := m.Client(t)
+	opts := []Option{WithTTL(2 * time.Second), WithIdentity("a")}
+	claim := func(window time.Duration, id string) (*Once, error) {
+		return ClaimOnce(deadlineCtx(t, 5*time.Second), cli, "nightly", window, WithTTL(2*time.Second), WithIdentity(id))
+	}
+	a, err := ClaimOnce(deadlineCtx(t, 5*time.Second), cli, "nightly", time.Second, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var oe *OnceError
+	if _, err := claim(time.Second, "b"); !errors.Is(err, ErrBusy) || !errors.As(err, &oe) || oe.By != "a" {
+		t.Fatalf("a second claim while the first runs: %v", err)
+	}
+	if err := a.Release(deadlineCtx(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if a.Context().Err() == nil {
+		t.Error("a released claim's context is not done")
+	}
+	b, err := claim(2*time.Second, "b")
+	if err != nil {
+		t.Fatalf("a claim after a release: %v", err)
+	}
+	if b.Fence().Revision <= 0 || !strings.HasSuffix(b.Fence().Key, "/once/nightly/running") {
+		t.Errorf("fence %v", b.Fence())
+	}
+	if err := b.Succeeded(deadlineCtx(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := claim(time.Second, "c"); !errors.Is(err, ErrDone) || !errors.As(err, &oe) || oe.By != "b" {
+		t.Fatalf("a claim within the window of a success: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := claim(time.Second, "c")
+		if err == nil {
+			c.Release(deadlineCtx(t, 5*time.Second))
+			break
+		}
+		if !errors.Is(err, ErrDone) || time.Now().After(deadline) {
+			t.Fatalf("the key is still done 10s after a success with a 2s window: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestOnceClaimBadInput(t *testing.T) {
+	cli := etcdtest.NewClient(t, closedEndpoint(t)) // never dialled: validation comes first
+	for _, tc := range []struct {
+		key    string
+		window time.Duration
+		want   string
+	}{
+		{"", time.Hour, "empty"},
+		{"a/b", time.Hour, `"a/b"`},
+		{"a b", time.Hour, `"a b"`},
+		{"ok", 0, "window"},
+		{"ok", 1500 * time.Millisecond, "window"},
+		{"ok", MaxTTL + time.Second, "window"},
+	} {
+		_, err := ClaimOnce(deadlineCtx(t, time.Second), cli, tc.key, tc.window)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ClaimOnce(%q, %v) = %v, want an error with %q", tc.key, tc.window, err, tc.want)
+		}
+	}
+}
