@@ -69,4 +69,3 @@ func (c quietCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Che
 	}
 	return c.Core.Check(e, ce)
 }
-

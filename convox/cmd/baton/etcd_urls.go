@@ -112,7 +112,6 @@ func compactionRetention(s string) (string, error) {
 	return "", fmt.Errorf("--auto-compaction-retention %q: want a duration such as \"1h\", or 0", s)
 }
 
-
 // checkClientTLS checks --cert-file and --key-file against the client URLs:
 // with them every client URL is https, without them none is.
 func checkClientTLS(cert, key string, listen, advertise []url.URL) error {
