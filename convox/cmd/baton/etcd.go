@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/crypto/bcrypt"
 	"go.etcd.io/etcd/client/pkg/v3/types"
 	"go.etcd.io/etcd/server/v3/embed"
 )
@@ -66,6 +67,7 @@ type etcdFlags struct {
 	logLevel, compactionRetention string
 	certFile, keyFile             string
 	gateway                       bool
+	bcryptCost                    int
 	users                         []string
 	fs                            *pflag.FlagSet
 }
@@ -87,6 +89,7 @@ func runEtcd(ctx context.Context, env *environ, args []string) int {
 	fs.StringVar(&f.certFile, "cert-file", "", "TLS certificate for clients; with --key-file, clients connect with https:// URLs only (they verify it with BATON_ETCD_CA)")
 	fs.StringVar(&f.keyFile, "key-file", "", "TLS key of --cert-file")
 	fs.BoolVar(&f.gateway, "enable-grpc-gateway", false, "serve etcd's JSON gateway (/v3/...) on the client URLs; off, since it takes plain HTTP requests such as curl's")
+	fs.IntVar(&f.bcryptCost, "bcrypt-cost", bcrypt.DefaultCost, fmt.Sprintf("cost of hashing the users' passwords, %d to %d: each client's login costs the server this much", bcrypt.MinCost, bcrypt.MaxCost))
 	fs.StringArrayVar(&f.users, "user", nil, "another app's user NAME:PREFIX, limited to PREFIX/, its password in $BATON_ETCD_PASSWORD_<NAME>; repeatable")
 	if code, done := parse(env, fs, args); done {
 		return code
@@ -185,6 +188,9 @@ func (f *etcdFlags) config(env *environ, st *memberState) (*embed.Config, error)
 	if err != nil {
 		return nil, err
 	}
+	if f.bcryptCost < bcrypt.MinCost || f.bcryptCost > bcrypt.MaxCost {
+		return nil, fmt.Errorf("--bcrypt-cost %d: want %d to %d", f.bcryptCost, bcrypt.MinCost, bcrypt.MaxCost)
+	}
 	if err := checkClientTLS(f.certFile, f.keyFile, listenClient, advertiseClient); err != nil {
 		return nil, err
 	}
@@ -205,6 +211,7 @@ func (f *etcdFlags) config(env *environ, st *memberState) (*embed.Config, error)
 	cfg.LogLevel = f.logLevel
 	cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = f.certFile, f.keyFile
 	cfg.EnableGRPCGateway = f.gateway
+	cfg.BcryptCost = uint(f.bcryptCost)
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(etcdLogger(env, f.logLevel, st))
 	return cfg, nil
 }

@@ -33,7 +33,7 @@ func newAuthEtcd(t *testing.T, password string) *authEtcd {
 // start starts the member on its data dir and waits until it serves.
 func (a *authEtcd) start() *process {
 	a.t.Helper()
-	p := startBaton(a.t, a.env, append(a.m.args(""), "--user", "blog:/baton/blog")...)
+	p := startBaton(a.t, a.env, append(a.m.args(""), "--user", "blog:/baton/blog", "--bcrypt-cost", "4")...)
 	p.waitOutput("member etcd-0 ready", 30*time.Second)
 	return p
 }
