@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/crypto/bcrypt"
 	"go.etcd.io/etcd/client/pkg/v3/types"
 	"go.etcd.io/etcd/server/v3/embed"
+	"golang.org/x/crypto/bcrypt"
 )
 
 func init() {
