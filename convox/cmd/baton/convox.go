@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/batonhq/baton/internal/manifest"
 	"github.com/spf13/pflag"
@@ -119,7 +120,11 @@ func readManifest(env *environ, sub, path string) (*manifest.Document, int, bool
 func convoxInit(env *environ, args []string) int {
 	fs := flagSet(env, "convox init", convoxInitSynopsis)
 	members := fs.Int("members", 1, "etcd members: 1 (service etcd) or 3 (etcd-0, etcd-1, etcd-2); when not given, etcd services already in FILE are completed as they are")
-	image := fs.Bool("image", false, "run etcd from its official image, "+manifest.EtcdImage+", rather than baton etcd from the app's image")
+	image := fs.Bool("image", false, "run etcd from its official image, "+manifest.EtcdImage+", rather than baton etcd from the app's image (no auth set up)")
+	storage := fs.String("storage", "", "where a new etcd keeps its data: efs, an awsEfs volume that outlives restarts (the rack needs `"+manifest.EFSDriver+"`), or ephemeral, an emptyDir lost at each restart (default ephemeral in the app; required with --etcd-app)")
+	etcdApp := fs.String("etcd-app", "", "run etcd as the Convox app NAME, apart from this app's releases: write its manifest to --etcd-file and point this app at "+manifest.EtcdAppEndpoint("NAME"))
+	app := fs.String("app", "", "this app's Convox name, for its etcd user and prefix (default FILE's directory name, as convox does)")
+	etcdFile := fs.String("etcd-file", "", "where --etcd-app writes the etcd app's manifest (default convox.etcd.yml beside FILE)")
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -130,17 +135,57 @@ func convoxInit(env *environ, args []string) int {
 	if !ok {
 		return code
 	}
+	opts := manifest.Options{Image: *image, EtcdApp: *etcdApp}
+	if fs.Changed("members") {
+		opts.Members = *members
+	}
+	switch {
+	case *storage != "":
+		st, err := manifest.ParseStorage(*storage)
+		if err != nil {
+			return usageError(env, fs, "--%v", err)
+		}
+		opts.Storage = st
+	case *etcdApp != "":
+		return usageError(env, fs, "--etcd-app needs --storage: efs (persistent; the rack needs `%s`) or ephemeral (an emptyDir: each restart of etcd loses %s)", manifest.EFSDriver, manifest.Lost)
+	}
+	if *etcdApp != "" && (*image || fs.Changed("members")) {
+		return usageError(env, fs, "--etcd-app runs one member of baton etcd; it takes neither --image nor --members")
+	}
+	if *app == "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return fail(env, "convox init", err)
+		}
+		*app = filepath.Base(filepath.Dir(abs))
+	}
+	if *etcdFile == "" {
+		*etcdFile = filepath.Join(filepath.Dir(path), "convox.etcd.yml")
+	}
 	doc, code, ok := readManifest(env, "init", path)
 	if !ok {
 		return code
 	}
-	opts := manifest.Options{Image: *image}
-	if fs.Changed("members") {
-		opts.Members = *members
+	var etcdManifest []byte
+	if *etcdApp != "" {
+		var err error
+		if etcdManifest, err = manifest.EtcdAppManifest(doc, *app, *etcdApp, *etcdFile, opts.Storage); err != nil {
+			return usageError(env, fs, "%v (--app, --etcd-app)", err)
+		}
 	}
 	changes, err := manifest.Init(doc, opts)
 	if err != nil {
 		return fail(env, "convox init", fmt.Errorf("%s: %w", path, err))
+	}
+	if etcdManifest != nil {
+		switch err := manifest.CreateFile(*etcdFile, etcdManifest); {
+		case errors.Is(err, os.ErrExist):
+			fmt.Fprintf(env.stdout, "%s: exists; left as it is\n", *etcdFile)
+		case err != nil:
+			return fail(env, "convox init", err)
+		default:
+			fmt.Fprintf(env.stdout, "%s: wrote the manifest of app %s: one service etcd, internal and singleton, its data %s\n", *etcdFile, *etcdApp, storageWords(opts.Storage))
+		}
 	}
 	if len(changes) == 0 {
 		fmt.Fprintf(env.stdout, "%s: already set up; nothing changed\n", path)
@@ -152,11 +197,40 @@ func convoxInit(env *environ, args []string) int {
 			fmt.Fprintf(env.stdout, "%s: %s\n", path, c)
 		}
 	}
+	printProblems(env, path, manifest.Notes(doc))
+	if len(changes) > 0 && !*image {
+		printNextSteps(env, *app, *etcdApp, *etcdFile, opts.Storage)
+	}
 	if problems := manifest.Check(doc); len(problems) > 0 {
 		fmt.Fprintf(env.stdout, "\n`baton convox check %s` reports:\n", path)
 		printProblems(env, path, problems)
+		return exitProblem
 	}
 	return exitOK
+}
+
+func storageWords(st manifest.Storage) string {
+	if st == manifest.EFS {
+		return "on an awsEfs volume (the rack needs `" + manifest.EFSDriver + "`)"
+	}
+	return "on an emptyDir: each restart of etcd loses " + manifest.Lost
+}
+
+// printNextSteps prints the commands that set the etcd user's password,
+// which the manifest names but never holds, and deploy.
+func printNextSteps(env *environ, app, etcdApp, etcdFile string, st manifest.Storage) {
+	fmt.Fprintln(env.stdout, "\nSet the etcd user's password, a random one, never written down:")
+	if etcdApp == "" {
+		fmt.Fprintf(env.stdout, "  convox env set -a %s BATON_ETCD_USERNAME=%s BATON_ETCD_PASSWORD=$(openssl rand -hex 24)\n", app, app)
+		return
+	}
+	fmt.Fprintf(env.stdout, "  P=$(openssl rand -hex 24) && convox env set -a %s BATON_ETCD_USERNAME=%s BATON_ETCD_PASSWORD=$P && convox env set -a %s BATON_ETCD_USERNAME=%s BATON_ETCD_PASSWORD=$P\n",
+		etcdApp, app, app, app)
+	fmt.Fprintln(env.stdout, "Then deploy etcd once, and the app as often as you like:")
+	if st == manifest.EFS {
+		fmt.Fprintf(env.stdout, "  %s   # once per rack, for the awsEfs volume\n", manifest.EFSDriver)
+	}
+	fmt.Fprintf(env.stdout, "  convox apps create %s\n  convox deploy -a %s -m %s\n  convox deploy -a %s\n", etcdApp, etcdApp, etcdFile, app)
 }
 
 func convoxCheck(env *environ, args []string) int {
@@ -175,9 +249,11 @@ func convoxCheck(env *environ, args []string) int {
 	}
 	problems := manifest.Check(doc)
 	if len(problems) == 0 {
+		printProblems(env, path, manifest.Notes(doc))
 		fmt.Fprintf(env.stdout, "%s: no problems found\n", path)
 		return exitOK
 	}
+	printProblems(env, path, manifest.Notes(doc))
 	printProblems(env, path, problems)
 	return exitProblem
 }
