@@ -102,3 +102,43 @@ func TestEtcdAuthenticatedCommandsAndStateOverAKill(t *testing.T) {
 	cron.cmd.Process.Signal(os.Interrupt)
 	cron.wait(20 * time.Second)
 }
+
+// TestEtcdBackEmptyIsSaid: a `baton etcd` that comes back from a kill with
+// an empty data dir, as on an emptyDir, keeps its name, URLs and so its
+// cluster ID; the replicas still notice, log an error naming what is lost,
+// and `baton status` shows it.
+func TestEtcdBackEmptyIsSaid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	a := newAuthEtcd(t, "shop-secret")
+	member := a.start()
+	env := a.batonEnv("shop-secret")
+	dir := t.TempDir()
+	ledger, crontab := filepath.Join(dir, "ledger"), filepath.Join(dir, "crontab")
+	if err := os.WriteFile(crontab, []byte("tick: * * * * * * echo $BATON_JOB >> "+ledger+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cron := startBaton(t, env, "crontab", "--seconds", "--ttl", "10", crontab)
+	until(t, 20*time.Second, "a run of tick", func() bool { return len(readLines(ledger)) > 0 })
+	if code, out := runBaton(t, env, "status"); code != exitOK || strings.Contains(out, "came back empty") {
+		t.Fatalf("status before the loss: exit %d:\n%s", code, out)
+	}
+
+	member.cmd.Process.Kill()
+	<-member.done
+	if err := os.RemoveAll(a.m.dir); err != nil {
+		t.Fatal(err)
+	}
+	a.start()
+	cron.waitOutput("etcd came back empty", 40*time.Second)
+	if out := cron.out.String(); !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "pauses, run --once claims") {
+		t.Errorf("the crontab's report is no error naming what is lost:\n%s", out)
+	}
+	code, out := runBaton(t, env, "status")
+	if code != exitOK || !strings.Contains(out, "etcd came back empty: found at") || !strings.Contains(out, "held locks") {
+		t.Errorf("status after the loss: exit %d:\n%s", code, out)
+	}
+	cron.cmd.Process.Signal(os.Interrupt)
+	cron.wait(20 * time.Second)
+}
