@@ -16,7 +16,8 @@ func init() {
 }
 
 const convoxSynopsis = `Usage:
-  baton convox init [--members 1|3] [--image] [FILE]
+  baton convox init [--members 1|3] [--image] [--storage efs|ephemeral] [FILE]
+  baton convox init --etcd-app NAME --storage efs|ephemeral [--app APP] [FILE]
   baton convox check [FILE]
 
 Fits a Convox app's manifest, FILE (default ./convox.yml), to baton. init
@@ -27,22 +28,40 @@ reject or silently ignore. Run ` + "`baton convox init --help`" + ` or
 
 const convoxInitSynopsis = `Usage: baton convox init [flags] [FILE]
 
-Adds what baton needs to FILE (default ./convox.yml):
+Adds what baton needs to FILE (default ./convox.yml).
 
-  - the bundled etcd service: by default one service etcd, singleton and
-    internal, that runs ` + "`baton etcd`" + ` from the app's own image (built as
-    the first service that runs baton is, so that image must contain the
-    baton command; with --image it runs etcd's official image instead),
-    serving port 2379 with health /health and its data on an emptyDir;
-    with --members 3, services etcd-0, etcd-1 and etcd-2 forming one
-    cluster from a static --initial-cluster, on ports 2379 and 2380;
-  - BATON_ETCD_ENDPOINTS in the app-level environment, which Convox gives
-    to every service, so baton commands and Go apps using cronx find etcd.
+Recommended: --etcd-app NAME runs etcd as the Convox app NAME, apart from
+this app. Every release of an app (a deploy, ` + "`convox env set`" + `) restarts
+every service of it, and a singleton stops before its successor starts, so
+an etcd inside the app is down at each release and, on an emptyDir, comes
+back empty: pauses, run --once claims, run history and held locks are lost.
+With --etcd-app, init writes NAME's manifest to --etcd-file (one internal,
+singleton service etcd running ` + "`baton etcd`" + ` from this app's image, with
+BATON_PREFIX=/baton/APP) and points this app at
+http://etcd.NAME.convox.local:2379. --storage is then required: efs keeps
+etcd's data on an awsEfs volume (the rack needs ` + "`convox rack params set\nefs_csi_driver_enable=true`" + `); ephemeral puts it on an emptyDir, lost at
+each restart of etcd. Deploy NAME once with ` + "`convox deploy -a NAME -m FILE`" + `.
+
+Without --etcd-app, for a quick start, init adds an etcd inside the app:
+by default one service etcd, singleton and internal, that runs
+` + "`baton etcd`" + ` from the app's own image (built as the first service that
+runs baton is, so that image must contain the baton command; with --image
+it runs etcd's official image instead, which sets up no auth), serving port
+2379 with health /health, its data on an emptyDir unless --storage efs;
+with --members 3, services etcd-0, etcd-1 and etcd-2 forming one cluster
+from a static --initial-cluster, on ports 2379 and 2380. init and check
+then note what each release of the app does to it.
+
+Either way init adds to the app-level environment, which Convox gives to
+every service, BATON_ETCD_ENDPOINTS and the names (never the values) of
+BATON_ETCD_USERNAME and BATON_ETCD_PASSWORD, which ` + "`baton etcd`" + ` makes its
+user from and every client logs in with, and prints the one
+` + "`convox env set`" + ` command that gives them a random password.
 
 An etcd service already there is completed, not duplicated, and a value
 already written is never changed. The file is replaced atomically, with
 its comments, blank lines, key order and anchors kept; running init again
-changes nothing. init prints each change, then any problem ` + "`baton convox\ncheck`" + ` would report.`
+changes nothing. init prints each change, then any problem ` + "`baton convox\ncheck`" + ` would report, and then exits 4, as check does.`
 
 const convoxCheckSynopsis = `Usage: baton convox check [FILE]
 
@@ -59,7 +78,10 @@ FILE:LINE: message. It reports:
   - what Convox rejects or silently ignores: names that are not lowercase
     letters, digits and dashes; unknown keys; values of the wrong form;
     timers or services naming a service or resource that does not exist;
-    keys given twice.`
+    keys given twice.
+
+It also notes, without counting it a problem, what each release of the
+app does to an etcd service inside it.`
 
 func runConvox(ctx context.Context, env *environ, args []string) int {
 	fs := flagSet(env, "convox", convoxSynopsis)
@@ -121,10 +143,10 @@ func convoxInit(env *environ, args []string) int {
 	fs := flagSet(env, "convox init", convoxInitSynopsis)
 	members := fs.Int("members", 1, "etcd members: 1 (service etcd) or 3 (etcd-0, etcd-1, etcd-2); when not given, etcd services already in FILE are completed as they are")
 	image := fs.Bool("image", false, "run etcd from its official image, "+manifest.EtcdImage+", rather than baton etcd from the app's image (no auth set up)")
-	storage := fs.String("storage", "", "where a new etcd keeps its data: efs, an awsEfs volume that outlives restarts (the rack needs `"+manifest.EFSDriver+"`), or ephemeral, an emptyDir lost at each restart (default ephemeral in the app; required with --etcd-app)")
-	etcdApp := fs.String("etcd-app", "", "run etcd as the Convox app NAME, apart from this app's releases: write its manifest to --etcd-file and point this app at "+manifest.EtcdAppEndpoint("NAME"))
-	app := fs.String("app", "", "this app's Convox name, for its etcd user and prefix (default FILE's directory name, as convox does)")
-	etcdFile := fs.String("etcd-file", "", "where --etcd-app writes the etcd app's manifest (default convox.etcd.yml beside FILE)")
+	storage := fs.String("storage", "", "the `KIND` of storage for a new etcd's data: efs, an awsEfs volume that outlives restarts (the rack needs: "+manifest.EFSDriver+"), or ephemeral, an emptyDir lost at each restart (default ephemeral in the app; required with --etcd-app)")
+	etcdApp := fs.String("etcd-app", "", "run etcd as the Convox app `NAME`, apart from this app's releases: write its manifest to --etcd-file and point this app at "+manifest.EtcdAppEndpoint("NAME"))
+	app := fs.String("app", "", "this app's Convox name `APP`, for its etcd user and prefix (default FILE's directory name, as convox does)")
+	etcdFile := fs.String("etcd-file", "", "the `PATH` where --etcd-app writes the etcd app's manifest (default convox.etcd.yml beside FILE)")
 	if code, done := parse(env, fs, args); done {
 		return code
 	}

@@ -50,6 +50,12 @@ func TestConvoxExamples(t *testing.T) {
 			if code != exitOK || out != path+": no problems found\n" {
 				t.Errorf("check: exit %d, output:\n%s", code, out)
 			}
+			// The etcd app beside it, which the example deploys once.
+			etcdApp := filepath.Join(filepath.Dir(f), "convox.etcd.yml")
+			code, out = runBaton(t, nil, "convox", "check", etcdApp)
+			if code != exitOK || out != etcdApp+": no problems found\n" {
+				t.Errorf("check %s: exit %d, output:\n%s", etcdApp, code, out)
+			}
 		})
 	}
 }

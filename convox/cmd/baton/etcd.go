@@ -45,15 +45,39 @@ members may start in any order and at any time; the cluster serves once two
 of three are up. --initial-advertise-peer-urls defaults to this member's URLs
 in --initial-cluster.
 
-Data: a member keeps its data in --data-dir. On an emptyDir volume a restart
-loses it: the member comes back as a new, empty cluster. baton's clients
-recover by themselves (new sessions, new elections, the next tick runs), but
-pauses, last runs and run history are forgotten. A member of three that
-comes back empty while its peers still run their cluster rejoins it: it has
-the cluster remove its old self and add it afresh, and takes the cluster's
-data, so the three members may sit on emptyDir volumes and restart one at a
-time. etcd's old revisions are compacted every --auto-compaction-retention,
-so the data stays small.`
+Auth: with BATON_ETCD_USERNAME and BATON_ETCD_PASSWORD in its environment
+(the variables its clients read), the member's first start creates etcd's
+root user with a random secret that is never printed, creates that user
+with a role that may read and write the app's prefix only (BATON_PREFIX,
+else /baton/$APP under Convox, else /baton, as the clients resolve it) and
+turns auth on. Every later start applies the users again: a changed
+password takes effect. Root's secret is kept in etcd itself, under
+/baton-etcd/root-secret, which only root may read. --user NAME:PREFIX adds
+the user of another app, with the password in $BATON_ETCD_PASSWORD_<NAME>
+(NAME in upper case, other characters as '_'). Without any user the member
+warns that it runs unauthenticated: anyone who reaches it can change every
+key. In a cluster of three, the raft leader sets auth up.
+
+etcd's JSON gateway (/v3/... over plain HTTP, which curl reaches) is off
+unless --enable-grpc-gateway; /health is served either way. With
+--cert-file and --key-file clients connect over TLS (https:// client URLs;
+clients verify it with BATON_ETCD_CA).
+
+Data: a member keeps its data in --data-dir, which it locks: a second
+member on the same directory exits 1 at once. A database that cannot be
+read is one line naming the directory, and exit status 1. On an emptyDir
+volume a restart loses the data: the member comes back as a new, empty
+cluster. baton's clients recover by themselves (new sessions, new
+elections, the next tick runs), and report that etcd came back empty, but
+pauses, once-claims, run history and locks are forgotten. A member of three
+that comes back empty while its peers still run their cluster rejoins it:
+it has the cluster remove its old self and add it afresh, and takes the
+cluster's data, so the three members may sit on emptyDir volumes and
+restart one at a time (without auth: with auth on, only root may change the
+members). etcd's old revisions are compacted every
+--auto-compaction-retention, so the data stays small.
+
+SIGTERM or SIGINT stops the member at any time, while it starts included.`
 
 // etcdLogLevels are the levels --log-level takes, as etcd's own flag does.
 var etcdLogLevels = []string{"debug", "info", "warn", "error", "panic", "fatal"}
