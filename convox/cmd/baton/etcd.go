@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/client/pkg/v3/types"
 	"go.etcd.io/etcd/server/v3/embed"
-	"golang.org/x/crypto/bcrypt"
 )
 
 func init() {
@@ -79,6 +78,13 @@ members). etcd's old revisions are compacted every
 
 SIGTERM or SIGINT stops the member at any time, while it starts included.`
 
+// The cost of etcd's password hashes: etcd's default, and bcrypt's bounds.
+const (
+	etcdBcryptCost = 10
+	bcryptMinCost  = 4
+	bcryptMaxCost  = 31
+)
+
 // etcdLogLevels are the levels --log-level takes, as etcd's own flag does.
 var etcdLogLevels = []string{"debug", "info", "warn", "error", "panic", "fatal"}
 
@@ -113,7 +119,7 @@ func runEtcd(ctx context.Context, env *environ, args []string) int {
 	fs.StringVar(&f.certFile, "cert-file", "", "TLS certificate for clients; with --key-file, clients connect with https:// URLs only (they verify it with BATON_ETCD_CA)")
 	fs.StringVar(&f.keyFile, "key-file", "", "TLS key of --cert-file")
 	fs.BoolVar(&f.gateway, "enable-grpc-gateway", false, "serve etcd's JSON gateway (/v3/...) on the client URLs; off, since it takes plain HTTP requests such as curl's")
-	fs.IntVar(&f.bcryptCost, "bcrypt-cost", bcrypt.DefaultCost, fmt.Sprintf("cost of hashing the users' passwords, %d to %d: each client's login costs the server this much", bcrypt.MinCost, bcrypt.MaxCost))
+	fs.IntVar(&f.bcryptCost, "bcrypt-cost", etcdBcryptCost, fmt.Sprintf("cost of hashing the users' passwords, %d to %d: each client's login costs the server this much", bcryptMinCost, bcryptMaxCost))
 	fs.StringArrayVar(&f.users, "user", nil, "another app's user NAME:PREFIX, limited to PREFIX/, its password in $BATON_ETCD_PASSWORD_<NAME>; repeatable")
 	if code, done := parse(env, fs, args); done {
 		return code
@@ -212,8 +218,8 @@ func (f *etcdFlags) config(env *environ, st *memberState) (*embed.Config, error)
 	if err != nil {
 		return nil, err
 	}
-	if f.bcryptCost < bcrypt.MinCost || f.bcryptCost > bcrypt.MaxCost {
-		return nil, fmt.Errorf("--bcrypt-cost %d: want %d to %d", f.bcryptCost, bcrypt.MinCost, bcrypt.MaxCost)
+	if f.bcryptCost < bcryptMinCost || f.bcryptCost > bcryptMaxCost {
+		return nil, fmt.Errorf("--bcrypt-cost %d: want %d to %d", f.bcryptCost, bcryptMinCost, bcryptMaxCost)
 	}
 	if err := checkClientTLS(f.certFile, f.keyFile, listenClient, advertiseClient); err != nil {
 		return nil, err

@@ -212,3 +212,45 @@ func TestEtcdUserErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestEtcdAuthInThreeMembers: three members with the same users form one
+// cluster whose leader turns auth on; every member then refuses clients
+// without credentials and serves the user under its prefix.
+func TestEtcdAuthInThreeMembers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	ms := etcdMembers(t, 3)
+	var initial, endpoints []string
+	for _, m := range ms {
+		initial = append(initial, m.name+"="+m.peer)
+		endpoints = append(endpoints, m.client)
+	}
+	env := []string{"BATON_ETCD_USERNAME=shop", "BATON_ETCD_PASSWORD=shop-secret", "BATON_PREFIX=/baton/shop"}
+	var procs []*process
+	for _, m := range ms {
+		procs = append(procs, startBaton(t, env, append(m.args(strings.Join(initial, ",")), "--bcrypt-cost", "4")...))
+	}
+	for i, p := range procs {
+		p.waitOutput("member "+ms[i].name+" ready", 30*time.Second)
+	}
+	for _, ep := range endpoints {
+		anon := newTestClient(t, ep)
+		var err error
+		until(t, 20*time.Second, "auth on at "+ep, func() bool {
+			err = put(anon, "/baton/shop/x")
+			return refused(err)
+		})
+		anon.Close()
+		cfg := etcdtest.ClientConfig(ep)
+		cfg.Username, cfg.Password = "shop", "shop-secret"
+		cli, err := clientv3.New(cfg)
+		if err != nil {
+			t.Fatalf("connect as shop to %s: %v", ep, err)
+		}
+		if err := put(cli, "/baton/shop/x"); err != nil {
+			t.Errorf("shop's put at %s: %v", ep, err)
+		}
+		cli.Close()
+	}
+}

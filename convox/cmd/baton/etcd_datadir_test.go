@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/server/v3/storage/backend"
+	"go.uber.org/zap"
 )
 
 // TestEtcdCorruptDatabaseIsOneLine: a member whose database is damaged
@@ -72,10 +73,9 @@ func TestEtcdDatabaseHeldElsewhereFailsAtOnce(t *testing.T) {
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	p.wait(10 * time.Second)
 
-	db, err := bolt.Open(filepath.Join(m.dir, "member", "snap", "db"), 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := backend.DefaultBackendConfig(zap.NewNop())
+	cfg.Path = filepath.Join(m.dir, "member", "snap", "db")
+	db := backend.New(cfg)
 	defer db.Close()
 	again := startBaton(t, nil, m.args("")...)
 	if code := again.wait(20 * time.Second); code != exitFailure {
