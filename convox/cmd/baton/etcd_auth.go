@@ -71,10 +71,11 @@ func etcdUsers(specs []string) ([]etcdUser, error) {
 			return nil, fmt.Errorf("--user %q: want NAME:PREFIX", spec)
 		}
 		v := passwordVar(name)
-		users = append(users, etcdUser{name: name, password: os.Getenv(v), prefix: prefix, from: "--user " + spec})
-		if os.Getenv(v) == "" {
+		password := os.Getenv(v)
+		if password == "" {
 			return nil, fmt.Errorf("--user %q: its password variable %s is unset or empty", spec, v)
 		}
+		users = append(users, etcdUser{name: name, password: password, prefix: prefix, from: "--user " + spec})
 	}
 	seen := map[string]bool{}
 	for _, u := range users {
