@@ -77,3 +77,23 @@ func byNameOf(all []*service) map[string]*service {
 	}
 	return m
 }
+
+// EnvValue returns the value the app-level environment of d gives name;
+// ok is false when it lists no value for it.
+func EnvValue(d *Document, name string) (value string, ok bool) {
+	top := d.top()
+	if top == nil {
+		return "", false
+	}
+	_, env := get(top, "environment")
+	if isNull(env) || resolve(env).Kind != yaml.SequenceNode {
+		return "", false
+	}
+	for _, item := range resolve(env).Content {
+		s, _ := str(item)
+		if n, v, has := strings.Cut(s, "="); n == name && has {
+			value, ok = v, true
+		}
+	}
+	return value, ok
+}

@@ -41,6 +41,9 @@ BATON_PREFIX=/baton/APP) and points this app at
 http://etcd.NAME.convox.local:2379. --storage is then required: efs keeps
 etcd's data on an awsEfs volume (the rack needs ` + "`convox rack params set\nefs_csi_driver_enable=true`" + `); ephemeral puts it on an emptyDir, lost at
 each restart of etcd. Deploy NAME once with ` + "`convox deploy -a NAME -m FILE`" + `.
+When --etcd-file exists and serves another app, it is left as it is, and
+init prints how to give this app a user of its own there (baton etcd
+--user APP:/baton/APP, its password in BATON_ETCD_PASSWORD_<APP>).
 
 Without --etcd-app, for a quick start, init adds an etcd inside the app:
 by default one service etcd, singleton and internal, that runs
@@ -189,6 +192,7 @@ func convoxInit(env *environ, args []string) int {
 		return code
 	}
 	var etcdManifest []byte
+	sharedEtcd := "" // the prefix of the app an existing etcd app serves
 	if *etcdApp != "" {
 		var err error
 		if etcdManifest, err = manifest.EtcdAppManifest(doc, *app, *etcdApp, *etcdFile, opts.Storage); err != nil {
@@ -203,6 +207,9 @@ func convoxInit(env *environ, args []string) int {
 		switch err := manifest.CreateFile(*etcdFile, etcdManifest); {
 		case errors.Is(err, os.ErrExist):
 			fmt.Fprintf(env.stdout, "%s: exists; left as it is\n", *etcdFile)
+			if other, ok := etcdAppPrefix(*etcdFile); ok && other != "/baton/"+*app {
+				sharedEtcd = other
+			}
 		case err != nil:
 			return fail(env, "convox init", err)
 		default:
@@ -220,7 +227,10 @@ func convoxInit(env *environ, args []string) int {
 		}
 	}
 	printProblems(env, path, manifest.Notes(doc))
-	if len(changes) > 0 && !*image {
+	switch {
+	case sharedEtcd != "":
+		printSharedSteps(env, *app, *etcdApp, *etcdFile, sharedEtcd)
+	case len(changes) > 0 && !*image:
 		printNextSteps(env, *app, *etcdApp, *etcdFile, opts.Storage)
 	}
 	if problems := manifest.Check(doc); len(problems) > 0 {
@@ -229,6 +239,30 @@ func convoxInit(env *environ, args []string) int {
 		return exitProblem
 	}
 	return exitOK
+}
+
+// etcdAppPrefix reads the BATON_PREFIX of an etcd app's manifest: the
+// prefix of the app it was made for.
+func etcdAppPrefix(path string) (string, bool) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return "", false
+	}
+	d, err := manifest.Parse(src)
+	if err != nil {
+		return "", false
+	}
+	return manifest.EnvValue(d, "BATON_PREFIX")
+}
+
+// printSharedSteps says how an etcd app made for another app serves this
+// one too: a user of this app's own, limited to its prefix.
+func printSharedSteps(env *environ, app, etcdApp, etcdFile, otherPrefix string) {
+	pw := passwordVar(app)
+	fmt.Fprintf(env.stdout, "\n%s serves the app of prefix %s. To serve %s too, with a user of its own limited to /baton/%s:\n", etcdFile, otherPrefix, app, app)
+	fmt.Fprintf(env.stdout, "  - add `--user %s:/baton/%s` to the command of its service etcd, and %s to its environment;\n", app, app, pw)
+	fmt.Fprintf(env.stdout, "  - P=$(openssl rand -hex 24) && convox env set -a %s %s=$P && convox env set -a %s BATON_ETCD_USERNAME=%s BATON_ETCD_PASSWORD=$P\n", etcdApp, pw, app, app)
+	fmt.Fprintf(env.stdout, "  - convox deploy -a %s -m %s, then convox deploy -a %s\n", etcdApp, etcdFile, app)
 }
 
 func storageWords(st manifest.Storage) string {

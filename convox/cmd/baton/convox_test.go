@@ -178,6 +178,34 @@ func TestConvoxInitEtcdApp(t *testing.T) {
 	}
 }
 
+// TestConvoxInitSecondAppOnOneEtcdApp: an app pointed at an etcd app made
+// for another one is told how to get a user of its own there.
+func TestConvoxInitSecondAppOnOneEtcdApp(t *testing.T) {
+	shop := writeManifest(t, plainApp, 0o644)
+	etcdFile := filepath.Join(filepath.Dir(shop), "convox.etcd.yml")
+	if code, out := runBaton(t, nil, "convox", "init", "--etcd-app", "rack-etcd", "--app", "shop", "--storage", "efs", shop); code != exitOK {
+		t.Fatalf("init of shop: exit %d:\n%s", code, out)
+	}
+	etcd := readFile(t, etcdFile)
+	blog := writeManifest(t, plainApp, 0o644)
+	code, out := runBaton(t, nil, "convox", "init", "--etcd-app", "rack-etcd", "--app", "blog", "--storage", "efs", "--etcd-file", etcdFile, blog)
+	if code != exitOK {
+		t.Fatalf("init of blog: exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{
+		"serves the app of prefix /baton/shop",
+		"add `--user blog:/baton/blog` to the command of its service etcd, and BATON_ETCD_PASSWORD_BLOG to its environment",
+		"convox env set -a rack-etcd BATON_ETCD_PASSWORD_BLOG=$P && convox env set -a blog BATON_ETCD_USERNAME=blog BATON_ETCD_PASSWORD=$P",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if readFile(t, etcdFile) != etcd {
+		t.Error("init of a second app changed the etcd app's manifest")
+	}
+}
+
 // TestConvoxInitEphemeralEtcdApp: ephemeral storage is an emptyDir, and
 // --etcd-app without --storage is a usage error naming both choices.
 func TestConvoxInitEphemeralEtcdApp(t *testing.T) {
