@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +27,9 @@ func TestEtcdCorruptDatabaseIsOneLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	garbage := []byte(strings.Repeat("\xde\xad\xbe\xef", 4096))
+	// Four pages of noise after the two meta pages: the pages of the data.
+	garbage := make([]byte, 4*4096)
+	rand.NewChaCha8([32]byte{1}).Read(garbage)
 	if _, err := f.WriteAt(garbage, 2*4096); err != nil {
 		t.Fatal(err)
 	}
