@@ -336,6 +336,7 @@ func (co *coordinator) start() {
 			<-prev
 		}
 		ownsClient := co.connect(ctx)
+		defer co.watchEmpty(ctx)()
 		co.campaign(ctx)
 		close(resigned)
 		// Markers of runs still going must outlive the campaign, so the

@@ -300,6 +300,9 @@ func (c *checker) timers(v *yaml.Node, services []*service) []*timer {
 // app.
 type endpoint struct {
 	raw, service, port string
+	// elsewhere: the host may name a service of another app
+	// (etcd.other.convox.local).
+	elsewhere bool
 }
 
 // appEndpoints reads BATON_ETCD_ENDPOINTS. It returns only the endpoints
@@ -333,7 +336,7 @@ func appEndpoints(value string) []endpoint {
 		if dotted && !strings.HasSuffix(rest, ".local") && rest != "local" {
 			continue
 		}
-		out = append(out, endpoint{raw: raw, service: label, port: port})
+		out = append(out, endpoint{raw: raw, service: label, port: port, elsewhere: strings.Count(host, ".") >= 3})
 	}
 	return out
 }
@@ -433,6 +436,8 @@ func (c *checker) baton(app []envEntry, services []*service, timers []*timer) {
 		for _, ep := range appEndpoints(e.value) {
 			s := byName[ep.service]
 			switch {
+			case s == nil && ep.elsewhere:
+				// Another app's service, such as an etcd app's.
 			case s == nil:
 				c.addf(e.node, "%sBATON_ETCD_ENDPOINTS: %s names service %s, but there is no service %s; baton could reach no etcd", prefix(where), ep.raw, ep.service, ep.service)
 			case len(s.ports()) == 0:

@@ -14,8 +14,18 @@
 // Init adds the bundled etcd service (one member `etcd`, or three members
 // `etcd-0`, `etcd-1`, `etcd-2` with a static --initial-cluster), and
 // BATON_ETCD_ENDPOINTS to the app-level environment, which Convox gives to
-// every service. An etcd service already there is completed, not
-// duplicated, and a value already written is never changed.
+// every service, with the names (never the values) of BATON_ETCD_USERNAME
+// and BATON_ETCD_PASSWORD when the etcd is `baton etcd`, which sets up auth
+// from them. An etcd service already there is completed, not duplicated,
+// and a value already written is never changed. Its data is on an emptyDir
+// or, with Options.Storage EFS, an awsEfs volume.
+//
+// Every release of an app restarts every service of it, an etcd inside it
+// included, so the recommended layout gives etcd a Convox app of its own:
+// EtcdAppManifest writes that app's manifest, and Init with
+// Options.EtcdApp points the app at it (etcd.NAME.convox.local) and adds no
+// etcd service. Notes says what each release does to an etcd left in the
+// app; it is not a problem.
 //
 // Check reports what would make baton run a tick twice, or not at all, on
 // Convox:

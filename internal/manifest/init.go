@@ -31,6 +31,11 @@ type Options struct {
 	// Image runs etcd from EtcdImage rather than `baton etcd` from the
 	// app's own image, which must then contain the baton command.
 	Image bool
+	// Storage is where a new etcd service keeps its data.
+	Storage Storage
+	// EtcdApp, when set, points the app at the etcd of the Convox app of
+	// that name (see EtcdAppManifest) and adds no etcd service.
+	EtcdApp string
 }
 
 // ErrConflict is returned by Init when the manifest has etcd services that
@@ -73,24 +78,47 @@ func Init(d *Document, opts Options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	byName := map[string]*service{}
-	for _, s := range all {
-		byName[s.name] = s
+	if opts.EtcdApp != "" {
+		if existing := etcdServices(all); len(existing) > 0 {
+			return nil, fmt.Errorf("%w: the manifest has etcd service %s, and the app would use the etcd of app %s instead; remove it first",
+				ErrConflict, strings.Join(existing, ", "), opts.EtcdApp)
+		}
+		names = nil
 	}
+	if opts.EtcdApp == "" && opts.Members == 0 && len(etcdServices(all)) == 0 && etcdElsewhere(env, byNameOf(all)) {
+		names = nil // BATON_ETCD_ENDPOINTS names an etcd outside the app
+	}
+	byName := byNameOf(all)
 
 	e := newEditor(d)
 	var changes []string
 
 	// The environment first, so that a new one lands above services.
+	var items []*yaml.Node
 	if !hasEntry(env, "BATON_ETCD_ENDPOINTS") {
 		endpoints := endpointList(names, byName)
-		item := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "BATON_ETCD_ENDPOINTS=" + endpoints}
-		if envKey == nil {
-			e.addTopKey(servicesKey, "environment", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{item}})
-		} else {
-			e.appendItems(envKey, env, item)
+		if opts.EtcdApp != "" {
+			endpoints = EtcdAppEndpoint(opts.EtcdApp)
 		}
+		items = append(items, scalar("BATON_ETCD_ENDPOINTS="+endpoints))
 		changes = append(changes, fmt.Sprintf("added BATON_ETCD_ENDPOINTS=%s to the app's environment, which Convox gives every service", endpoints))
+	}
+	if opts.EtcdApp != "" || bootstrapsAuth(names, byName, opts) {
+		// Names only: the values are set with `convox env set`, never in
+		// the manifest.
+		for _, name := range []string{"BATON_ETCD_USERNAME", "BATON_ETCD_PASSWORD"} {
+			if !hasEntry(env, name) {
+				items = append(items, scalar(name))
+				changes = append(changes, fmt.Sprintf("added %s (a name, no value) to the app's environment", name))
+			}
+		}
+	}
+	if len(items) > 0 {
+		if envKey == nil {
+			e.addTopKey(servicesKey, "environment", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: items})
+		} else {
+			e.appendItems(envKey, env, items...)
+		}
 	}
 
 	src := buildSource(all)
@@ -108,7 +136,7 @@ func Init(d *Document, opts Options) ([]string, error) {
 		}
 		k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name}
 		if i == 0 {
-			k.HeadComment = headComment(len(names))
+			k.HeadComment = headComment(len(names), opts.Storage)
 		}
 		body := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		body.Content = append(body.Content, image(src, opts)...)
@@ -158,12 +186,7 @@ func serviceList(services *yaml.Node) []*service {
 
 // plan returns the names of the etcd services the manifest should have.
 func plan(all []*service, members int) ([]string, error) {
-	var existing []string
-	for _, s := range all {
-		if etcdMember.MatchString(s.name) || runsEtcd(s.command) {
-			existing = append(existing, s.name)
-		}
-	}
+	existing := etcdServices(all)
 	want := []string{"etcd"}
 	if members == 3 {
 		want = []string{"etcd-0", "etcd-1", "etcd-2"}
@@ -181,35 +204,6 @@ func plan(all []*service, members int) ([]string, error) {
 		}
 	}
 	return want, nil
-}
-
-func hasEntry(env *yaml.Node, name string) bool {
-	if isNull(env) {
-		return false
-	}
-	for _, item := range resolve(env).Content {
-		if s, ok := str(item); ok {
-			if n, _, _ := strings.Cut(s, "="); n == name {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// endpointList is BATON_ETCD_ENDPOINTS for the etcd services names.
-func endpointList(names []string, byName map[string]*service) string {
-	urls := make([]string, len(names))
-	for i, n := range names {
-		port := clientPort
-		if s := byName[n]; s != nil && !s.exposes(strconv.Itoa(clientPort)) {
-			if ps := s.ports(); len(ps) > 0 {
-				port = ps[0]
-			}
-		}
-		urls[i] = fmt.Sprintf("http://%s:%d", n, port)
-	}
-	return strings.Join(urls, ",")
 }
 
 // buildSource is the service whose image the etcd services run `baton
@@ -254,15 +248,15 @@ func describe(src *service, opts Options) string {
 	return "baton etcd, built from ."
 }
 
-func headComment(members int) string {
+func headComment(members int, st Storage) string {
 	if members == 1 {
-		return "etcd for baton (baton convox init): one member. Its data is on an emptyDir and\n" +
-			"lost when it restarts; baton then starts over on the fresh etcd by itself."
+		return wrap("etcd for baton (baton convox init): one member, part of this app, so every "+
+			"release of the app (a deploy, `convox env set`) restarts it. "+st.comment(), 76)
 	}
-	return fmt.Sprintf("etcd for baton (baton convox init): %d members, one service each, formed from\n"+
-		"a static --initial-cluster. No port:, so Convox adds no readiness check, which\n"+
-		"would keep the members from reaching each other while they form. Each\n"+
-		"member's data is on an emptyDir and lost when it restarts.", members)
+	return wrap(fmt.Sprintf("etcd for baton (baton convox init): %d members, one service each, formed from "+
+		"a static --initial-cluster. No port:, so Convox adds no readiness check, which "+
+		"would keep the members from reaching each other while they form. Every release "+
+		"of the app restarts all of them. %s", members, st.comment()), 76)
 }
 
 // etcdCommand is the command line of etcd member name of the cluster names.
@@ -299,7 +293,7 @@ func etcdService(name string, names []string, opts Options) []*yaml.Node {
 	out = append(out, kv("internal", boolean11(true))...)
 	out = append(out, kv("singleton", boolean11(true))...)
 	out = append(out, ports(len(names))...)
-	out = append(out, volume()...)
+	out = append(out, volume(opts.Storage)...)
 	return out
 }
 
@@ -311,14 +305,6 @@ func ports(members int) []*yaml.Node {
 		return append(kv("port", number(clientPort)), kv("health", scalar("/health"))...)
 	}
 	return kv("ports", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{number(clientPort), number(peerPort)}})
-}
-
-func volume() []*yaml.Node {
-	emptyDir := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	emptyDir.Content = append(emptyDir.Content, kv("id", scalar("etcd-data"))...)
-	emptyDir.Content = append(emptyDir.Content, kv("mountPath", scalar(dataDir))...)
-	item := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: kv("emptyDir", emptyDir)}
-	return kv("volumeOptions", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{item}})
 }
 
 // complete adds to an existing etcd service what it lacks, and returns the
@@ -351,7 +337,7 @@ func complete(e *editor, s *service, name string, names []string, opts Options) 
 		add = append(add, kv("health", scalar("/health"))...)
 	}
 	if addedCommand && !has("volumeOptions") && !has("volumes") {
-		add = append(add, volume()...)
+		add = append(add, volume(opts.Storage)...)
 	}
 	if len(add) == 0 {
 		return nil, nil
@@ -383,4 +369,22 @@ func number(i int) *yaml.Node {
 
 func boolean11(b bool) *yaml.Node {
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(b)}
+}
+
+// bootstrapsAuth reports whether the app's etcd services, as Init leaves
+// them, run `baton etcd`, which sets up auth from BATON_ETCD_USERNAME and
+// BATON_ETCD_PASSWORD; etcd's own image does not.
+func bootstrapsAuth(names []string, byName map[string]*service, opts Options) bool {
+	for _, n := range names {
+		s := byName[n]
+		if s == nil && !opts.Image {
+			return true
+		}
+		if s != nil {
+			if _, ok := batonCommand(s.command, "etcd"); ok {
+				return true
+			}
+		}
+	}
+	return false
 }

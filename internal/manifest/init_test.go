@@ -10,9 +10,7 @@ import (
 
 // etcdBlock is the service Init adds for one member built like a service
 // with `build: .`, indented as a service.
-const etcdBlock = `  # etcd for baton (baton convox init): one member. Its data is on an emptyDir and
-  # lost when it restarts; baton then starts over on the fresh etcd by itself.
-  etcd:
+var etcdBlock = comment("  ", headComment(1, Ephemeral)) + `  etcd:
     build: .
     command: baton etcd --name etcd --data-dir /var/lib/etcd --listen-client-urls http://0.0.0.0:2379 --advertise-client-urls http://etcd:2379
     internal: true
@@ -25,7 +23,16 @@ const etcdBlock = `  # etcd for baton (baton convox init): one member. Its data 
           mountPath: /var/lib/etcd
 `
 
-const endpointsItem = "  - BATON_ETCD_ENDPOINTS=http://etcd:2379\n"
+const (
+	endpointsItem = "  - BATON_ETCD_ENDPOINTS=http://etcd:2379\n"
+	authItems     = "  - BATON_ETCD_USERNAME\n  - BATON_ETCD_PASSWORD\n"
+	envItems      = endpointsItem + authItems
+)
+
+// comment is text as a YAML comment indented by indent.
+func comment(indent, text string) string {
+	return indent + "# " + strings.ReplaceAll(text, "\n", "\n"+indent+"# ") + "\n"
+}
 
 // TestInitKeepsTheFile checks Init's output byte for byte on files whose
 // layout it can keep: every line of the input is still there, in order,
@@ -69,7 +76,7 @@ timers:
 environment:   # app-level
   - PORT=3000  # the port
   # more to come
-` + endpointsItem + `
+` + envItems + `
 services:
   # the web tier
   web:
@@ -92,7 +99,7 @@ timers:
     service: worker
 # end
 `,
-		changes: []string{"added BATON_ETCD_ENDPOINTS=http://etcd:2379", "added service etcd (baton etcd, from the image of service web)"},
+		changes: []string{"added BATON_ETCD_ENDPOINTS=http://etcd:2379", "added BATON_ETCD_USERNAME", "added BATON_ETCD_PASSWORD", "added service etcd (baton etcd, from the image of service web)"},
 	}, {
 		name: "no environment: it goes above services, below the file's opening comment",
 		in: `# my app
@@ -103,12 +110,12 @@ services:
 `,
 		want: `# my app
 environment:
-` + endpointsItem + `services:
+` + envItems + `services:
   web:
     build: ./app
     command: baton crontab crontab
 ` + strings.Replace(etcdBlock, "build: .", "build: ./app", 1),
-		changes: []string{"added BATON_ETCD_ENDPOINTS", "added service etcd (baton etcd, from the image of service web)"},
+		changes: []string{"added BATON_ETCD_ENDPOINTS", "added BATON_ETCD_USERNAME", "added BATON_ETCD_PASSWORD", "added service etcd (baton etcd, from the image of service web)"},
 	}, {
 		name: "an environment with no entries",
 		in: `environment:
@@ -116,20 +123,20 @@ services:
   web:
     build: .
 `,
-		want: "environment:\n" + endpointsItem + "services:\n  web:\n    build: .\n" + etcdBlock,
+		want: "environment:\n" + envItems + "services:\n  web:\n    build: .\n" + etcdBlock,
 	}, {
 		name:    "no services",
 		in:      "environment:\n  - A=1\n",
-		want:    "environment:\n  - A=1\n" + endpointsItem + "services:\n" + etcdBlock,
-		changes: []string{"added BATON_ETCD_ENDPOINTS", "added service etcd (baton etcd, built from .)"},
+		want:    "environment:\n  - A=1\n" + envItems + "services:\n" + etcdBlock,
+		changes: []string{"added BATON_ETCD_ENDPOINTS", "added BATON_ETCD_USERNAME", "added BATON_ETCD_PASSWORD", "added service etcd (baton etcd, built from .)"},
 	}, {
 		name: "an empty file",
 		in:   "",
-		want: "environment:\n" + endpointsItem + "services:\n" + etcdBlock,
+		want: "environment:\n" + envItems + "services:\n" + etcdBlock,
 	}, {
 		name: "a file of comments, with no line break at its end",
 		in:   "# nothing yet",
-		want: "# nothing yet\nenvironment:\n" + endpointsItem + "services:\n" + etcdBlock,
+		want: "# nothing yet\nenvironment:\n" + envItems + "services:\n" + etcdBlock,
 	}, {
 		name: "an etcd service from the etcd image is completed, not duplicated",
 		in: `services:
@@ -171,7 +178,7 @@ services:
 `,
 		want: `environment:
   - BATON_ETCD_ENDPOINTS=http://etcd:2379
-services:
+` + authItems + `services:
   etcd:
     build: .
     command: baton etcd --listen-client-urls http://0.0.0.0:2379
@@ -180,7 +187,7 @@ services:
     singleton: true
     health: /health
 `,
-		changes: []string{"service etcd: added health: /health"},
+		changes: []string{"added BATON_ETCD_USERNAME", "added BATON_ETCD_PASSWORD", "service etcd: added health: /health"},
 	}, {
 		name: "a BATON_ETCD_ENDPOINTS already set is left as it is",
 		in: `environment:
@@ -189,8 +196,8 @@ services:
   web:
     build: .
 `,
-		want:    "environment:\n  - BATON_ETCD_ENDPOINTS\nservices:\n  web:\n    build: .\n" + etcdBlock,
-		changes: []string{"added service etcd"},
+		want:    "environment:\n  - BATON_ETCD_ENDPOINTS\n" + authItems + "services:\n  web:\n    build: .\n" + etcdBlock,
+		changes: []string{"added BATON_ETCD_USERNAME", "added BATON_ETCD_PASSWORD", "added service etcd"},
 	}, {
 		name: "four-space indentation and unindented lists",
 		in: `environment:
@@ -202,12 +209,12 @@ services:
 		want: `environment:
 - A=1
 - BATON_ETCD_ENDPOINTS=http://etcd:2379
+- BATON_ETCD_USERNAME
+- BATON_ETCD_PASSWORD
 services:
     web:
         build: .
-    # etcd for baton (baton convox init): one member. Its data is on an emptyDir and
-    # lost when it restarts; baton then starts over on the fresh etcd by itself.
-    etcd:
+` + comment("    ", headComment(1, Ephemeral)) + `    etcd:
         build: .
         command: baton etcd --name etcd --data-dir /var/lib/etcd --listen-client-urls http://0.0.0.0:2379 --advertise-client-urls http://etcd:2379
         internal: true
@@ -222,7 +229,7 @@ services:
 	}, {
 		name: "CRLF line breaks stay CRLF",
 		in:   "services:\r\n  web:\r\n    build: .\r\n",
-		want: strings.ReplaceAll("environment:\n"+endpointsItem+"services:\n  web:\n    build: .\n"+etcdBlock, "\n", "\r\n"),
+		want: strings.ReplaceAll("environment:\n"+envItems+"services:\n  web:\n    build: .\n"+etcdBlock, "\n", "\r\n"),
 	}, {
 		name: "the image option",
 		in:   "services:\n  web:\n    build: .\n",
@@ -378,6 +385,7 @@ func TestInitThreeMembers(t *testing.T) {
 	}
 	want := []string{
 		"added BATON_ETCD_ENDPOINTS=http://etcd-0:2379,http://etcd-1:2379,http://etcd-2:2379",
+		"added BATON_ETCD_USERNAME", "added BATON_ETCD_PASSWORD",
 		"added service etcd-0", "added service etcd-1", "added service etcd-2",
 	}
 	if len(changes) != len(want) {

@@ -49,3 +49,22 @@ func WriteFile(path string, data []byte) (err error) {
 	}
 	return nil
 }
+
+// CreateFile writes data to a new file at path; an existing file is left as
+// it is, and the error is then os.ErrExist.
+func CreateFile(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/batonhq/baton/internal/manifest"
 	"github.com/spf13/pflag"
@@ -15,7 +16,8 @@ func init() {
 }
 
 const convoxSynopsis = `Usage:
-  baton convox init [--members 1|3] [--image] [FILE]
+  baton convox init [--members 1|3] [--image] [--storage efs|ephemeral] [FILE]
+  baton convox init --etcd-app NAME --storage efs|ephemeral [--app APP] [FILE]
   baton convox check [FILE]
 
 Fits a Convox app's manifest, FILE (default ./convox.yml), to baton. init
@@ -26,22 +28,43 @@ reject or silently ignore. Run ` + "`baton convox init --help`" + ` or
 
 const convoxInitSynopsis = `Usage: baton convox init [flags] [FILE]
 
-Adds what baton needs to FILE (default ./convox.yml):
+Adds what baton needs to FILE (default ./convox.yml).
 
-  - the bundled etcd service: by default one service etcd, singleton and
-    internal, that runs ` + "`baton etcd`" + ` from the app's own image (built as
-    the first service that runs baton is, so that image must contain the
-    baton command; with --image it runs etcd's official image instead),
-    serving port 2379 with health /health and its data on an emptyDir;
-    with --members 3, services etcd-0, etcd-1 and etcd-2 forming one
-    cluster from a static --initial-cluster, on ports 2379 and 2380;
-  - BATON_ETCD_ENDPOINTS in the app-level environment, which Convox gives
-    to every service, so baton commands and Go apps using cronx find etcd.
+Recommended: --etcd-app NAME runs etcd as the Convox app NAME, apart from
+this app. Every release of an app (a deploy, ` + "`convox env set`" + `) restarts
+every service of it, and a singleton stops before its successor starts, so
+an etcd inside the app is down at each release and, on an emptyDir, comes
+back empty: pauses, run --once claims, run history and held locks are lost.
+With --etcd-app, init writes NAME's manifest to --etcd-file (one internal,
+singleton service etcd running ` + "`baton etcd`" + ` from this app's image, with
+BATON_PREFIX=/baton/APP) and points this app at
+http://etcd.NAME.convox.local:2379. --storage is then required: efs keeps
+etcd's data on an awsEfs volume (the rack needs ` + "`convox rack params set\nefs_csi_driver_enable=true`" + `); ephemeral puts it on an emptyDir, lost at
+each restart of etcd. Deploy NAME once with ` + "`convox deploy -a NAME -m FILE`" + `.
+When --etcd-file exists and serves another app, it is left as it is, and
+init prints how to give this app a user of its own there (baton etcd
+--user APP:/baton/APP, its password in BATON_ETCD_PASSWORD_<APP>).
+
+Without --etcd-app, for a quick start, init adds an etcd inside the app:
+by default one service etcd, singleton and internal, that runs
+` + "`baton etcd`" + ` from the app's own image (built as the first service that
+runs baton is, so that image must contain the baton command; with --image
+it runs etcd's official image instead, which sets up no auth), serving port
+2379 with health /health, its data on an emptyDir unless --storage efs;
+with --members 3, services etcd-0, etcd-1 and etcd-2 forming one cluster
+from a static --initial-cluster, on ports 2379 and 2380. init and check
+then note what each release of the app does to it.
+
+Either way init adds to the app-level environment, which Convox gives to
+every service, BATON_ETCD_ENDPOINTS and the names (never the values) of
+BATON_ETCD_USERNAME and BATON_ETCD_PASSWORD, which ` + "`baton etcd`" + ` makes its
+user from and every client logs in with, and prints the one
+` + "`convox env set`" + ` command that gives them a random password.
 
 An etcd service already there is completed, not duplicated, and a value
 already written is never changed. The file is replaced atomically, with
 its comments, blank lines, key order and anchors kept; running init again
-changes nothing. init prints each change, then any problem ` + "`baton convox\ncheck`" + ` would report.`
+changes nothing. init prints each change, then any problem ` + "`baton convox\ncheck`" + ` would report, and then exits 4, as check does.`
 
 const convoxCheckSynopsis = `Usage: baton convox check [FILE]
 
@@ -58,7 +81,10 @@ FILE:LINE: message. It reports:
   - what Convox rejects or silently ignores: names that are not lowercase
     letters, digits and dashes; unknown keys; values of the wrong form;
     timers or services naming a service or resource that does not exist;
-    keys given twice.`
+    keys given twice.
+
+It also notes, without counting it a problem, what each release of the
+app does to an etcd service inside it.`
 
 func runConvox(ctx context.Context, env *environ, args []string) int {
 	fs := flagSet(env, "convox", convoxSynopsis)
@@ -119,7 +145,11 @@ func readManifest(env *environ, sub, path string) (*manifest.Document, int, bool
 func convoxInit(env *environ, args []string) int {
 	fs := flagSet(env, "convox init", convoxInitSynopsis)
 	members := fs.Int("members", 1, "etcd members: 1 (service etcd) or 3 (etcd-0, etcd-1, etcd-2); when not given, etcd services already in FILE are completed as they are")
-	image := fs.Bool("image", false, "run etcd from its official image, "+manifest.EtcdImage+", rather than baton etcd from the app's image")
+	image := fs.Bool("image", false, "run etcd from its official image, "+manifest.EtcdImage+", rather than baton etcd from the app's image (no auth set up)")
+	storage := fs.String("storage", "", "the `KIND` of storage for a new etcd's data: efs, an awsEfs volume that outlives restarts (the rack needs: "+manifest.EFSDriver+"), or ephemeral, an emptyDir lost at each restart (default ephemeral in the app; required with --etcd-app)")
+	etcdApp := fs.String("etcd-app", "", "run etcd as the Convox app `NAME`, apart from this app's releases: write its manifest to --etcd-file and point this app at "+manifest.EtcdAppEndpoint("NAME"))
+	app := fs.String("app", "", "this app's Convox name `APP`, for its etcd user and prefix (default FILE's directory name, as convox does)")
+	etcdFile := fs.String("etcd-file", "", "the `PATH` where --etcd-app writes the etcd app's manifest (default convox.etcd.yml beside FILE)")
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -130,17 +160,61 @@ func convoxInit(env *environ, args []string) int {
 	if !ok {
 		return code
 	}
+	opts := manifest.Options{Image: *image, EtcdApp: *etcdApp}
+	if fs.Changed("members") {
+		opts.Members = *members
+	}
+	switch {
+	case *storage != "":
+		st, err := manifest.ParseStorage(*storage)
+		if err != nil {
+			return usageError(env, fs, "--%v", err)
+		}
+		opts.Storage = st
+	case *etcdApp != "":
+		return usageError(env, fs, "--etcd-app needs --storage: efs (persistent; the rack needs `%s`) or ephemeral (an emptyDir: each restart of etcd loses %s)", manifest.EFSDriver, manifest.Lost)
+	}
+	if *etcdApp != "" && (*image || fs.Changed("members")) {
+		return usageError(env, fs, "--etcd-app runs one member of baton etcd; it takes neither --image nor --members")
+	}
+	if *app == "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return fail(env, "convox init", err)
+		}
+		*app = filepath.Base(filepath.Dir(abs))
+	}
+	if *etcdFile == "" {
+		*etcdFile = filepath.Join(filepath.Dir(path), "convox.etcd.yml")
+	}
 	doc, code, ok := readManifest(env, "init", path)
 	if !ok {
 		return code
 	}
-	opts := manifest.Options{Image: *image}
-	if fs.Changed("members") {
-		opts.Members = *members
+	var etcdManifest []byte
+	sharedEtcd := "" // the prefix of the app an existing etcd app serves
+	if *etcdApp != "" {
+		var err error
+		if etcdManifest, err = manifest.EtcdAppManifest(doc, *app, *etcdApp, *etcdFile, opts.Storage); err != nil {
+			return usageError(env, fs, "%v (--app, --etcd-app)", err)
+		}
 	}
 	changes, err := manifest.Init(doc, opts)
 	if err != nil {
 		return fail(env, "convox init", fmt.Errorf("%s: %w", path, err))
+	}
+	if etcdManifest != nil {
+		switch err := manifest.CreateFile(*etcdFile, etcdManifest); {
+		case errors.Is(err, os.ErrExist):
+			fmt.Fprintf(env.stdout, "%s: exists; left as it is\n", *etcdFile)
+			if other, ok := etcdAppPrefix(*etcdFile); ok && other != "/baton/"+*app {
+				sharedEtcd = other
+			}
+		case err != nil:
+			return fail(env, "convox init", err)
+		default:
+			fmt.Fprintf(env.stdout, "%s: wrote the manifest of app %s: one service etcd, internal and singleton, its data %s\n", *etcdFile, *etcdApp, storageWords(opts.Storage))
+		}
 	}
 	if len(changes) == 0 {
 		fmt.Fprintf(env.stdout, "%s: already set up; nothing changed\n", path)
@@ -152,11 +226,67 @@ func convoxInit(env *environ, args []string) int {
 			fmt.Fprintf(env.stdout, "%s: %s\n", path, c)
 		}
 	}
+	printProblems(env, path, manifest.Notes(doc))
+	switch {
+	case sharedEtcd != "":
+		printSharedSteps(env, *app, *etcdApp, *etcdFile, sharedEtcd)
+	case len(changes) > 0 && !*image:
+		printNextSteps(env, *app, *etcdApp, *etcdFile, opts.Storage)
+	}
 	if problems := manifest.Check(doc); len(problems) > 0 {
 		fmt.Fprintf(env.stdout, "\n`baton convox check %s` reports:\n", path)
 		printProblems(env, path, problems)
+		return exitProblem
 	}
 	return exitOK
+}
+
+// etcdAppPrefix reads the BATON_PREFIX of an etcd app's manifest: the
+// prefix of the app it was made for.
+func etcdAppPrefix(path string) (string, bool) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return "", false
+	}
+	d, err := manifest.Parse(src)
+	if err != nil {
+		return "", false
+	}
+	return manifest.EnvValue(d, "BATON_PREFIX")
+}
+
+// printSharedSteps says how an etcd app made for another app serves this
+// one too: a user of this app's own, limited to its prefix.
+func printSharedSteps(env *environ, app, etcdApp, etcdFile, otherPrefix string) {
+	pw := passwordVar(app)
+	fmt.Fprintf(env.stdout, "\n%s serves the app of prefix %s. To serve %s too, with a user of its own limited to /baton/%s:\n", etcdFile, otherPrefix, app, app)
+	fmt.Fprintf(env.stdout, "  - add `--user %s:/baton/%s` to the command of its service etcd, and %s to its environment;\n", app, app, pw)
+	fmt.Fprintf(env.stdout, "  - P=$(openssl rand -hex 24) && convox env set -a %s %s=$P && convox env set -a %s BATON_ETCD_USERNAME=%s BATON_ETCD_PASSWORD=$P\n", etcdApp, pw, app, app)
+	fmt.Fprintf(env.stdout, "  - convox deploy -a %s -m %s, then convox deploy -a %s\n", etcdApp, etcdFile, app)
+}
+
+func storageWords(st manifest.Storage) string {
+	if st == manifest.EFS {
+		return "on an awsEfs volume (the rack needs `" + manifest.EFSDriver + "`)"
+	}
+	return "on an emptyDir: each restart of etcd loses " + manifest.Lost
+}
+
+// printNextSteps prints the commands that set the etcd user's password,
+// which the manifest names but never holds, and deploy.
+func printNextSteps(env *environ, app, etcdApp, etcdFile string, st manifest.Storage) {
+	fmt.Fprintln(env.stdout, "\nSet the etcd user's password, a random one, never written down:")
+	if etcdApp == "" {
+		fmt.Fprintf(env.stdout, "  convox env set -a %s BATON_ETCD_USERNAME=%s BATON_ETCD_PASSWORD=$(openssl rand -hex 24)\n", app, app)
+		return
+	}
+	fmt.Fprintf(env.stdout, "  P=$(openssl rand -hex 24) && convox env set -a %s BATON_ETCD_USERNAME=%s BATON_ETCD_PASSWORD=$P && convox env set -a %s BATON_ETCD_USERNAME=%s BATON_ETCD_PASSWORD=$P\n",
+		etcdApp, app, app, app)
+	fmt.Fprintln(env.stdout, "Then deploy etcd once, and the app as often as you like:")
+	if st == manifest.EFS {
+		fmt.Fprintf(env.stdout, "  %s   # once per rack, for the awsEfs volume\n", manifest.EFSDriver)
+	}
+	fmt.Fprintf(env.stdout, "  convox apps create %s\n  convox deploy -a %s -m %s\n  convox deploy -a %s\n", etcdApp, etcdApp, etcdFile, app)
 }
 
 func convoxCheck(env *environ, args []string) int {
@@ -175,9 +305,11 @@ func convoxCheck(env *environ, args []string) int {
 	}
 	problems := manifest.Check(doc)
 	if len(problems) == 0 {
+		printProblems(env, path, manifest.Notes(doc))
 		fmt.Fprintf(env.stdout, "%s: no problems found\n", path)
 		return exitOK
 	}
+	printProblems(env, path, manifest.Notes(doc))
 	printProblems(env, path, problems)
 	return exitProblem
 }

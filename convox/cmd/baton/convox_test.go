@@ -50,6 +50,12 @@ func TestConvoxExamples(t *testing.T) {
 			if code != exitOK || out != path+": no problems found\n" {
 				t.Errorf("check: exit %d, output:\n%s", code, out)
 			}
+			// The etcd app beside it, which the example deploys once.
+			etcdApp := filepath.Join(filepath.Dir(f), "convox.etcd.yml")
+			code, out = runBaton(t, nil, "convox", "check", etcdApp)
+			if code != exitOK || out != etcdApp+": no problems found\n" {
+				t.Errorf("check %s: exit %d, output:\n%s", etcdApp, code, out)
+			}
 		})
 	}
 }
@@ -74,6 +80,11 @@ func TestConvoxInit(t *testing.T) {
 	for _, want := range []string{
 		path + ": added BATON_ETCD_ENDPOINTS=http://etcd:2379 to the app's environment",
 		path + ": added service etcd (baton etcd, from the image of service web)",
+		// What a release of the app does to the etcd inside it.
+		"note: service etcd runs etcd inside the app, so every release of the app",
+		"comes back empty, and baton forgets pauses, run --once claims",
+		"--etcd-app NAME",
+		"convox env set -a " + filepath.Base(filepath.Dir(path)) + " BATON_ETCD_USERNAME=" + filepath.Base(filepath.Dir(path)) + " BATON_ETCD_PASSWORD=$(openssl rand -hex 24)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -84,7 +95,7 @@ func TestConvoxInit(t *testing.T) {
 	}
 	got := readFile(t, path)
 	for _, want := range []string{
-		"# The app.\nenvironment:\n  - BATON_ETCD_ENDPOINTS=http://etcd:2379\nservices:\n",
+		"# The app.\nenvironment:\n  - BATON_ETCD_ENDPOINTS=http://etcd:2379\n  - BATON_ETCD_USERNAME\n  - BATON_ETCD_PASSWORD\nservices:\n",
 		"    port: 3000   # the web port\n\n  # worker:\n  #   build: .\n\n  # etcd for baton",
 		"  etcd:\n    build: .\n    command: baton etcd --name etcd",
 	} {
@@ -103,8 +114,130 @@ func TestConvoxInit(t *testing.T) {
 	if readFile(t, path) != got {
 		t.Error("second init changed the file")
 	}
-	if code, out := runBaton(t, nil, "convox", "check", path); code != exitOK {
-		t.Errorf("check after init: exit %d, output:\n%s", code, out)
+	if code, out := runBaton(t, nil, "convox", "check", path); code != exitOK || !strings.Contains(out, "every release of the app (a deploy, `convox env set`) restarts it") {
+		t.Errorf("check after init: exit %d, want 0 and a note of what a release does; output:\n%s", code, out)
+	}
+}
+
+// TestConvoxInitEtcdApp: --etcd-app writes the etcd app's manifest and
+// points the app at it, names the password variables without values, says
+// how to set them and deploy, and leaves both files fine for check and for
+// a second init.
+func TestConvoxInitEtcdApp(t *testing.T) {
+	path := writeManifest(t, plainApp, 0o644)
+	etcdFile := filepath.Join(filepath.Dir(path), "convox.etcd.yml")
+	code, out := runBaton(t, nil, "convox", "init", "--etcd-app", "shop-etcd", "--app", "shop", "--storage", "efs", path)
+	if code != exitOK {
+		t.Fatalf("init: exit %d, output:\n%s", code, out)
+	}
+	for _, want := range []string{
+		etcdFile + ": wrote the manifest of app shop-etcd",
+		"BATON_ETCD_ENDPOINTS=http://etcd.shop-etcd.convox.local:2379",
+		"P=$(openssl rand -hex 24) && convox env set -a shop-etcd BATON_ETCD_USERNAME=shop BATON_ETCD_PASSWORD=$P && convox env set -a shop BATON_ETCD_USERNAME=shop BATON_ETCD_PASSWORD=$P",
+		"efs_csi_driver_enable=true",
+		"convox deploy -a shop-etcd -m " + etcdFile,
+		"convox deploy -a shop\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "note:") {
+		t.Errorf("init notes an in-app etcd in an app without one:\n%s", out)
+	}
+	app := readFile(t, path)
+	if !strings.Contains(app, "  - BATON_ETCD_ENDPOINTS=http://etcd.shop-etcd.convox.local:2379\n  - BATON_ETCD_USERNAME\n  - BATON_ETCD_PASSWORD\n") || strings.Contains(app, "  etcd:") {
+		t.Errorf("the app's convox.yml:\n%s", app)
+	}
+	etcd := readFile(t, etcdFile)
+	for _, want := range []string{
+		"  - BATON_ETCD_USERNAME\n  - BATON_ETCD_PASSWORD\n  - BATON_PREFIX=/baton/shop\n",
+		"--advertise-client-urls http://etcd.shop-etcd.convox.local:2379",
+		"    internal: true\n    singleton: true\n    port: 2379\n    health: /health\n",
+		"      - awsEfs:\n          id: etcd-data\n          accessMode: ReadWriteOnce\n          mountPath: /var/lib/etcd\n",
+	} {
+		if !strings.Contains(etcd, want) {
+			t.Errorf("the etcd app's manifest lacks %q:\n%s", want, etcd)
+		}
+	}
+	for _, f := range []string{path, etcdFile} {
+		if code, out := runBaton(t, nil, "convox", "check", f); code != exitOK || strings.Contains(out, "note:") {
+			t.Errorf("check %s: exit %d, output:\n%s", f, code, out)
+		}
+	}
+	code, out = runBaton(t, nil, "convox", "init", "--etcd-app", "shop-etcd", "--app", "shop", "--storage", "efs", path)
+	if code != exitOK || !strings.Contains(out, "exists; left as it is") || !strings.Contains(out, "nothing changed") {
+		t.Errorf("second init: exit %d, output:\n%s", code, out)
+	}
+	// A plain init of the app keeps it on the etcd app.
+	if code, out := runBaton(t, nil, "convox", "init", path); code != exitOK || !strings.Contains(out, "nothing changed") {
+		t.Errorf("init without --etcd-app: exit %d, output:\n%s", code, out)
+	}
+	if readFile(t, path) != app || readFile(t, etcdFile) != etcd {
+		t.Error("a second init changed a file")
+	}
+}
+
+// TestConvoxInitSecondAppOnOneEtcdApp: an app pointed at an etcd app made
+// for another one is told how to get a user of its own there.
+func TestConvoxInitSecondAppOnOneEtcdApp(t *testing.T) {
+	shop := writeManifest(t, plainApp, 0o644)
+	etcdFile := filepath.Join(filepath.Dir(shop), "convox.etcd.yml")
+	if code, out := runBaton(t, nil, "convox", "init", "--etcd-app", "rack-etcd", "--app", "shop", "--storage", "efs", shop); code != exitOK {
+		t.Fatalf("init of shop: exit %d:\n%s", code, out)
+	}
+	etcd := readFile(t, etcdFile)
+	blog := writeManifest(t, plainApp, 0o644)
+	code, out := runBaton(t, nil, "convox", "init", "--etcd-app", "rack-etcd", "--app", "blog", "--storage", "efs", "--etcd-file", etcdFile, blog)
+	if code != exitOK {
+		t.Fatalf("init of blog: exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{
+		"serves the app of prefix /baton/shop",
+		"add `--user blog:/baton/blog` to the command of its service etcd, and BATON_ETCD_PASSWORD_BLOG to its environment",
+		"convox env set -a rack-etcd BATON_ETCD_PASSWORD_BLOG=$P && convox env set -a blog BATON_ETCD_USERNAME=blog BATON_ETCD_PASSWORD=$P",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if readFile(t, etcdFile) != etcd {
+		t.Error("init of a second app changed the etcd app's manifest")
+	}
+}
+
+// TestConvoxInitEphemeralEtcdApp: ephemeral storage is an emptyDir, and
+// --etcd-app without --storage is a usage error naming both choices.
+func TestConvoxInitEphemeralEtcdApp(t *testing.T) {
+	path := writeManifest(t, plainApp, 0o644)
+	code, out := runBaton(t, nil, "convox", "init", "--etcd-app", "shop-etcd", path)
+	if code != exitUsage || !strings.Contains(out, "efs") || !strings.Contains(out, "ephemeral") || !strings.Contains(out, "pauses") {
+		t.Errorf("--etcd-app without --storage: exit %d, output:\n%s", code, out)
+	}
+	if readFile(t, path) != plainApp {
+		t.Error("a refused init changed the file")
+	}
+	code, out = runBaton(t, nil, "convox", "init", "--etcd-app", "shop-etcd", "--app", "shop", "--storage", "ephemeral", path)
+	if code != exitOK || !strings.Contains(out, "on an emptyDir: each restart of etcd loses pauses") {
+		t.Errorf("init --storage ephemeral: exit %d, output:\n%s", code, out)
+	}
+	if etcd := readFile(t, filepath.Join(filepath.Dir(path), "convox.etcd.yml")); !strings.Contains(etcd, "      - emptyDir:\n") {
+		t.Errorf("the etcd app's manifest has no emptyDir:\n%s", etcd)
+	}
+}
+
+// TestConvoxInitFailsAsCheckDoes: an etcd service that init completes but
+// cannot make right (an explicit internal: false, which init never
+// overrides) makes init exit as check does, not 0.
+func TestConvoxInitFailsAsCheckDoes(t *testing.T) {
+	src := plainApp + "  etcd:\n    build: .\n    command: baton etcd --listen-client-urls http://0.0.0.0:2379\n    internal: false\n"
+	path := writeManifest(t, src, 0o644)
+	code, out := runBaton(t, nil, "convox", "init", path)
+	if code != exitProblem || !strings.Contains(out, "not internal: true") {
+		t.Errorf("init: exit %d, want %d naming internal; output:\n%s", code, exitProblem, out)
+	}
+	if code, out := runBaton(t, nil, "convox", "check", path); code != exitProblem {
+		t.Errorf("check: exit %d, want %d; output:\n%s", code, exitProblem, out)
 	}
 }
 

@@ -4,21 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"net/url"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/spf13/pflag"
-	"go.etcd.io/etcd/client/pkg/v3/logutil"
 	"go.etcd.io/etcd/client/pkg/v3/types"
 	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 func init() {
@@ -52,15 +44,46 @@ members may start in any order and at any time; the cluster serves once two
 of three are up. --initial-advertise-peer-urls defaults to this member's URLs
 in --initial-cluster.
 
-Data: a member keeps its data in --data-dir. On an emptyDir volume a restart
-loses it: the member comes back as a new, empty cluster. baton's clients
-recover by themselves (new sessions, new elections, the next tick runs), but
-pauses, last runs and run history are forgotten. A member of three that
-comes back empty while its peers still run their cluster rejoins it: it has
-the cluster remove its old self and add it afresh, and takes the cluster's
-data, so the three members may sit on emptyDir volumes and restart one at a
-time. etcd's old revisions are compacted every --auto-compaction-retention,
-so the data stays small.`
+Auth: with BATON_ETCD_USERNAME and BATON_ETCD_PASSWORD in its environment
+(the variables its clients read), the member's first start creates etcd's
+root user with a random secret that is never printed, creates that user
+with a role that may read and write the app's prefix only (BATON_PREFIX,
+else /baton/$APP under Convox, else /baton, as the clients resolve it) and
+turns auth on. Every later start applies the users again: a changed
+password takes effect. Root's secret is kept in etcd itself, under
+/baton-etcd/root-secret, which only root may read. --user NAME:PREFIX adds
+the user of another app, with the password in $BATON_ETCD_PASSWORD_<NAME>
+(NAME in upper case, other characters as '_'). Without any user the member
+warns that it runs unauthenticated: anyone who reaches it can change every
+key. In a cluster of three, the raft leader sets auth up.
+
+etcd's JSON gateway (/v3/... over plain HTTP, which curl reaches) is off
+unless --enable-grpc-gateway; /health is served either way. With
+--cert-file and --key-file clients connect over TLS (https:// client URLs;
+clients verify it with BATON_ETCD_CA).
+
+Data: a member keeps its data in --data-dir, which it locks: a second
+member on the same directory exits 1 at once. A database that cannot be
+read is one line naming the directory, and exit status 1. On an emptyDir
+volume a restart loses the data: the member comes back as a new, empty
+cluster. baton's clients recover by themselves (new sessions, new
+elections, the next tick runs), and report that etcd came back empty, but
+pauses, once-claims, run history and locks are forgotten. A member of three
+that comes back empty while its peers still run their cluster rejoins it:
+it has the cluster remove its old self and add it afresh, and takes the
+cluster's data, so the three members may sit on emptyDir volumes and
+restart one at a time (without auth: with auth on, only root may change the
+members). etcd's old revisions are compacted every
+--auto-compaction-retention, so the data stays small.
+
+SIGTERM or SIGINT stops the member at any time, while it starts included.`
+
+// The cost of etcd's password hashes: etcd's default, and bcrypt's bounds.
+const (
+	etcdBcryptCost = 10
+	bcryptMinCost  = 4
+	bcryptMaxCost  = 31
+)
 
 // etcdLogLevels are the levels --log-level takes, as etcd's own flag does.
 var etcdLogLevels = []string{"debug", "info", "warn", "error", "panic", "fatal"}
@@ -72,6 +95,10 @@ type etcdFlags struct {
 	listenPeer, advertisePeer     []string
 	initialCluster, state, token  string
 	logLevel, compactionRetention string
+	certFile, keyFile             string
+	gateway                       bool
+	bcryptCost                    int
+	users                         []string
 	fs                            *pflag.FlagSet
 }
 
@@ -89,26 +116,43 @@ func runEtcd(ctx context.Context, env *environ, args []string) int {
 	fs.StringVar(&f.token, "initial-cluster-token", "baton-etcd", "a token that tells this cluster from others formed with the same --initial-cluster")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "etcd's log level: "+strings.Join(etcdLogLevels, ", ")+"; logs go to stderr")
 	fs.StringVar(&f.compactionRetention, "auto-compaction-retention", "1h", "how long etcd keeps old revisions: a duration (\"1h\", \"30m\"), or 0 to keep them all")
+	fs.StringVar(&f.certFile, "cert-file", "", "TLS certificate for clients; with --key-file, clients connect with https:// URLs only (they verify it with BATON_ETCD_CA)")
+	fs.StringVar(&f.keyFile, "key-file", "", "TLS key of --cert-file")
+	fs.BoolVar(&f.gateway, "enable-grpc-gateway", false, "serve etcd's JSON gateway (/v3/...) on the client URLs; off, since it takes plain HTTP requests such as curl's")
+	fs.IntVar(&f.bcryptCost, "bcrypt-cost", etcdBcryptCost, fmt.Sprintf("cost of hashing the users' passwords, %d to %d: each client's login costs the server this much", bcryptMinCost, bcryptMaxCost))
+	fs.StringArrayVar(&f.users, "user", nil, "another app's user NAME:PREFIX, limited to PREFIX/, its password in $BATON_ETCD_PASSWORD_<NAME>; repeatable")
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return usageError(env, fs, "unexpected argument %q", fs.Arg(0))
 	}
-	stopping := new(atomic.Bool)
-	cfg, err := f.config(env, stopping)
+	st := new(memberState)
+	cfg, err := f.config(env, st)
 	if err != nil {
 		return usageError(env, fs, "%v", err)
+	}
+	users, err := etcdUsers(f.users)
+	if err != nil {
+		return usageError(env, fs, "%v", err)
+	}
+	release, err := lockDataDir(cfg.Dir)
+	if err != nil {
+		return fail(env, "etcd", err)
+	}
+	defer release()
+	if err := checkDatabase(ctx, cfg.Dir); err != nil {
+		return fail(env, "etcd", err)
 	}
 	if cfg, err = rejoin(ctx, env, cfg); err != nil {
 		return fail(env, "etcd", err)
 	}
-	return serveEtcd(ctx, env, cfg, stopping)
+	return serveEtcd(ctx, env, cfg, st, users)
 }
 
 // config validates the flags and turns them into etcd's configuration. Every
 // error names its flag.
-func (f *etcdFlags) config(env *environ, stopping *atomic.Bool) (*embed.Config, error) {
+func (f *etcdFlags) config(env *environ, st *memberState) (*embed.Config, error) {
 	if err := checkMemberName("--name", f.name); err != nil {
 		return nil, err
 	}
@@ -174,6 +218,12 @@ func (f *etcdFlags) config(env *environ, stopping *atomic.Bool) (*embed.Config, 
 	if err != nil {
 		return nil, err
 	}
+	if f.bcryptCost < bcryptMinCost || f.bcryptCost > bcryptMaxCost {
+		return nil, fmt.Errorf("--bcrypt-cost %d: want %d to %d", f.bcryptCost, bcryptMinCost, bcryptMaxCost)
+	}
+	if err := checkClientTLS(f.certFile, f.keyFile, listenClient, advertiseClient); err != nil {
+		return nil, err
+	}
 
 	cfg := embed.NewConfig()
 	cfg.Name = f.name
@@ -189,231 +239,9 @@ func (f *etcdFlags) config(env *environ, stopping *atomic.Bool) (*embed.Config, 
 	cfg.AutoCompactionRetention = retention
 	cfg.ListenMetricsUrls = nil
 	cfg.LogLevel = f.logLevel
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(etcdLogger(env, f.logLevel, stopping))
+	cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = f.certFile, f.keyFile
+	cfg.EnableGRPCGateway = f.gateway
+	cfg.BcryptCost = uint(f.bcryptCost)
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(etcdLogger(env, f.logLevel, st))
 	return cfg, nil
-}
-
-// etcdURLs parses a URL flag as etcd would, with an error naming the flag.
-func etcdURLs(flag string, values []string) ([]url.URL, error) {
-	if len(values) == 0 {
-		return nil, fmt.Errorf("%s is empty", flag)
-	}
-	us, err := types.NewURLs(values)
-	if err != nil {
-		return nil, fmt.Errorf("%s %q: %v", flag, strings.Join(values, ","), err)
-	}
-	return us, nil
-}
-
-// checkAdvertised rejects an address others cannot dial.
-func checkAdvertised(flag string, us []url.URL) error {
-	for _, u := range us {
-		if unspecified(u) {
-			return fmt.Errorf("%s %q: %s is not an address others can reach; give this host's name", flag, u.String(), u.Hostname())
-		}
-	}
-	return nil
-}
-
-// advertised is what to advertise for listen URLs by default: the URLs
-// themselves, with this host's name in place of 0.0.0.0 or [::].
-func advertised(listen []url.URL) []url.URL {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "localhost"
-	}
-	out := make([]url.URL, len(listen))
-	for i, u := range listen {
-		out[i] = u
-		if unspecified(u) {
-			out[i].Host = net.JoinHostPort(host, u.Port())
-		}
-	}
-	return out
-}
-
-func unspecified(u url.URL) bool {
-	if u.Scheme == "unix" || u.Scheme == "unixs" {
-		return false
-	}
-	h := u.Hostname()
-	if h == "" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsUnspecified()
-}
-
-// parseInitialCluster reads NAME=URL,NAME=URL,... (a name may repeat, for a
-// member with several peer URLs).
-func parseInitialCluster(s string) (types.URLsMap, error) {
-	urls := map[string][]string{}
-	for entry := range strings.SplitSeq(s, ",") {
-		entry = strings.TrimSpace(entry)
-		name, u, ok := strings.Cut(entry, "=")
-		if !ok {
-			return nil, fmt.Errorf("--initial-cluster %q: entry %q is not NAME=PEER-URL", s, entry)
-		}
-		if err := checkMemberName("--initial-cluster "+strconv.Quote(s)+": entry "+strconv.Quote(entry), name); err != nil {
-			return nil, err
-		}
-		urls[name] = append(urls[name], u)
-	}
-	m := types.URLsMap{}
-	for name, us := range urls {
-		parsed, err := types.NewURLs(us)
-		if err != nil {
-			return nil, fmt.Errorf("--initial-cluster %q: member %q: %v", s, name, err)
-		}
-		m[name] = parsed
-	}
-	return m, nil
-}
-
-func checkMemberName(what, name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%s: empty member name", what)
-	case strings.ContainsAny(name, "=, \t"):
-		return fmt.Errorf("%s: member name %q has '=', ',' or a space", what, name)
-	}
-	return nil
-}
-
-// compactionRetention checks a retention as etcd's periodic compactor reads
-// it: a duration, or a bare number of hours.
-func compactionRetention(s string) (string, error) {
-	if n, err := strconv.Atoi(s); err == nil && n >= 0 {
-		return s, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return s, nil
-	}
-	return "", fmt.Errorf("--auto-compaction-retention %q: want a duration such as \"1h\", or 0", s)
-}
-
-// etcdLogger logs etcd's messages at level and above to stderr, as JSON
-// lines like etcd's own, less the noise of a normal start and stop.
-func etcdLogger(env *environ, level string, stopping *atomic.Bool) *zap.Logger {
-	var lvl zapcore.Level
-	_ = lvl.Set(level) // checked against etcdLogLevels
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(logutil.DefaultZapLoggerConfig.EncoderConfig), zapcore.AddSync(env.stderr), lvl)
-	return zap.New(quietCore{core, stopping}, zap.AddCaller())
-}
-
-// quietCore drops etcd's messages that say nothing wrong here: that clients
-// and gRPC share a port, which is the point, since a Convox service has one
-// port and /health must be on it; and, once the member is stopping, those
-// of its listeners being closed.
-type quietCore struct {
-	zapcore.Core
-	stopping *atomic.Bool
-}
-
-const (
-	singlePortWarning = "Running http and grpc server on single port. This is not recommended for production."
-	servingClosed     = "setting up serving from embedded etcd failed."
-)
-
-func (c quietCore) With(fields []zapcore.Field) zapcore.Core {
-	return quietCore{c.Core.With(fields), c.stopping}
-}
-
-func (c quietCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if e.Message == singlePortWarning || c.stopping.Load() && (e.Message == servingClosed || strings.HasSuffix(e.Message, " grpc server due to error")) {
-		return ce
-	}
-	return c.Core.Check(e, ce)
-}
-
-// A member still waiting for its peers says so after etcdWaitNotice, then
-// at doubling intervals up to etcdWaitNoticeMax.
-const (
-	etcdWaitNotice    = 10 * time.Second
-	etcdWaitNoticeMax = 5 * time.Minute
-)
-
-// serveEtcd runs the member until a signal, ctx's end or a fatal error.
-func serveEtcd(ctx context.Context, env *environ, cfg *embed.Config, stopping *atomic.Bool) int {
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return fail(env, "etcd", fmt.Errorf("start member %s: %w", cfg.Name, err))
-	}
-	clients := urlStrings(cfg.AdvertiseClientUrls)
-	fmt.Fprintf(env.stderr, "baton etcd: member %s starting, data in %s, initial cluster %s\n", cfg.Name, cfg.Dir, cfg.InitialCluster)
-	every := etcdWaitNotice
-	notice := time.NewTimer(every)
-	defer notice.Stop()
-	ready := false
-	readyc := e.Server.ReadyNotify()
-	for {
-		select {
-		case <-readyc:
-			ready, readyc = true, nil
-			notice.Stop()
-			fmt.Fprintf(env.stdout, "baton etcd: member %s ready, clients at %s\n", cfg.Name, clients)
-		case <-notice.C:
-			fmt.Fprintf(env.stderr, "baton etcd: member %s still waiting for its peers (%s)\n", cfg.Name, cfg.InitialCluster)
-			every = min(2*every, etcdWaitNoticeMax)
-			notice.Reset(every)
-		case err, ok := <-e.Err():
-			if !ok {
-				err = fmt.Errorf("stopped")
-			}
-			stopping.Store(true)
-			e.Server.HardStop()
-			e.Close()
-			return fail(env, "etcd", fmt.Errorf("member %s: %w", cfg.Name, err))
-		case sig := <-env.signals:
-			fmt.Fprintf(env.stderr, "baton etcd: member %s stopping (%v)\n", cfg.Name, sig)
-			return stopEtcd(env, e, ready, stopping)
-		case <-ctx.Done():
-			return stopEtcd(env, e, ready, stopping)
-		}
-	}
-}
-
-// etcdStopGrace bounds a graceful stop. A raft leader hands its leadership
-// to a peer first, which etcd gives up on only after seven seconds when the
-// peers are stopping too, as in a deploy of every member at once.
-const etcdStopGrace = 4 * time.Second
-
-// stopEtcd closes the member, a raft leader handing its leadership over
-// first, and stops it at once past etcdStopGrace or on a second signal:
-// whatever was committed is on disk either way.
-func stopEtcd(env *environ, e *embed.Etcd, ready bool, stopping *atomic.Bool) int {
-	stopping.Store(true)
-	name := e.Config().Name
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if !ready {
-			// Nothing to hand over; do not wait on a cluster that never formed.
-			e.Server.HardStop()
-		}
-		e.Close()
-	}()
-	grace := time.NewTimer(etcdStopGrace)
-	defer grace.Stop()
-	select {
-	case <-done:
-		fmt.Fprintf(env.stderr, "baton etcd: member %s stopped\n", name)
-		return exitOK
-	case <-grace.C:
-		e.Server.HardStop()
-		fmt.Fprintf(env.stderr, "baton etcd: member %s stopped; no peer took its leadership within %v\n", name, etcdStopGrace)
-		return exitOK
-	case sig := <-env.signals:
-		e.Server.HardStop()
-		fmt.Fprintf(env.stderr, "baton etcd: member %s stopped at once (%v)\n", name, sig)
-		return exitFailure
-	}
-}
-
-func urlStrings(us []url.URL) string {
-	s := make([]string, len(us))
-	for i, u := range us {
-		s[i] = u.String()
-	}
-	return strings.Join(s, ",")
 }

@@ -251,7 +251,8 @@ func TestEtcdHelp(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("baton etcd --help exited %d; output:\n%s", code, out)
 	}
-	for _, w := range []string{"--listen-client-urls", "--initial-cluster", "--data-dir", "/health", "emptyDir", "Exit status"} {
+	for _, w := range []string{"--listen-client-urls", "--initial-cluster", "--data-dir", "/health", "emptyDir", "Exit status",
+		"BATON_ETCD_USERNAME", "--user", "--enable-grpc-gateway", "--cert-file", "unauthenticated"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("baton etcd --help does not mention %s:\n%s", w, out)
 		}

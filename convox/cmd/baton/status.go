@@ -65,6 +65,8 @@ none.
                                running it now), next?, history[]
   last_run, history[]          tick, instance, start, duration_seconds,
                                error? (the run failed), triggered?
+  etcd_came_back_empty?        at, by, why: the last time a replica found
+                               that etcd had lost its data, and with it ` + election.EmptyEtcdLost + `
 
 fence is the etcd create revision of the leader's or holder's key: the
 fencing token its work gets.`
@@ -100,6 +102,9 @@ func runStatus(ctx context.Context, env *environ, args []string) int {
 	if err != nil {
 		return fail(env, "status", err)
 	}
+	if e, ok, _ := election.LastEmpty(ctx, cli, prefix); ok {
+		rep.EmptyEtcd = &e
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
@@ -117,10 +122,11 @@ func runStatus(ctx context.Context, env *environ, args []string) int {
 // statusReport is what `baton status` shows; its JSON is documented in
 // statusSynopsis and must not change incompatibly.
 type statusReport struct {
-	Prefix     string            `json:"prefix"`
-	Elections  []electionStatus  `json:"elections"`
-	Locks      []lockStatus      `json:"locks"`
-	Schedulers []schedulerStatus `json:"schedulers"`
+	Prefix     string              `json:"prefix"`
+	Elections  []electionStatus    `json:"elections"`
+	Locks      []lockStatus        `json:"locks"`
+	Schedulers []schedulerStatus   `json:"schedulers"`
+	EmptyEtcd  *election.EmptyEtcd `json:"etcd_came_back_empty,omitempty"`
 }
 
 type electionStatus struct {
@@ -370,6 +376,9 @@ func nextRun(spec string, last, now time.Time) time.Time {
 // print writes the report as aligned tables.
 func (r *statusReport) print(out io.Writer) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if e := r.EmptyEtcd; e != nil {
+		fmt.Fprintf(w, "etcd came back empty: found at %s by %s (%s); lost with its data: %s.\n\n", when(e.At), e.By, e.Why, election.EmptyEtcdLost)
+	}
 	if len(r.Elections) == 0 {
 		fmt.Fprintf(w, "No elections under %s.\n", r.Prefix)
 	} else {

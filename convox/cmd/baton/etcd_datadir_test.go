@@ -1,0 +1,90 @@
+package main
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/storage/backend"
+	"go.uber.org/zap"
+)
+
+// TestEtcdCorruptDatabaseIsOneLine: a member whose database is damaged
+// exits 1 with one line naming its data dir, not a stack trace.
+func TestEtcdCorruptDatabaseIsOneLine(t *testing.T) {
+	m := etcdMembers(t, 1)[0]
+	p := startBaton(t, nil, m.args("")...)
+	p.waitOutput("member etcd-0 ready", 30*time.Second)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait(10 * time.Second)
+
+	db := filepath.Join(m.dir, "member", "snap", "db")
+	f, err := os.OpenFile(db, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Four pages of noise after the two meta pages: the pages of the data.
+	garbage := make([]byte, 4*4096)
+	rand.NewChaCha8([32]byte{1}).Read(garbage)
+	if _, err := f.WriteAt(garbage, 2*4096); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	code, out := runBaton(t, nil, m.args("")...)
+	if code != exitFailure {
+		t.Errorf("exit %d, want %d", code, exitFailure)
+	}
+	if strings.Contains(out, "goroutine ") || !strings.Contains(out, "baton etcd: data dir "+m.dir+": database") {
+		t.Errorf("want one line naming the data dir, no stack trace:\n%s", out)
+	}
+}
+
+// TestEtcdSecondMemberOnOneDataDirFailsAtOnce: a second member on a data
+// dir in use exits 1 at once, and the first keeps serving.
+func TestEtcdSecondMemberOnOneDataDirFailsAtOnce(t *testing.T) {
+	ms := etcdMembers(t, 2)
+	first := startBaton(t, nil, ms[0].args("")...)
+	first.waitOutput("member etcd-0 ready", 30*time.Second)
+	second := ms[1]
+	second.name, second.dir = ms[0].name, ms[0].dir
+	p := startBaton(t, nil, second.args("")...)
+	if code := p.wait(10 * time.Second); code != exitFailure {
+		t.Errorf("the second member exited %d, want %d", code, exitFailure)
+	}
+	if out := p.out.String(); !strings.Contains(out, "data dir "+ms[0].dir+": in use by another baton etcd") {
+		t.Errorf("the second member does not say its data dir is in use:\n%s", out)
+	}
+	cli := newTestClient(t, ms[0].client)
+	defer cli.Close()
+	if err := put(cli, "/baton/x"); err != nil {
+		t.Errorf("the first member after the second's attempt: %v", err)
+	}
+}
+
+// TestEtcdDatabaseHeldElsewhereFailsAtOnce: a database another program
+// holds (an etcd that is not baton's, on the same directory) is an error
+// within seconds, not a wait deaf to SIGTERM.
+func TestEtcdDatabaseHeldElsewhereFailsAtOnce(t *testing.T) {
+	m := etcdMembers(t, 1)[0]
+	p := startBaton(t, nil, m.args("")...)
+	p.waitOutput("member etcd-0 ready", 30*time.Second)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait(10 * time.Second)
+
+	cfg := backend.DefaultBackendConfig(zap.NewNop())
+	cfg.Path = filepath.Join(m.dir, "member", "snap", "db")
+	db := backend.New(cfg)
+	defer db.Close()
+	again := startBaton(t, nil, m.args("")...)
+	if code := again.wait(20 * time.Second); code != exitFailure {
+		t.Errorf("exit %d, want %d", code, exitFailure)
+	}
+	if out := again.out.String(); !strings.Contains(out, "held by another process") || !strings.Contains(out, m.dir) {
+		t.Errorf("want one line naming the data dir:\n%s", out)
+	}
+}

@@ -1,0 +1,28 @@
+package cronx
+
+import (
+	"context"
+	"errors"
+
+	"github.com/batonhq/baton/election"
+)
+
+// watchEmpty logs an error each time the coordinator's etcd is found to
+// have come back empty (election.WatchEmpty), until the returned function
+// is called, which stops the watch and waits for it.
+func (co *coordinator) watchEmpty(ctx context.Context) (stop func()) {
+	client := co.etcd()
+	if client == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		election.WatchEmpty(ctx, client, co.prefix, co.identity, func(e election.EmptyEtcd) {
+			co.logger.Error(errors.New(e.Why), "cronx: etcd came back empty; lost with its data: "+election.EmptyEtcdLost,
+				"scheduler", co.name, "instance", co.identity)
+		})
+	}()
+	return func() { cancel(); <-done }
+}

@@ -1,0 +1,134 @@
+package election
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// An etcd that loses its data (a member on an emptyDir that restarted, a
+// data directory deleted) comes back as an empty store that answers like
+// the old one. baton survives it (new sessions, new elections, the next
+// tick runs), but what etcd held is gone: EmptyEtcdLost. WatchEmpty notices
+// it and says so, and records it under P/etcd/empty, where LastEmpty (and
+// `baton status`) read it.
+//
+// It keeps a marker, P/etcd/born, and remembers the cluster ID, the
+// marker's create revision and the highest revision it has seen. The etcd
+// came back empty when the marker is gone or was created anew, when the
+// cluster ID changed, or when the revision went backwards. Deleting the
+// marker by hand looks the same, and is reported the same.
+
+// EmptyEtcdLost is what baton loses with etcd's data.
+const EmptyEtcdLost = "pauses, run --once claims (a retried run then runs again), run history, held locks and leaderships"
+
+// EmptyEtcd is an etcd found to have come back without its data.
+type EmptyEtcd struct {
+	// At is when it was found, By the identity that found it.
+	At time.Time `json:"at"`
+	By string    `json:"by"`
+	// Why says what gave it away.
+	Why string `json:"why"`
+}
+
+// emptyCheckEvery is how often WatchEmpty looks: one read per interval.
+const emptyCheckEvery = 5 * time.Second
+
+func bornKey(prefix string) string  { return prefix + "/etcd/born" }
+func emptyKey(prefix string) string { return prefix + "/etcd/empty" }
+
+// WatchEmpty checks the etcd of client under prefix every few seconds until
+// ctx is done, and calls found, from its own goroutine, each time it finds
+// that etcd came back empty, after recording it for LastEmpty. identity
+// names the caller in the record. It returns when ctx is done; a failed
+// read is retried at the next interval.
+func WatchEmpty(ctx context.Context, client *clientv3.Client, prefix, identity string, found func(EmptyEtcd)) {
+	watchEmpty(ctx, client, prefix, identity, emptyCheckEvery, found)
+}
+
+// etcdMemory is what WatchEmpty remembers of the etcd it watches.
+type etcdMemory struct {
+	known   bool
+	cluster uint64
+	born    int64 // the marker's create revision
+	maxRev  int64
+}
+
+func watchEmpty(ctx context.Context, client *clientv3.Client, prefix, identity string, every time.Duration, found func(EmptyEtcd)) {
+	var m etcdMemory
+	for {
+		if why := m.check(ctx, client, prefix, identity); why != "" {
+			e := EmptyEtcd{At: time.Now().UTC(), By: identity, Why: why}
+			if b, err := json.Marshal(e); err == nil {
+				_, _ = client.Put(ctx, emptyKey(prefix), string(b))
+			}
+			found(e)
+			m = etcdMemory{}
+			continue // take the new etcd's measure at once
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}
+
+// check reads the marker and returns why etcd came back empty, or "".
+func (m *etcdMemory) check(ctx context.Context, client *clientv3.Client, prefix, identity string) string {
+	key := bornKey(prefix)
+	rctx, cancel := context.WithTimeout(ctx, emptyCheckEvery)
+	defer cancel()
+	resp, err := client.Get(rctx, key)
+	if err != nil {
+		return ""
+	}
+	h := resp.Header
+	switch {
+	case !m.known:
+		born := int64(0)
+		if len(resp.Kvs) == 1 {
+			born = resp.Kvs[0].CreateRevision
+		} else {
+			value := fmt.Sprintf(`{"by":%q,"at":%q}`, identity, time.Now().UTC().Format(time.RFC3339))
+			t, err := client.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+				Then(clientv3.OpPut(key, value)).Else(clientv3.OpGet(key)).Commit()
+			if err != nil {
+				return ""
+			}
+			h = t.Header
+			born = t.Header.Revision
+			if !t.Succeeded && len(t.Responses) == 1 && len(t.Responses[0].GetResponseRange().Kvs) == 1 {
+				born = t.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+			}
+		}
+		*m = etcdMemory{known: true, cluster: h.ClusterId, born: born, maxRev: h.Revision}
+		return ""
+	case h.ClusterId != m.cluster:
+		return fmt.Sprintf("its cluster ID changed from %x to %x", m.cluster, h.ClusterId)
+	case h.Revision < m.maxRev:
+		return fmt.Sprintf("its revision went back from %d to %d", m.maxRev, h.Revision)
+	case len(resp.Kvs) == 0:
+		return fmt.Sprintf("baton's marker %s is gone", key)
+	case resp.Kvs[0].CreateRevision != m.born:
+		return fmt.Sprintf("baton's marker %s was made anew (at revision %d, was %d)", key, resp.Kvs[0].CreateRevision, m.born)
+	}
+	m.maxRev = max(m.maxRev, h.Revision)
+	return ""
+}
+
+// LastEmpty returns the last time a watcher found the etcd of client empty
+// under prefix; ok is false if none ever did.
+func LastEmpty(ctx context.Context, client *clientv3.Client, prefix string) (e EmptyEtcd, ok bool, err error) {
+	resp, err := client.Get(ctx, emptyKey(prefix))
+	if err != nil || len(resp.Kvs) == 0 {
+		return e, false, err
+	}
+	if err := json.Unmarshal(resp.Kvs[0].Value, &e); err != nil {
+		return e, false, fmt.Errorf("election: %s: %w", emptyKey(prefix), err)
+	}
+	return e, true, nil
+}
