@@ -72,9 +72,9 @@ func TestADeadFirstEndpointIsNotFatal(t *testing.T) {
 	}
 }
 
-// authEtcd is an etcd with authentication on: user "app" may read and write
+// etcdWithAuth is an in-process etcd with authentication on: user "app" may read and write
 // under /baton/app, user "other" under /baton/other.
-func authEtcd(t *testing.T) *etcdtest.Member {
+func etcdWithAuth(t *testing.T) *etcdtest.Member {
 	t.Helper()
 	m := etcdtest.Start(t)
 	cli := m.Client(t)
@@ -105,7 +105,7 @@ func authEtcd(t *testing.T) *etcdtest.Member {
 // as a user of another prefix, each exits at once with the cause; with the
 // right user, each works.
 func TestAuthFailuresAreClearAndFast(t *testing.T) {
-	m := authEtcd(t)
+	m := etcdWithAuth(t)
 	dir := t.TempDir()
 	crontab := filepath.Join(dir, "crontab")
 	ran := filepath.Join(dir, "ran")
