@@ -55,7 +55,9 @@ password takes effect. Root's secret is kept in etcd itself, under
 the user of another app, with the password in $BATON_ETCD_PASSWORD_<NAME>
 (NAME in upper case, other characters as '_'). Without any user the member
 warns that it runs unauthenticated: anyone who reaches it can change every
-key. In a cluster of three, the raft leader sets auth up.
+key. In a cluster of three, the raft leader sets auth up. Until auth is on
+in its data, a member serves clients only on a loopback port of its own:
+its client URLs open once auth is on, so no client finds it open.
 
 etcd's JSON gateway (/v3/... over plain HTTP, which curl reaches) is off
 unless --enable-grpc-gateway; /health is served either way. With
@@ -147,7 +149,17 @@ func runEtcd(ctx context.Context, env *environ, args []string) int {
 	if cfg, err = rejoin(ctx, env, cfg); err != nil {
 		return fail(env, "etcd", err)
 	}
-	return serveEtcd(ctx, env, cfg, st, users)
+	if needsPrivateStart(cfg, users) {
+		private, err := privateConfig(cfg)
+		if err != nil {
+			return fail(env, "etcd", err)
+		}
+		fmt.Fprintf(env.stderr, "baton etcd: member %s sets up auth on %s before it serves clients\n", cfg.Name, urlStrings(private.ListenClientUrls))
+		if code := serveEtcd(ctx, env, private, st, users, true); code != authReady {
+			return code
+		}
+	}
+	return serveEtcd(ctx, env, cfg, st, users, false)
 }
 
 // config validates the flags and turns them into etcd's configuration. Every

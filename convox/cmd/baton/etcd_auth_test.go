@@ -254,3 +254,56 @@ func TestEtcdAuthInThreeMembers(t *testing.T) {
 		cli.Close()
 	}
 }
+
+// TestEtcdFirstStartIsNeverOpen: on the first start with users, no client
+// ever writes without credentials, not even while auth is being set up
+// (hashing passwords at a high cost makes that take a while); a restart
+// serves its client URLs at once.
+func TestEtcdFirstStartIsNeverOpen(t *testing.T) {
+	a := newAuthEtcd(t, "shop-secret")
+	p := startBaton(t, a.env, append(a.m.args(""), "--user", "blog:/baton/blog", "--bcrypt-cost", "11")...)
+	var (
+		answered, opened int
+		ready            bool
+	)
+	deadline := time.Now().Add(60 * time.Second)
+	for !ready {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready within 60s; output:\n%s", p.out.String())
+		}
+		ready = strings.Contains(p.out.String(), "member etcd-0 ready")
+		cfg := etcdtest.ClientConfig(a.m.client)
+		cfg.DialTimeout = 200 * time.Millisecond
+		cli, err := clientv3.New(cfg)
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, err = cli.Put(ctx, "/baton/shop/open", "x")
+		cancel()
+		cli.Close()
+		switch {
+		case err == nil:
+			opened++
+		case refused(err):
+			answered++
+		}
+	}
+	if opened > 0 {
+		t.Fatalf("%d writes without credentials succeeded during the first start; output:\n%s", opened, p.out.String())
+	}
+	if !strings.Contains(p.out.String(), "sets up auth on http://127.0.0.1:") {
+		t.Errorf("the first start did not set up auth on a private port; output:\n%s", p.out.String())
+	}
+	if err := put(a.client("", ""), "/baton/shop/open"); !refused(err) {
+		t.Errorf("a put without credentials once ready: %v, want it refused", err)
+	}
+	t.Logf("%d refused writes while the member started", answered)
+
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait(30 * time.Second)
+	p = a.start()
+	if strings.Contains(p.out.String(), "sets up auth on") {
+		t.Errorf("a restart with auth on set up auth privately again; output:\n%s", p.out.String())
+	}
+}

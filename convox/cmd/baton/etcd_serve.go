@@ -18,9 +18,16 @@ const (
 	etcdWaitNoticeMax = 5 * time.Minute
 )
 
+// authReady is serveEtcd's result when a private start has set up auth and
+// stopped; it is never an exit status.
+const authReady = -1
+
 // serveEtcd runs the member until a signal, ctx's end or a fatal error.
-// A signal is honoured at every stage, the start included.
-func serveEtcd(ctx context.Context, env *environ, cfg *embed.Config, st *memberState, users []etcdUser) int {
+// A signal is honoured at every stage, the start included. A private start
+// (see needsPrivateStart) stops once auth is on and returns authReady.
+func serveEtcd(ctx context.Context, env *environ, cfg *embed.Config, st *memberState, users []etcdUser, private bool) int {
+	st.started.Store(false)
+	st.stopping.Store(false)
 	type started struct {
 		e   *embed.Etcd
 		err error
@@ -63,9 +70,28 @@ func serveEtcd(ctx context.Context, env *environ, cfg *embed.Config, st *memberS
 			ready, readyc = true, nil
 			notice.Stop()
 			authc = make(chan error, 1)
-			go func() { authc <- applyAuth(ctx, env, e, users) }()
+			go func() {
+				err := applyAuth(ctx, env, e, users)
+				if err == nil && private {
+					if err = waitAuthOn(ctx, e.Server.AuthStore().IsAuthEnabled); err == nil {
+						err = errBootstrapped
+					}
+				}
+				if (err == nil || err == errBootstrapped) && len(users) > 0 {
+					if merr := markAuthOn(cfg.Dir); merr != nil {
+						err = fmt.Errorf("data dir %s: %w", cfg.Dir, merr)
+					}
+				}
+				authc <- err
+			}()
 		case err := <-authc:
 			authc = nil
+			if err == errBootstrapped {
+				if code := stopEtcd(env, e, ready, &st.stopping); code != exitOK {
+					return code
+				}
+				return authReady
+			}
 			if err != nil {
 				st.stopping.Store(true)
 				e.Server.HardStop()
