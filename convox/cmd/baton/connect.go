@@ -34,21 +34,30 @@ func (e *refusedError) Is(target error) bool {
 }
 func (e *refusedError) Unwrap() error { return e.err }
 
+// access is what a command needs under the prefix: status only reads, so
+// a read-only user may look at a cluster.
+type access int
+
+const (
+	readWrite access = iota
+	readOnly
+)
+
 // connect merges the configuration and dials etcd, and checks within the
-// dial timeout that etcd answers and lets this user read and write under the
-// prefix. Any endpoint that answers is enough: the check goes through the
+// dial timeout that etcd answers and lets this user read (and, unless the
+// command only reads, write) under the prefix. Any endpoint that answers is enough: the check goes through the
 // client's balancer, which skips endpoints that are down or do not answer.
 func (c *connFlags) connect(ctx context.Context) (convox.Config, *clientv3.Client, error) {
 	cfg, err := c.config()
 	if err != nil {
 		return cfg, nil, err
 	}
-	cli, err := dial(ctx, cfg, c.dialTimeout)
+	cli, err := dial(ctx, cfg, c.dialTimeout, c.access)
 	return cfg, cli, err
 }
 
 // dial connects to etcd as cfg says and checks access within timeout.
-func dial(ctx context.Context, cfg convox.Config, timeout time.Duration) (*clientv3.Client, error) {
+func dial(ctx context.Context, cfg convox.Config, timeout time.Duration, need access) (*clientv3.Client, error) {
 	ccfg, err := cfg.Connection.ClientConfig()
 	if err != nil {
 		return nil, err
@@ -63,13 +72,13 @@ func dial(ctx context.Context, cfg convox.Config, timeout time.Duration) (*clien
 	defer cancel()
 	cli, err := clientv3.New(ccfg)
 	if err == nil {
-		err = checkAccess(dctx, cli, prefixOf(cfg))
+		err = checkAccess(dctx, cli, prefixOf(cfg), need)
 		if err != nil {
 			cli.Close()
 		}
 	}
 	if err != nil {
-		return nil, explainDialError(err, eps, cfg, timeout)
+		return nil, explainDialError(err, eps, cfg, timeout, need)
 	}
 	return cli, nil
 }
@@ -85,10 +94,14 @@ func prefixOf(cfg convox.Config) string {
 
 // checkAccess asks etcd for a transaction that reads under prefix and would
 // write there, with a condition that never holds: etcd checks the
-// permissions of both branches and writes nothing. An error says which
-// permission is missing.
-func checkAccess(ctx context.Context, cli *clientv3.Client, prefix string) error {
+// permissions of both branches and writes nothing. A read-only command asks
+// for the read alone. An error says which permission is missing.
+func checkAccess(ctx context.Context, cli *clientv3.Client, prefix string, need access) error {
 	key := prefix + "/"
+	if need == readOnly {
+		_, err := cli.Get(ctx, key, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err
+	}
 	_, err := cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.Version(key), "<", 0)).
 		Then(clientv3.OpPut(key, "")).
@@ -99,7 +112,7 @@ func checkAccess(ctx context.Context, cli *clientv3.Client, prefix string) error
 
 // explainDialError turns a failed dial or access check into an error that
 // names the endpoints and the cause.
-func explainDialError(err error, eps string, cfg convox.Config, timeout time.Duration) error {
+func explainDialError(err error, eps string, cfg convox.Config, timeout time.Duration, need access) error {
 	user := cfg.Connection.Username
 	prefix := prefixOf(cfg)
 	switch {
@@ -112,7 +125,11 @@ func explainDialError(err error, eps string, cfg convox.Config, timeout time.Dur
 		if user == "" {
 			who = "an unauthenticated client"
 		}
-		return &refusedError{fmt.Sprintf("etcd %s: %s may not read and write under the prefix %s: grant its role readwrite on %s/ (or use that user's prefix with --prefix, BATON_PREFIX)", eps, who, prefix, prefix), err}
+		what, perm := "read and write", "readwrite"
+		if need == readOnly {
+			what, perm = "read", "read"
+		}
+		return &refusedError{fmt.Sprintf("etcd %s: %s may not %s under the prefix %s: grant its role %s on %s/ (or use that user's prefix with --prefix, BATON_PREFIX)", eps, who, what, prefix, perm, prefix), err}
 	case errors.Is(err, rpctypes.ErrAuthNotEnabled):
 		return &refusedError{fmt.Sprintf("etcd %s: %v", eps, err), err}
 	}
@@ -135,7 +152,7 @@ const retryDial = time.Second
 // when ctx ends first.
 func waitForEtcd(ctx context.Context, cfg convox.Config, timeout time.Duration, logger *slog.Logger) (*clientv3.Client, error) {
 	for {
-		cli, err := dial(ctx, cfg, timeout)
+		cli, err := dial(ctx, cfg, timeout, readWrite)
 		switch {
 		case err == nil:
 			return cli, nil

@@ -96,8 +96,27 @@ func etcdWithAuth(t *testing.T) *etcdtest.Member {
 		must(cli.UserAdd(ctx, app, app+"-secret"))
 		must(cli.UserGrantRole(ctx, app, app))
 	}
+	must(cli.RoleAdd(ctx, "viewer"))
+	must(cli.RoleGrantPermission(ctx, "viewer", "/baton/app", clientv3.GetPrefixRangeEnd("/baton/app"), clientv3.PermissionType(clientv3.PermRead)))
+	must(cli.UserAdd(ctx, "viewer", "viewer-secret"))
+	must(cli.UserGrantRole(ctx, "viewer", "viewer"))
 	must(cli.AuthEnable(ctx))
 	return m
+}
+
+// TestStatusNeedsReadAccessOnly: a user who may only read the prefix sees
+// the cluster with status, and is told, not hung, when it asks to pause.
+func TestStatusNeedsReadAccessOnly(t *testing.T) {
+	m := etcdWithAuth(t)
+	env := []string{"BATON_ETCD_ENDPOINTS=" + m.Endpoint(), "BATON_PREFIX=/baton/app",
+		"BATON_ETCD_USERNAME=viewer", "BATON_ETCD_PASSWORD=viewer-secret"}
+	if code, out := runBaton(t, env, "status", "--dial-timeout", "3s"); code != 0 {
+		t.Errorf("status as a read-only user: exit %d:\n%s", code, out)
+	}
+	code, out := runBaton(t, env, "pause", "--dial-timeout", "3s", "report")
+	if code != exitFailure || !strings.Contains(out, `user "viewer" may not read and write under the prefix /baton/app`) {
+		t.Errorf("pause as a read-only user: exit %d, want %d and the missing permission named:\n%s", code, exitFailure, out)
+	}
 }
 
 // TestAuthFailuresAreClearAndFast runs run --leader, run --lock and crontab

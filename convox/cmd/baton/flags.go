@@ -21,6 +21,8 @@ type connFlags struct {
 	username, password    string
 	dialTimeout           time.Duration
 	withIdentity, withTTL bool
+	// access is what the command needs under the prefix.
+	access access
 }
 
 // addConnFlags adds the connection flags to fs. identity and ttl say whether

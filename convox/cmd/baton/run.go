@@ -116,7 +116,7 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 			}
 		}
 	}
-	cli, err := dial(ctx, cfg, conn.dialTimeout)
+	cli, err := dial(ctx, cfg, conn.dialTimeout, readWrite)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "baton run: %v\n", err)
 		return runFailure

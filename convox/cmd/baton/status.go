@@ -76,6 +76,7 @@ func runStatus(ctx context.Context, env *environ, args []string) int {
 	scheduler := fs.String("scheduler", "", "show the jobs of this scheduler only (default every scheduler)")
 	asJSON := fs.Bool("json", false, "print one JSON document instead of tables")
 	conn := addConnFlags(fs, false, false)
+	conn.access = readOnly
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
