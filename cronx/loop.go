@@ -78,6 +78,7 @@ func (c *Cron) wait(timer clock.Timer) bool {
 		case id := <-c.remove:
 			timer.Stop()
 			c.removeEntry(id)
+			c.removed <- struct{}{}
 			c.logger.Info("removed", "entry", id)
 			return true
 
