@@ -55,12 +55,12 @@ func (co *coordinator) connect(ctx context.Context, gen int) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		co.setConnErr(err)
 		if msg := err.Error(); msg != logged {
 			logged = msg
 			co.logger.Error(err, "cronx: cannot reach etcd; no job runs until it answers; retrying",
 				"scheduler", co.name, "attempt", attempt)
 		}
+		co.setConnErr(err)
 		sleep(ctx, backoff) // etcd answers on real time, whatever the Cron's clock
 		backoff = min(2*backoff, maxConnectBackoff)
 	}
