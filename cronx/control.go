@@ -266,7 +266,9 @@ func (c *Cron) Trigger(ctx context.Context, job string) error {
 }
 
 // Status reports the scheduler's leader and each job's last and next run and
-// history.
+// history. It returns ErrNotCoordinated only for a Cron without etcd, and
+// ErrEtcdUnreachable while a started Cron cannot reach the etcd of its
+// environment.
 func (c *Cron) Status(ctx context.Context) (Status, error) {
 	k, release, err := c.control(ctx)
 	if err != nil {
