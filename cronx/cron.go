@@ -44,6 +44,9 @@ type Cron struct {
 	coord    *coordinator
 	coordErr error
 	resync   chan struct{} // asks the loop to recompute every Next
+	// places are the places of jobs just removed, for a reload (the run
+	// loop's).
+	places map[string]removedJob
 	// preclaimed is the latest tick whose runs were claimed ahead.
 	preclaimed time.Time
 

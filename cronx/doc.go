@@ -239,7 +239,10 @@
 // error (ErrDuplicateName), with or without etcd, and so is an unnamed job
 // whose derived name a Named job holds: giving it another number could name
 // it differently on another replica, and run it twice a tick. A name is free
-// again when Remove returns. The scheduler is named by WithName, or "cron",
+// again when Remove returns. A job added again under its name and spec
+// within 10 seconds of its removal (a reload) keeps its place: a tick that
+// came due in between runs at once, and an @every job keeps its interval's
+// phase. The scheduler is named by WithName, or "cron",
 // "cron-2", ... in the order a process creates its Crons.
 //
 // A removed job's spec key (P/jobs/<scheduler>/<job>/spec) is deleted by the

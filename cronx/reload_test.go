@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -279,5 +280,48 @@ func TestRemovedThenAddedJobKeepsItsSpec(t *testing.T) {
 		if len(resp.Kvs) != 1 {
 			t.Fatalf("round %d: the job is in the Cron but its spec is not in etcd", i)
 		}
+	}
+}
+
+// TestReloadAcrossATickMissesNoTick: a job removed just before a tick and
+// added again just after it (a reload that straddles the tick) still fires
+// that tick, once, and goes on from there; so does an @every job, in step
+// with the interval it had.
+func TestReloadAcrossATickMissesNoTick(t *testing.T) {
+	srv := etcdtest.Start(t)
+	for _, tc := range []struct{ spec, name string }{{"* * * * * *", "cron"}, {"@every 2s", "every"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := clock.NewFake(time.Now().Truncate(time.Second).Add(500 * time.Millisecond))
+			fc := newFakeCron(t, fake, fake, WithSeconds(), WithEtcd(srv.Client(t)), WithName("reloadtick-"+tc.name),
+				WithMode(ClaimMode), WithMisfire(Skip, 0))
+			add := func() EntryID {
+				t.Helper()
+				id, err := fc.AddJob(tc.spec, Named("report", FuncJob(func() {})))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return id
+			}
+			id := add()
+			fc.Start()
+			first := fc.step(t)
+			if f := fc.nextFiring(t); !f.tick.Equal(first) {
+				t.Fatalf("fired %v, want %v", f.tick, first)
+			}
+			period := fc.settle(t)[0].Next.Sub(first)
+			fake.Set(first.Add(period / 2))
+			fc.Remove(id)
+			fake.Set(first.Add(period + 300*time.Millisecond)) // the next tick came while the job was out
+			add()
+			if f := fc.nextFiring(t); !f.tick.Equal(first.Add(period)) {
+				t.Fatalf("after the reload, fired %v, want the tick it straddled, %v", f.tick, first.Add(period))
+			}
+			if next := fc.step(t); !next.Equal(first.Add(2 * period)) {
+				t.Fatalf("then due at %v, want %v", next, first.Add(2*period))
+			}
+			if f := fc.nextFiring(t); !f.tick.Equal(first.Add(2 * period)) {
+				t.Fatalf("then fired %v, want %v", f.tick, first.Add(2*period))
+			}
+		})
 	}
 }
