@@ -107,8 +107,13 @@ func (co *coordinator) specWriter(ctx context.Context) {
 		}
 		q.all, q.pending = false, nil
 		q.mu.Unlock()
-		// The entries are read after the changes are taken: a change made
-		// since is queued again, and written after this round.
+		if all {
+			// The entries, read after the changes were taken, hold every
+			// job added; only removals are left to write.
+			maps.DeleteFunc(pending, func(_ string, ch specChange) bool { return !ch.removed })
+		}
+		// A change made from now on is queued again, and written after
+		// this round.
 		err := co.writeAllSpecs(ctx, all)
 		if err == nil {
 			err = co.writeSpecChanges(ctx, pending)
