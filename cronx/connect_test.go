@@ -157,7 +157,10 @@ func TestStatusOfACronFromTheEnvironment(t *testing.T) {
 	c.Stop()
 	status("after Stop")
 	c.Start()
-	status("right after Stop and Start")
+	// While the last run's client closes, and after.
+	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		status("right after Stop and Start")
+	}
 	n := len(l.snapshot())
 	l.waitTicks(t, n+1, 10*time.Second)
 	status("running again")
