@@ -643,7 +643,7 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 	for try := 1; ; try++ {
 		var err error
 		sess, serr := co.session(ctx)
-		if serr == nil && claimMode && co.fired.superseded(r.job, r.tick) {
+		if claimMode && co.fired.superseded(r.job, r.tick) {
 			return election.Claim{}, nil, errSuperseded
 		}
 		if serr == nil {
