@@ -242,17 +242,18 @@
 // again when Remove returns. A job added again under its name and spec
 // within 10 seconds of its removal (a reload) keeps its place: a tick that
 // came due in between runs at once, and an @every job keeps its interval's
-// phase. The scheduler is named by WithName, or "cron",
-// "cron-2", ... in the order a process creates its Crons.
+// phase. The scheduler is named by WithName, or "cron", "cron-2", ... in the
+// order a process creates its Crons.
 //
 // A removed job's spec key (P/jobs/<scheduler>/<job>/spec) is deleted by the
 // replica that publishes specs — the leader, or in claim mode the replica
 // that removed it — if it still holds that replica's spec, soon after Remove
 // returns, or when that replica next publishes if it does not now (a
-// follower, a stopped Cron, etcd out). Status, Pause and Trigger know a job
-// by its spec, so they forget it then; another replica that still has the
-// job writes the spec again when it starts publishing (at Start in claim
-// mode, at each term in leader mode). The job's last claimed tick, history
+// follower, a stopped Cron, etcd out). Pause and Trigger then refuse the
+// name (ErrUnknownJob), and Status shows the job with no spec, from the keys
+// that stay; another replica that still has the job writes the spec again
+// when it starts publishing (at Start in claim mode, at each term in leader
+// mode). The job's last claimed tick, history
 // and pause flag stay in etcd, a few hundred bytes per name: a job added
 // again under its name goes on from its last claimed tick, so it never runs a
 // tick twice. Nothing deletes them by itself; once no replica has the job,
