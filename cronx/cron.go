@@ -25,7 +25,7 @@ type Cron struct {
 
 	add      chan *Entry
 	remove   chan EntryID
-	removed  chan struct{} // the loop's answer to remove
+	acked    chan struct{} // the loop's answer to remove and stop
 	snapshot chan chan []Entry
 	stop     chan struct{}
 
@@ -88,7 +88,7 @@ func New(opts ...Option) *Cron {
 	c := &Cron{
 		add:      make(chan *Entry),
 		remove:   make(chan EntryID),
-		removed:  make(chan struct{}),
+		acked:    make(chan struct{}),
 		snapshot: make(chan chan []Entry),
 		stop:     make(chan struct{}),
 		chain:    NewChain(),
@@ -239,7 +239,7 @@ func (c *Cron) Remove(id EntryID) {
 	defer c.runningMu.Unlock()
 	if c.running {
 		c.remove <- id
-		<-c.removed
+		<-c.acked
 	} else {
 		c.removeEntry(id)
 	}
@@ -290,6 +290,7 @@ func (c *Cron) Stop() context.Context {
 	defer c.runningMu.Unlock()
 	if c.running {
 		c.stop <- struct{}{}
+		<-c.acked
 		c.running = false
 	}
 	if c.coord != nil {

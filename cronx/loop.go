@@ -84,8 +84,8 @@ func (c *Cron) wait(timer clock.Timer) bool {
 				}
 			}
 			c.removeEntry(id)
-			c.removed <- struct{}{}
 			c.logger.Info("removed", "entry", id)
+			c.acked <- struct{}{}
 			return true
 
 		case <-c.resync:
@@ -100,6 +100,7 @@ func (c *Cron) wait(timer clock.Timer) bool {
 		case <-c.stop:
 			timer.Stop()
 			c.logger.Info("stop")
+			c.acked <- struct{}{}
 			return false
 		}
 	}
