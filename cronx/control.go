@@ -219,55 +219,62 @@ func parseLast(v string) (int64, string, error) {
 	return seq, by, nil
 }
 
-// control returns the Cron's Control, or ErrNotCoordinated.
-func (c *Cron) control() (*Control, error) {
+// control returns the Cron's Control, or ErrNotCoordinated, and a func to
+// call when done with it.
+func (c *Cron) control(ctx context.Context) (*Control, func(), error) {
 	if c.coord == nil {
 		if c.coordErr != nil {
-			return nil, c.coordErr
+			return nil, nil, c.coordErr
 		}
-		return nil, ErrNotCoordinated
+		return nil, nil, ErrNotCoordinated
 	}
-	cli := c.coord.etcd()
-	if cli == nil {
-		return nil, fmt.Errorf("cronx: etcd client not ready yet: %w", ErrNotCoordinated)
+	cli, release, err := c.coord.controlClient(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
-	return &Control{client: cli, prefix: c.coord.prefix, scheduler: c.coord.name, jobs: c.coord.jobs}, nil
+	return &Control{client: cli, prefix: c.coord.prefix, scheduler: c.coord.name, jobs: c.coord.jobs}, release, nil
 }
 
 // Pause stops job from starting on every replica until Resume.
 func (c *Cron) Pause(ctx context.Context, job string) error {
-	k, err := c.control()
+	k, release, err := c.control(ctx)
 	if err != nil {
 		return err
 	}
+	defer release()
 	return k.Pause(ctx, job, c.coord.identity)
 }
 
 // Resume lets job run again on every replica.
 func (c *Cron) Resume(ctx context.Context, job string) error {
-	k, err := c.control()
+	k, release, err := c.control(ctx)
 	if err != nil {
 		return err
 	}
+	defer release()
 	return k.Resume(ctx, job)
 }
 
 // Trigger runs job once now, on whichever replica schedules it.
 func (c *Cron) Trigger(ctx context.Context, job string) error {
-	k, err := c.control()
+	k, release, err := c.control(ctx)
 	if err != nil {
 		return err
 	}
+	defer release()
 	return k.Trigger(ctx, job, c.coord.identity)
 }
 
 // Status reports the scheduler's leader and each job's last and next run and
-// history.
+// history. It returns ErrNotCoordinated only for a Cron without etcd, and
+// ErrEtcdUnreachable while a started Cron cannot reach the etcd of its
+// environment.
 func (c *Cron) Status(ctx context.Context) (Status, error) {
-	k, err := c.control()
+	k, release, err := c.control(ctx)
 	if err != nil {
 		return Status{}, err
 	}
+	defer release()
 	st, err := k.Status(ctx)
 	if err != nil {
 		return st, err

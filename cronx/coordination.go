@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +14,6 @@ import (
 	"github.com/batonhq/baton/election"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // Mode says how the replicas of a coordinated Cron share its ticks.
@@ -164,13 +161,15 @@ type coordinator struct {
 	jobs     string // P/jobs/<name>/
 	logger   Logger
 
-	ownsClient bool // made from the environment
+	ownsClient bool                // made from the environment
+	conn       election.Connection // the environment's, when ownsClient
+	gen        int                 // counts Starts
+	clientGen  int                 // the Start that made client, when ownsClient
+	connErr    error               // why the last connection attempt failed
 	client     *clientv3.Client
 	elector    *election.Elector
 
 	mu         sync.Mutex
-	names      map[string]bool   // job names in use
-	copies     map[string]int    // derived name → copies named so far, less one
 	term       *termState        // leader mode: the current term, nil when not leading
 	sess       *election.Session // the runners' session, for in-progress markers
 	sessMu     sync.Mutex        // held while sess is replaced; never taken under mu
@@ -183,6 +182,8 @@ type coordinator struct {
 	claimSlots chan struct{} // one token per claim in flight
 	batch      *batcher      // leader mode's claims of live ticks
 	finishes   finishQueue   // runs ended and not yet recorded
+	specs      specQueue     // spec keys to write
+	fired      firedTicks    // claim mode: the latest tick of each job
 
 	premu sync.Mutex
 	pre   map[preclaimKey]*preclaim // leader mode: runs claimed ahead of their tick
@@ -215,8 +216,6 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 		eopts:      cfg.eopts,
 		client:     cfg.client,
 		elector:    cfg.elector,
-		names:      map[string]bool{},
-		copies:     map[string]int{},
 		claimSlots: make(chan struct{}, maxClaims),
 		logger:     c.logger,
 	}
@@ -234,7 +233,7 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 		// Only misfire, mode or name options: nothing to coordinate with.
 		return nil, nil
 	case cfg.client == nil:
-		co.ownsClient = true
+		co.ownsClient, co.conn = true, conn
 	}
 	co.name = cfg.name
 	if co.name == "" && cfg.elector != nil {
@@ -267,38 +266,6 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 	return co, nil
 }
 
-// register names a job being added: its own name, or a derived one.
-func (co *coordinator) register(job Job, spec string) (string, error) {
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	if nj, ok := job.(*namedJob); ok {
-		if err := checkJobName(nj.name); err != nil {
-			return "", err
-		}
-		if co.names[nj.name] {
-			return "", fmt.Errorf("cronx: job %q: a job with that name is already registered", nj.name)
-		}
-		co.names[nj.name] = true
-		return nj.name, nil
-	}
-	// The same function on the same schedule, added twice, is two jobs, as
-	// in robfig/cron: the second is "<name>-2".
-	base := derivedName(job, spec)
-	name := base
-	for co.names[name] {
-		co.copies[base]++
-		name = fmt.Sprintf("%s-%d", base, co.copies[base]+1)
-	}
-	co.names[name] = true
-	return name, nil
-}
-
-func (co *coordinator) unregister(name string) {
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	delete(co.names, name)
-}
-
 // etcd returns the client, nil until one is made from the environment.
 func (co *coordinator) etcd() *clientv3.Client {
 	co.mu.Lock()
@@ -308,11 +275,13 @@ func (co *coordinator) etcd() *clientv3.Client {
 
 // scheduling reports whether this replica fires ticks now.
 func (co *coordinator) scheduling() bool {
-	if co.mode == ClaimMode {
-		return true
-	}
 	co.mu.Lock()
 	defer co.mu.Unlock()
+	if co.mode == ClaimMode {
+		// Until a client from the environment is made, no claim can be
+		// sent; connecting asks for a resync, which catches up.
+		return co.started && co.client != nil
+	}
 	return co.term != nil
 }
 
@@ -329,13 +298,15 @@ func (co *coordinator) start() {
 	ctx, resigned, done := co.ctx, make(chan struct{}), make(chan struct{})
 	prev := co.done
 	co.resigned, co.done = resigned, done
+	co.gen++
+	gen := co.gen
 	go func() {
 		defer close(done)
 		if prev != nil {
 			// A Stop then Start: the last run's client and session go first.
 			<-prev
 		}
-		ownsClient := co.connect(ctx)
+		ownsClient := co.connect(ctx, gen)
 		defer co.watchEmpty(ctx)()
 		co.campaign(ctx)
 		close(resigned)
@@ -345,33 +316,12 @@ func (co *coordinator) start() {
 		co.closeSession()
 		if ownsClient {
 			co.mu.Lock()
-			co.client.Close()
+			cli := co.client
 			co.client = nil
 			co.mu.Unlock()
+			cli.Close()
 		}
 	}()
-}
-
-// connect makes the etcd client from the environment when the Cron has
-// none, and reports whether it made one.
-func (co *coordinator) connect(ctx context.Context) bool {
-	if co.etcd() != nil {
-		return false
-	}
-	cfg, err := election.ConnectionFromEnv().ClientConfig()
-	var cli *clientv3.Client
-	if err == nil {
-		cfg.Logger = zap.NewNop()
-		cli, err = clientv3.New(cfg)
-	}
-	if err != nil {
-		co.logger.Error(err, "cronx: cannot reach etcd; no job will run", "scheduler", co.name)
-		return false
-	}
-	co.mu.Lock()
-	co.client = cli
-	co.mu.Unlock()
-	return true
 }
 
 // campaign schedules while this replica may: in leader mode for each term it
@@ -384,7 +334,7 @@ func (co *coordinator) campaign(ctx context.Context) {
 		return
 	}
 	if co.mode == ClaimMode {
-		co.publishSpecs(ctx)
+		co.publishAll()
 		co.c.requestResync()
 		co.watchTriggers(ctx, nil)
 		return
@@ -410,11 +360,7 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	co.mu.Unlock()
 	co.logger.Info("cronx: leading", "scheduler", co.name, "instance", co.identity, "fence", term.Revision)
 	co.c.requestResync()
-	co.runs.add() // waited for before the client closes
-	go func() {
-		defer co.runs.done()
-		co.publishSpecs(ctx)
-	}()
+	co.publishAll()
 	co.watchTriggers(ctx, &term)
 	co.mu.Lock()
 	ts := co.term
@@ -443,6 +389,9 @@ func (co *coordinator) stop() {
 	co.cancel()
 	resigned := co.resigned
 	co.mu.Unlock()
+	if co.mode == ClaimMode {
+		return // no leader to resign
+	}
 	t := time.NewTimer(resignWait)
 	defer t.Stop()
 	select {
@@ -552,6 +501,9 @@ func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
 			return
 		}
 	}
+	if ts == nil {
+		co.fired.note(e.name, tick)
+	}
 	if p := co.takePreclaim(e.name, tick, ts); p != nil && ts != nil {
 		co.c.jobWaiter.add()
 		co.runs.add()
@@ -614,6 +566,8 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 			// say so.
 			co.logger.Error(fmt.Errorf("a later tick, %s, was claimed first", later.Format(time.RFC3339)),
 				"cronx: tick not run", "job", r.job, "tick", r.tick)
+		case errors.Is(err, errSuperseded):
+			co.logger.Info("cronx: skipped: "+err.Error(), "job", r.job, "tick", r.tick)
 		case errors.Is(err, election.ErrClaimed), errors.Is(err, election.ErrNeverClaimed):
 			// Another replica ran it, or a catch-up found nothing to resume.
 		case errors.Is(err, election.ErrBusy):
@@ -690,6 +644,9 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 	for try := 1; ; try++ {
 		var err error
 		sess, serr := co.session(ctx)
+		if claimMode && co.fired.superseded(r.job, r.tick) {
+			return election.Claim{}, nil, errSuperseded
+		}
 		if serr == nil {
 			opts := []election.ClaimOption{
 				election.ClaimedBy(co.identity),
@@ -1009,71 +966,6 @@ func encodeHistory(hist []Record, rec Record) string {
 	}
 	b, _ := json.Marshal(hist)
 	return string(b)
-}
-
-// publishSpecs records each job's spec, for status and trigger checks. It
-// compares specBatch jobs a transaction and rewrites the batch only if one
-// differs, so a new leader of ten thousand unchanged jobs sends a few
-// hundred small transactions rather than one per job.
-func (co *coordinator) publishSpecs(ctx context.Context) {
-	specs := map[string]string{}
-	for _, e := range co.c.Entries() {
-		specs[e.name] = e.spec
-	}
-	names := slices.Sorted(maps.Keys(specs))
-	for len(names) > 0 {
-		n := min(len(names), specBatch)
-		var cmps []clientv3.Cmp
-		var puts []clientv3.Op
-		for _, name := range names[:n] {
-			cmps = append(cmps, clientv3.Compare(clientv3.Value(co.specKey(name)), "=", specs[name]))
-			puts = append(puts, clientv3.OpPut(co.specKey(name), specs[name]))
-		}
-		names = names[n:]
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := co.client.Txn(pctx).If(cmps...).Else(puts...).Commit()
-		cancel()
-		if err != nil {
-			return
-		}
-	}
-}
-
-// specBatch is the jobs whose specs one transaction compares and writes:
-// within etcd's default limit of 128 operations a transaction.
-const specBatch = 64
-
-func (co *coordinator) publishSpec(ctx context.Context, name, spec string) error {
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	_, err := co.client.Txn(pctx).
-		If(clientv3.Compare(clientv3.Value(co.specKey(name)), "=", spec)).
-		Else(clientv3.OpPut(co.specKey(name), spec)).Commit()
-	return err
-}
-
-// published records the spec of a job added while the Cron runs, when this
-// replica publishes specs now (the leader, or any replica in claim mode);
-// publishSpecs covers the jobs added before. Without it, Pause and Trigger
-// would not know the job until the next term.
-func (co *coordinator) published(name, spec string) {
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	if !co.started || co.client == nil {
-		return
-	}
-	ctx := co.ctx
-	if co.mode == LeaderMode {
-		if co.term == nil {
-			return
-		}
-		ctx = co.term.ctx
-	}
-	co.runs.add() // the client outlives it
-	go func() {
-		defer co.runs.done()
-		co.publishSpec(ctx, name, spec)
-	}()
 }
 
 // watchTriggers runs triggered jobs until ctx ends: those waiting when it

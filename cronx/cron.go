@@ -2,6 +2,7 @@ package cronx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -24,6 +25,7 @@ type Cron struct {
 
 	add      chan *Entry
 	remove   chan EntryID
+	acked    chan struct{} // the loop's answer to remove and stop
 	snapshot chan chan []Entry
 	stop     chan struct{}
 
@@ -34,6 +36,7 @@ type Cron struct {
 	clock    clock.Clock
 
 	jobWaiter jobWaiter
+	names     jobNames
 
 	// Cluster coordination: nil when the Cron runs alone. coordErr is a
 	// configuration error, returned by every Add.
@@ -41,6 +44,9 @@ type Cron struct {
 	coord    *coordinator
 	coordErr error
 	resync   chan struct{} // asks the loop to recompute every Next
+	// places are the places of jobs just removed, for a reload (the run
+	// loop's).
+	places map[string]removedJob
 	// preclaimed is the latest tick whose runs were claimed ahead.
 	preclaimed time.Time
 
@@ -82,6 +88,7 @@ func New(opts ...Option) *Cron {
 	c := &Cron{
 		add:      make(chan *Entry),
 		remove:   make(chan EntryID),
+		acked:    make(chan struct{}),
 		snapshot: make(chan chan []Entry),
 		stop:     make(chan struct{}),
 		chain:    NewChain(),
@@ -113,7 +120,7 @@ func (c *Cron) AddJob(spec string, cmd Job) (EntryID, error) {
 	if c.coordErr != nil {
 		return 0, c.coordErr
 	}
-	if cmd == nil {
+	if isNilJob(cmd) {
 		return 0, fmt.Errorf("cronx: job for %q is nil", spec)
 	}
 	schedule, err := c.parser.Parse(spec)
@@ -124,9 +131,20 @@ func (c *Cron) AddJob(spec string, cmd Job) (EntryID, error) {
 }
 
 // Schedule adds cmd, wrapped by the Cron's chain, to run on schedule. A
-// running Cron computes the entry's first activation at once.
+// running Cron computes the entry's first activation at once. A nil
+// schedule or job, or a job the Cron cannot add, is logged as an error and
+// returns ID 0, which names no entry.
 func (c *Cron) Schedule(schedule Schedule, cmd Job) EntryID {
-	id, err := c.schedule(schedule, cmd, describeSchedule(schedule))
+	var id EntryID
+	var err error
+	switch {
+	case schedule == nil:
+		err = errors.New("cronx: Schedule: the schedule is nil")
+	case isNilJob(cmd):
+		err = fmt.Errorf("cronx: Schedule: the job for %s is nil", describeSchedule(schedule))
+	default:
+		id, err = c.schedule(schedule, cmd, describeSchedule(schedule))
+	}
 	if err != nil {
 		c.logger.Error(err, "cronx: job not scheduled")
 	}
@@ -138,23 +156,28 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 	if c.coordErr != nil {
 		return 0, c.coordErr
 	}
-	if nj, ok := cmd.(*namedJob); ok && nj.job == nil {
+	if nj, ok := cmd.(*namedJob); ok && isNilJob(nj.job) {
 		// Named hides the nil from AddJob's check; it would panic at its
 		// first run, in a goroutine, and crash the program.
 		return 0, fmt.Errorf("cronx: job %q is nil", nj.name)
 	}
+	name, base := "", ""
 	if nj, ok := cmd.(*namedJob); ok {
-		// Checked alone too, so a bad name fails before etcd is configured.
 		if err := checkJobName(nj.name); err != nil {
 			return 0, err
 		}
+		name = nj.name
+	} else if c.coord != nil {
+		base = derivedName(cmd, spec)
 	}
-	name, published := "", ""
-	if c.coord != nil {
+	if name != "" || base != "" {
 		var err error
-		if name, err = c.coord.register(cmd, spec); err != nil {
+		if name, err = c.names.take(name, base); err != nil {
 			return 0, err
 		}
+	}
+	published := ""
+	if c.coord != nil {
 		published = spec
 	}
 	c.runningMu.Lock()
@@ -174,7 +197,7 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 		c.entries = append(c.entries, e)
 	}
 	if c.coord != nil {
-		c.coord.published(name, spec)
+		c.coord.queueSpec(name, spec, false)
 	}
 	return e.ID, nil
 }
@@ -210,11 +233,13 @@ func (c *Cron) Location() *time.Location {
 
 // Remove deletes the entry with the given ID, so that it does not run
 // again. A run in progress is not interrupted. An unknown ID is ignored.
+// When Remove returns, the entry's job name is free for another job.
 func (c *Cron) Remove(id EntryID) {
 	c.runningMu.Lock()
 	defer c.runningMu.Unlock()
 	if c.running {
 		c.remove <- id
+		<-c.acked
 	} else {
 		c.removeEntry(id)
 	}
@@ -265,6 +290,7 @@ func (c *Cron) Stop() context.Context {
 	defer c.runningMu.Unlock()
 	if c.running {
 		c.stop <- struct{}{}
+		<-c.acked
 		c.running = false
 	}
 	if c.coord != nil {
@@ -311,8 +337,12 @@ func (c *Cron) removeEntry(id EntryID) {
 	for _, e := range c.entries {
 		if e.ID != id {
 			kept = append(kept, e)
-		} else if c.coord != nil {
-			c.coord.unregister(e.name)
+			continue
+		}
+		c.names.release(e.name)
+		if c.coord != nil {
+			c.coord.queueSpec(e.name, e.spec, true)
+			c.coord.fired.forget(e.name)
 		}
 	}
 	clear(c.entries[len(kept):])

@@ -233,9 +233,31 @@
 // a name derived from its function's symbol (or its type) and a hash of its
 // spec, such as "main.sendReport-1c2f3a4b"; adding the same function on the
 // same spec again names the copy "...-2", so it stays a separate job as in
-// robfig/cron. Two Named jobs with one name are an error. The scheduler is
-// named by WithName, or "cron", "cron-2", ... in the order a process creates
-// its Crons.
+// robfig/cron. A copy takes the lowest number no other copy holds, so
+// replicas with the same jobs name them alike however often each removed and
+// re-added them (a configuration reload). Two Named jobs with one name are an
+// error (ErrDuplicateName), with or without etcd, and so is an unnamed job
+// whose derived name a Named job holds: giving it another number could name
+// it differently on another replica, and run it twice a tick. A name is free
+// again when Remove returns. A job added again under its name and spec
+// within 10 seconds of its removal (a reload) keeps its place: a tick that
+// came due in between runs at once, and an @every job keeps its interval's
+// phase. The scheduler is named by WithName, or "cron", "cron-2", ... in the
+// order a process creates its Crons.
+//
+// A removed job's spec key (P/jobs/<scheduler>/<job>/spec) is deleted by the
+// replica that publishes specs — the leader, or in claim mode the replica
+// that removed it — if it still holds that replica's spec, soon after Remove
+// returns, or when that replica next publishes if it does not now (a
+// follower, a stopped Cron, etcd out). Pause and Trigger then refuse the
+// name (ErrUnknownJob), and Status shows the job with no spec, from the keys
+// that stay; another replica that still has the job writes the spec again
+// when it starts publishing (at Start in claim mode, at each term in leader
+// mode). The job's last claimed tick, history
+// and pause flag stay in etcd, a few hundred bytes per name: a job added
+// again under its name goes on from its last claimed tick, so it never runs a
+// tick twice. Nothing deletes them by itself; once no replica has the job,
+// etcdctl del --prefix P/jobs/<scheduler>/<job>/ does.
 //
 // WithOverlap(Forbid) skips a tick while a run of the job is in progress on
 // any replica. Pause, Resume and Trigger act on the whole cluster, and
@@ -248,8 +270,18 @@
 // a trigger of a job the leader does not have waits for one that has it. In
 // claim mode any replica that has the job runs it.
 //
-// Limits: with etcd unreachable no job runs (ticks are retried until the
-// misfire grace, then skipped), and scheduling resumes by itself. An etcd
+// A Cron that makes its client from the environment connects in the
+// background: Start never waits for etcd. While etcd does not answer (or
+// refuses the credentials), it tries again with backoff, logs each new
+// failure, runs nothing, and Status, Pause and Trigger return
+// ErrEtcdUnreachable; it schedules as soon as etcd answers. Before Start and
+// after Stop they use a client of their own.
+//
+// Limits: with etcd unreachable no job runs, and scheduling resumes by
+// itself. A tick whose claim etcd does not answer is retried until the
+// misfire grace, then skipped. In claim mode a tick not yet claimed gives
+// way to a later tick of the same job, so after an outage each job runs
+// once, for its latest tick, as a new leader does in leader mode. An etcd
 // that comes back without its data has forgotten which ticks ran: a tick
 // still being retried from before is then given up rather than claimed
 // again, but a replica whose clock is behind by more than etcd was down

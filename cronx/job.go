@@ -180,3 +180,17 @@ func describeSchedule(s Schedule) string {
 	}
 	return reflect.TypeOf(s).String()
 }
+
+// isNilJob reports whether j is nil or a nil func: a job that would panic at
+// its first run, in a goroutine, and crash the program.
+func isNilJob(j Job) bool {
+	switch f := j.(type) {
+	case nil:
+		return true
+	case FuncJob:
+		return f == nil
+	case ContextFunc:
+		return f == nil
+	}
+	return false
+}

@@ -71,14 +71,21 @@ func (c *Cron) wait(timer clock.Timer) bool {
 			timer.Stop()
 			now := c.now()
 			e.Next = e.Schedule.Next(now)
+			c.takePlace(e, now)
 			c.entries = append(c.entries, e)
 			c.logger.Info("added", "now", now, "entry", e.ID, "next", e.Next)
 			return true
 
 		case id := <-c.remove:
 			timer.Stop()
+			for _, e := range c.entries {
+				if e.ID == id {
+					c.keepPlace(e, c.now())
+				}
+			}
 			c.removeEntry(id)
 			c.logger.Info("removed", "entry", id)
+			c.acked <- struct{}{}
 			return true
 
 		case <-c.resync:
@@ -93,6 +100,7 @@ func (c *Cron) wait(timer clock.Timer) bool {
 		case <-c.stop:
 			timer.Stop()
 			c.logger.Info("stop")
+			c.acked <- struct{}{}
 			return false
 		}
 	}

@@ -1,9 +1,9 @@
 // Package chaos is baton's fault-injection harness: real `baton crontab`
 // processes on a three-member etcd cluster, a random schedule of crashes,
-// deploys, pauses, partitions, clock skew and etcd failures drawn from a
-// printed seed, and a checker that reads the ledger the jobs wrote and fails
-// the run on any duplicate tick, overlapping Forbid run, stale fenced write
-// or tick missed outside a documented exception.
+// deploys, pauses, partitions, reloads, cold starts, clock skew and etcd
+// failures drawn from a printed seed, and a checker that reads the ledger the
+// jobs wrote and fails the run on any duplicate tick, overlapping Forbid run,
+// stale fenced write or tick missed outside a documented exception.
 //
 // The package is tests only; README.md explains the faults, the checker's
 // rules and the commands:

@@ -22,7 +22,22 @@ import (
 // Faults are drawn from the seed in decks: each deck is every kind once, in
 // a shuffled order, so a run of a few minutes sees each kind. Every draw is
 // made whatever happens at run time, so a seed replays the same schedule.
-var faultKinds = []FaultKind{Kill, Deploy, Pause, Partition, MemberKill, LeaderKill, QuorumLoss, Wipe}
+var faultKinds = []FaultKind{Kill, Deploy, Pause, Partition, MemberKill, LeaderKill, QuorumLoss, Wipe, Reload, ColdStart}
+
+// Faults made of the application's own moves rather than failures. The
+// checker knows them by what they are made of: a reload excuses nothing,
+// and a cold start is recorded as the quorum loss and the deploys it is.
+const (
+	// Reload: SIGHUP to every baton process of the leader (of any replica,
+	// or of every replica, one time in three), two to four times about a
+	// second apart: each reads its crontab again, removes every job and
+	// adds it back, while ticks come due.
+	Reload FaultKind = "reload"
+	// ColdStart: etcd down (two members killed, the third unreachable),
+	// every replica stopped (SIGTERM) and started again while it is down,
+	// then etcd back.
+	ColdStart FaultKind = "cold-start"
+)
 
 // draw is the randomness of one fault, drawn before it is injected.
 type draw struct {
@@ -69,6 +84,10 @@ func (h *harness) inject(kind FaultKind, d draw) Fault {
 			n = h.nodes[d.pick%len(h.nodes)]
 		}
 		return h.replicaFault(kind, n, d)
+	case Reload:
+		return h.reload(d)
+	case ColdStart:
+		return h.coldStart(d)
 	default:
 		return h.etcdFault(kind, d)
 	}
@@ -399,4 +418,78 @@ func (e *etcd) wipe(t *testing.T, down time.Duration) {
 	for i, p := range e.proxies {
 		p.Retarget(c.Members[i].Addr())
 	}
+}
+
+// Application faults.
+
+// reload makes replicas reload their crontabs a few times, at times drawn
+// to fall at different points of a second, so that some reloads straddle a
+// tick.
+func (h *harness) reload(d draw) Fault {
+	targets := []*node{h.leaderVictim(d)}
+	if d.any {
+		targets = h.nodes
+	}
+	var ids []string
+	for _, n := range targets {
+		ids = append(ids, n.id)
+	}
+	f := Fault{Kind: Reload, Target: strings.Join(ids, ","), Start: time.Now()}
+	for i := range 2 + int(d.hold/time.Second) {
+		for _, n := range targets {
+			n.signal(syscall.SIGHUP)
+		}
+		time.Sleep(700*time.Millisecond + time.Duration((d.pick>>(3*i))%8)*90*time.Millisecond)
+	}
+	f.End = time.Now()
+	return f
+}
+
+// coldStart takes etcd down, restarts every replica while it is down, and
+// brings etcd back: the replicas must start without etcd and schedule once
+// it answers. It records the quorum loss and the deploys it is made of, for
+// the checker.
+func (h *harness) coldStart(d draw) Fault {
+	c := h.etcd.cluster
+	f := Fault{Kind: ColdStart, Target: "all", Start: time.Now()}
+	// Two members die and the third stops answering: a member restarted
+	// alone could not form a quorum, so the third runs on, unreachable.
+	keep := c.Members[d.pick%len(c.Members)]
+	kept := h.etcd.proxies[slices.Index(c.Members, keep)]
+	kept.Retarget(refused)
+	var down []*etcdtest.Member
+	var names []string
+	for _, m := range c.Members {
+		names = append(names, m.Name())
+		if m != keep {
+			down = append(down, m)
+			h.etcd.kill(m)
+		}
+	}
+	lost := Fault{Kind: QuorumLoss, Target: strings.Join(names, ","), Start: f.Start}
+	var deploys []Fault
+	for _, n := range h.nodes {
+		deploys = append(deploys, Fault{Kind: Deploy, Target: n.id, Start: time.Now()})
+		n.signal(syscall.SIGTERM)
+	}
+	for i, n := range h.nodes {
+		if !n.wait(grace + 10*time.Second) {
+			h.t.Errorf("replica %s did not exit within %v of SIGTERM", n.id, grace+10*time.Second)
+			n.signal(syscall.SIGKILL)
+			n.wait(10 * time.Second)
+		}
+		n.start(h)
+		deploys[i].End = time.Now()
+	}
+	time.Sleep(2*time.Second + d.hold) // the replicas run; etcd does not answer
+	for _, m := range down {
+		h.etcd.restart(h.t, m)
+	}
+	kept.Retarget(keep.Addr())
+	h.waitEtcd()
+	f.End = time.Now()
+	lost.End = f.End
+	h.faults = append(h.faults, lost)
+	h.faults = append(h.faults, deploys...)
+	return f
 }

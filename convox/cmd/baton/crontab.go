@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/batonhq/baton/cronx"
@@ -58,7 +59,12 @@ BATON_ID (the replica) and BATON_FENCE (a fencing token that grows with
 every leadership term and claim) in its environment, and its output is
 printed with a "[JOB] " prefix.
 
-On SIGTERM, SIGINT or SIGHUP baton stops scheduling, resigns at once so another
+On SIGHUP baton reads FILE again and replaces every job with the file's:
+a job that keeps its name and schedule keeps its claims and history and
+misses no tick. A file that does not parse is reported, and the jobs stay
+as they were.
+
+On SIGTERM or SIGINT baton stops scheduling, resigns at once so another
 replica takes over, sends SIGTERM to running commands, waits for them up to
 --grace, kills what is left, and exits 0. When leadership is lost (etcd
 unreachable past the session's safe deadline), running commands get SIGTERM
@@ -145,11 +151,25 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
 	asked, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
+	// SIGHUP asks for a reload, taken once the jobs are scheduled; any
+	// other signal asks baton to stop.
+	hup := make(chan struct{}, 1)
 	go func() {
-		select {
-		case s := <-env.signals:
-			stop(stopSignal{s})
-		case <-asked.Done():
+		for {
+			select {
+			case s := <-env.signals:
+				if s == syscall.SIGHUP {
+					select {
+					case hup <- struct{}{}:
+					default: // a reload is pending already
+					}
+					continue
+				}
+				stop(stopSignal{s})
+				return
+			case <-asked.Done():
+				return
+			}
 		}
 	}()
 	// baton may well start before etcd does: it then waits for it, running
@@ -175,18 +195,34 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		cronx.WithSlog(logger),
 	)
 	var stopping atomic.Bool
-	for _, e := range entries {
-		job := crontabJob{entry: e, shell: *shell, env: env, grace: *grace, stopping: &stopping, logger: logger}
-		if _, err := c.AddJob(e.spec, cronx.Named(e.name, job, cronx.WithOverlap(over))); err != nil {
-			fmt.Fprintf(env.stderr, "baton crontab: %s:%d: %v\n", file, e.line, err)
-			return exitUsage
+	add := func(entries []crontabEntry) ([]cronx.EntryID, error) {
+		var ids []cronx.EntryID
+		for _, e := range entries {
+			job := crontabJob{entry: e, shell: *shell, env: env, grace: *grace, stopping: &stopping, logger: logger}
+			id, err := c.AddJob(e.spec, cronx.Named(e.name, job, cronx.WithOverlap(over)))
+			if err != nil {
+				return ids, fmt.Errorf("%s:%d: %w", file, e.line, err)
+			}
+			ids = append(ids, id)
 		}
+		return ids, nil
+	}
+	ids, err := add(entries)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "baton crontab: %v\n", err)
+		return exitUsage
 	}
 	logger.Info("baton crontab: started", "file", file, "jobs", len(entries), "scheduler", *name, "mode", *mode,
 		"endpoints", strings.Join(cfg.Connection.Endpoints, ","))
 	c.Start()
 
-	<-asked.Done()
+	for asked.Err() == nil {
+		select {
+		case <-hup:
+			ids = reloadCrontab(c, file, *seconds, ids, add, logger)
+		case <-asked.Done():
+		}
+	}
 	logger.Info("baton crontab: stopping: resigning and letting running commands finish", "cause", context.Cause(asked), "grace", grace.String())
 	stopping.Store(true)
 	done := c.Stop()
@@ -198,6 +234,31 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		logger.Warn("baton crontab: commands still running after the grace period")
 	}
 	return exitOK
+}
+
+// reloadCrontab replaces the jobs ids with those of file, and returns the
+// new ids; a file that does not parse leaves the jobs as they were.
+func reloadCrontab(c *cronx.Cron, file string, seconds bool, ids []cronx.EntryID,
+	add func([]crontabEntry) ([]cronx.EntryID, error), logger *slog.Logger) []cronx.EntryID {
+	f, err := os.Open(file)
+	var entries []crontabEntry
+	if err == nil {
+		entries, err = parseCrontab(f, file, seconds)
+		f.Close()
+	}
+	if err != nil {
+		logger.Error("baton crontab: reload: the jobs stay as they were", "err", err)
+		return ids
+	}
+	for _, id := range ids {
+		c.Remove(id)
+	}
+	ids, err = add(entries)
+	if err != nil {
+		logger.Error("baton crontab: reload", "err", err)
+	}
+	logger.Info("baton crontab: reloaded", "file", file, "jobs", len(ids))
+	return ids
 }
 
 // crontabJob runs one crontab entry's command.

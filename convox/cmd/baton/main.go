@@ -71,8 +71,9 @@ type command struct {
 type environ struct {
 	stdout, stderr io.Writer
 	// signals delivers SIGTERM, SIGINT and SIGHUP; nil in tests that do not
-	// signal. Every command treats SIGHUP (its terminal closed, or a
-	// supervisor that stops with it) as SIGTERM.
+	// signal. crontab reloads its file on SIGHUP; every other command
+	// treats SIGHUP (its terminal closed, or a supervisor that stops with it)
+	// as SIGTERM.
 	signals <-chan os.Signal
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -49,24 +48,6 @@ func TestRunForwardsSignals(t *testing.T) {
 				t.Fatalf("%d candidates left after the signal", n)
 			}
 		})
-	}
-}
-
-// TestCrontabStopsGracefullyOnSIGHUP: SIGHUP stops a crontab as SIGTERM
-// does, letting the running command finish, and baton exits 0.
-func TestCrontabStopsGracefullyOnSIGHUP(t *testing.T) {
-	etcd := etcdtest.Start(t)
-	dir := t.TempDir()
-	log, file := filepath.Join(dir, "log"), filepath.Join(dir, "crontab")
-	os.WriteFile(file, []byte(`long: * * * * * * echo start >> `+log+`; trap "echo TERM >> `+log+`; exit 0" TERM; while true; do sleep 0.05; done`+"\n"), 0o644)
-	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}, "crontab", "--seconds", "--overlap", "forbid", file)
-	until(t, 15*time.Second, "the command to start", func() bool { return len(readLines(log)) >= 1 })
-	p.cmd.Process.Signal(syscall.SIGHUP)
-	if code := p.wait(10 * time.Second); code != 0 {
-		t.Fatalf("exit %d after SIGHUP, want 0", code)
-	}
-	if lines := readLines(log); !strings.Contains(strings.Join(lines, " "), "TERM") {
-		t.Fatalf("the command was not asked to stop: %q", lines)
 	}
 }
 

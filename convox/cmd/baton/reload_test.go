@@ -1,0 +1,93 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/internal/etcdtest"
+)
+
+// TestCrontabReloadsOnSIGHUP: on SIGHUP baton crontab reads its file again.
+// Reloads of an unchanged file drop no tick and run none twice; an edited
+// file's jobs replace the old ones; a file that no longer parses leaves the
+// jobs running as they were.
+func TestCrontabReloadsOnSIGHUP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	etcd := etcdtest.Start(t)
+	dir := t.TempDir()
+	ledger := filepath.Join(dir, "ledger")
+	file := filepath.Join(dir, "crontab")
+	entry := func(job string) []byte {
+		return []byte(job + `: * * * * * * echo "$BATON_JOB $BATON_TICK $BATON_ID $BATON_FENCE" >> ` + ledger + "\n")
+	}
+	if err := os.WriteFile(file, entry("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=r1"},
+		"crontab", "--seconds", "--ttl", "2", file)
+	count := func(job string) int {
+		n := 0
+		for _, l := range readLedger(t, ledger) {
+			if l.job == job {
+				n++
+			}
+		}
+		return n
+	}
+	until(t, 20*time.Second, "a first run", func() bool { return count("a") > 0 })
+
+	// Reloads a third of a second apart fall at every point of a second.
+	for range 9 {
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(330 * time.Millisecond)
+	}
+	n := count("a")
+	until(t, 5*time.Second, "a run after the reloads", func() bool { return count("a") > n+1 })
+	ticks := map[string]bool{}
+	var first, last time.Time
+	for _, l := range readLedger(t, ledger) {
+		if ticks[l.tick] {
+			t.Errorf("tick %s ran twice", l.tick)
+		}
+		ticks[l.tick] = true
+		tick, err := time.Parse(time.RFC3339, l.tick)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.IsZero() {
+			first = tick
+		}
+		last = tick
+	}
+	if want := int(last.Sub(first)/time.Second) + 1; len(ticks) != want {
+		t.Errorf("%d ticks ran from %v to %v, want %d: the reloads dropped a tick", len(ticks), first, last, want)
+	}
+
+	if err := os.WriteFile(file, entry("b"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	until(t, 5*time.Second, "a run of the edited file's job", func() bool { return count("b") > 0 })
+	time.Sleep(1500 * time.Millisecond) // a run of a already under way may end meanwhile
+	na, nb := count("a"), count("b")
+	if err := os.WriteFile(file, []byte("b: * * *\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	p.waitOutput("reload: the jobs stay as they were", 5*time.Second)
+	until(t, 5*time.Second, "b to run on after a bad reload", func() bool { return count("b") > nb+1 })
+	if count("a") != na {
+		t.Errorf("a ran after the file no longer had it")
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(10 * time.Second); code != 0 {
+		t.Fatalf("baton exited %d after SIGTERM", code)
+	}
+}

@@ -1,0 +1,209 @@
+package cronx
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A job's spec key says that a replica has the job: Status lists it, and
+// Pause and Trigger accept its name. The replica that publishes (the leader,
+// or every replica in claim mode) writes the spec of each job it adds and
+// deletes the spec of each job it removes, if the key still holds that
+// spec. A job's claim, history and pause flag stay: a job added again under
+// its name goes on from its last claimed tick, and so never runs a tick
+// twice.
+//
+// specQueue holds the spec changes not yet written, the latest per job, and
+// writes them in order from one goroutine, so that a Remove followed by an
+// Add of the same name ends with the spec in etcd, and thousands of changes
+// made at once are a few transactions. Changes made while this replica does
+// not publish (a follower, a stopped Cron, etcd not reached yet) wait for
+// the next time it does.
+type specQueue struct {
+	mu      sync.Mutex
+	pending map[string]specChange // by job name
+	all     bool                  // publish every entry's spec first
+	writing bool                  // the writer runs
+}
+
+type specChange struct {
+	spec    string
+	removed bool
+}
+
+// queueSpec records that job name was added with spec, or removed.
+func (co *coordinator) queueSpec(name, spec string, removed bool) {
+	if name == "" {
+		return
+	}
+	q := &co.specs
+	q.mu.Lock()
+	if q.pending == nil {
+		q.pending = map[string]specChange{}
+	}
+	q.pending[name] = specChange{spec: spec, removed: removed}
+	q.mu.Unlock()
+	co.writeSpecs()
+}
+
+// publishAll asks for every entry's spec to be written, as when this
+// replica starts publishing.
+func (co *coordinator) publishAll() {
+	q := &co.specs
+	q.mu.Lock()
+	q.all = true
+	q.mu.Unlock()
+	co.writeSpecs()
+}
+
+// writeSpecs starts the writer, unless it runs, nothing waits, or this
+// replica does not publish now.
+func (co *coordinator) writeSpecs() {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	ctx := co.ctx
+	if co.mode == LeaderMode && co.term != nil {
+		ctx = co.term.ctx
+	}
+	if !co.started || co.client == nil || co.mode == LeaderMode && co.term == nil || ctx.Err() != nil {
+		return
+	}
+	q := &co.specs
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.writing || len(q.pending) == 0 && !q.all {
+		return
+	}
+	q.writing = true
+	co.runs.add() // the client outlives the writer
+	go func() {
+		defer co.runs.done()
+		co.specWriter(ctx)
+	}()
+}
+
+// specWriter writes queued spec changes until none is left or ctx ends,
+// retrying while etcd does not answer.
+func (co *coordinator) specWriter(ctx context.Context) {
+	q := &co.specs
+	backoff := 100 * time.Millisecond
+	for {
+		q.mu.Lock()
+		all, pending := q.all, q.pending
+		if ctx.Err() != nil || !all && len(pending) == 0 {
+			q.writing = false
+			q.mu.Unlock()
+			if ctx.Err() != nil {
+				// Changes left wait for the next term, which may have
+				// begun while this writer was at work.
+				co.writeSpecs()
+			}
+			return
+		}
+		q.all, q.pending = false, nil
+		q.mu.Unlock()
+		if all {
+			// The entries, read after the changes were taken, hold every
+			// job added; only removals are left to write.
+			maps.DeleteFunc(pending, func(_ string, ch specChange) bool { return !ch.removed })
+		}
+		// A change made from now on is queued again, and written after
+		// this round.
+		err := co.writeAllSpecs(ctx, all)
+		if err == nil {
+			err = co.writeSpecChanges(ctx, pending)
+		}
+		if err == nil {
+			backoff = 100 * time.Millisecond
+			continue
+		}
+		q.mu.Lock()
+		q.all = q.all || all
+		for name, ch := range pending {
+			if _, newer := q.pending[name]; !newer {
+				if q.pending == nil {
+					q.pending = map[string]specChange{}
+				}
+				q.pending[name] = ch
+			}
+		}
+		q.mu.Unlock()
+		sleep(ctx, backoff)
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// writeAllSpecs records each entry's spec when all is set. It compares
+// specBatch jobs a transaction and rewrites the batch only if one differs,
+// so a new leader of ten thousand unchanged jobs sends a few hundred small
+// transactions rather than one per job.
+func (co *coordinator) writeAllSpecs(ctx context.Context, all bool) error {
+	if !all {
+		return nil
+	}
+	specs := map[string]string{}
+	for _, e := range co.c.Entries() {
+		if e.name != "" {
+			specs[e.name] = e.spec
+		}
+	}
+	names := slices.Sorted(maps.Keys(specs))
+	for len(names) > 0 {
+		n := min(len(names), specBatch)
+		var cmps []clientv3.Cmp
+		var puts []clientv3.Op
+		for _, name := range names[:n] {
+			cmps = append(cmps, clientv3.Compare(clientv3.Value(co.specKey(name)), "=", specs[name]))
+			puts = append(puts, clientv3.OpPut(co.specKey(name), specs[name]))
+		}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := co.client.Txn(pctx).If(cmps...).Else(puts...).Commit()
+		cancel()
+		if err != nil {
+			return err
+		}
+		names = names[n:]
+	}
+	return nil
+}
+
+// writeSpecChanges writes changes, specBatch to a transaction: a nested
+// transaction per job, which writes an added job's spec unless the key
+// holds it already and deletes a removed job's spec if the key still holds
+// it (another version of the job may have written another since).
+func (co *coordinator) writeSpecChanges(ctx context.Context, changes map[string]specChange) error {
+	names := slices.Sorted(maps.Keys(changes))
+	for len(names) > 0 {
+		n := min(len(names), specBatch)
+		var ops []clientv3.Op
+		for _, name := range names[:n] {
+			ch, key := changes[name], co.specKey(name)
+			same := []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", ch.spec)}
+			if ch.removed {
+				ops = append(ops, clientv3.OpTxn(same, []clientv3.Op{clientv3.OpDelete(key)}, nil))
+			} else {
+				ops = append(ops, clientv3.OpTxn(same, nil, []clientv3.Op{clientv3.OpPut(key, ch.spec)}))
+			}
+		}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := co.client.Txn(pctx).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			return err // the changes left are queued again
+		}
+		for _, name := range names[:n] {
+			delete(changes, name)
+		}
+		names = names[n:]
+	}
+	return nil
+}
+
+// specBatch is the jobs whose specs one transaction compares and writes:
+// within etcd's default limit of 128 operations a transaction.
+const specBatch = 64
