@@ -10,7 +10,9 @@
 //
 //	endpoints  http://etcd:2379
 //	prefix     /baton/<APP>
-//	identity   $HOSTNAME
+//	identity   $HOSTNAME/<pid>, election's one rule (DefaultIdentity): the pod
+//	           name that `convox ps` shows, and the pid, so two baton processes
+//	           of one pod (an app's cronx and a `baton crontab`) differ
 //
 // Outside Convox, Load reports so and derives nothing: the BATON_*
 // variables alone apply, as everywhere else.
@@ -81,7 +83,7 @@ func Load() Config {
 		c.Prefix = "/baton/" + r.App
 	}
 	if c.Identity == "" {
-		c.Identity = r.Process
+		c.Identity = election.DefaultIdentity()
 	}
 	return c
 }

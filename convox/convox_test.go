@@ -2,6 +2,8 @@ package convox
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +46,7 @@ func TestLoad(t *testing.T) {
 		prefix    string
 		identity  string
 	}{
-		{"convox defaults", convoxEnv, true, DefaultEndpoint, "/baton/billing", "web-6499468bf8-8wkjj"},
+		{"convox defaults", convoxEnv, true, DefaultEndpoint, "/baton/billing", fmt.Sprintf("web-6499468bf8-8wkjj/%d", os.Getpid())},
 		{"BATON variables win", with(convoxEnv, "BATON_ETCD_ENDPOINTS", "http://etcd-0:2379,http://etcd-1:2379",
 			"BATON_PREFIX", "/jobs", "BATON_ID", "web-a"), true, "http://etcd-0:2379,http://etcd-1:2379", "/jobs", "web-a"},
 		{"outside convox nothing is derived", map[string]string{"HOSTNAME": "laptop"}, false, "", "", ""},
@@ -107,8 +109,8 @@ func TestCronOptionsCoordinateUnderTheAppPrefix(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no run within 10s")
 	}
-	if info.Instance != "web-6499468bf8-8wkjj" {
-		t.Errorf("instance %q, want the Convox process id", info.Instance)
+	if want := fmt.Sprintf("web-6499468bf8-8wkjj/%d", os.Getpid()); info.Instance != want {
+		t.Errorf("instance %q, want %q: the Convox process id and the pid", info.Instance, want)
 	}
 	resp, err := cli.Get(context.Background(), "/baton/billing/jobs/cron/report/last")
 	if err != nil || len(resp.Kvs) != 1 {

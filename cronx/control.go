@@ -41,18 +41,18 @@ func NewControl(client *clientv3.Client, prefix, scheduler string) (*Control, er
 	if client == nil {
 		return nil, errors.New("cronx: NewControl: nil etcd client")
 	}
-	if err := checkJobName(scheduler); err != nil {
-		return nil, fmt.Errorf("cronx: scheduler: %w", err)
+	if err := election.CheckName("scheduler", scheduler); err != nil {
+		return nil, fmt.Errorf("cronx: NewControl: %w", err)
 	}
 	var opts []election.Option
 	if prefix != "" {
 		opts = append(opts, election.WithPrefix(prefix))
 	}
-	probe, err := election.New(client, scheduler, opts...)
+	settings, err := election.Resolve(opts...)
 	if err != nil {
 		return nil, err
 	}
-	p := probe.Prefix()
+	p := settings.Prefix
 	return &Control{client: client, prefix: p, scheduler: scheduler, jobs: p + "/jobs/" + scheduler + "/"}, nil
 }
 

@@ -245,17 +245,17 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 			co.name = fmt.Sprintf("cron-%d", n)
 		}
 	}
-	if err := checkJobName(co.name); err != nil {
-		return nil, fmt.Errorf("cronx: WithName(%q): %s", co.name, strings.TrimPrefix(strings.Replace(err.Error(), "job name", "scheduler name", 1), "cronx: "))
+	if err := election.CheckName("scheduler", co.name); err != nil {
+		return nil, fmt.Errorf("cronx: WithName(%q): %w", co.name, err)
 	}
 	// Validate the election options now, so a bad prefix or TTL is an error
 	// of New's caller rather than a log line later.
-	probe, err := election.New(clientv3.NewCtxClient(context.Background()), co.name, co.eopts...)
+	settings, err := election.Resolve(co.eopts...)
 	if err != nil {
 		return nil, err
 	}
-	co.identity = probe.Identity()
-	co.prefix = probe.Prefix()
+	co.identity = settings.Identity
+	co.prefix = settings.Prefix
 	co.jobs = co.prefix + "/jobs/" + co.name + "/"
 	if co.ownsClient {
 		// One line, whatever the Logger, so an import swap that turned

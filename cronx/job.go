@@ -2,11 +2,9 @@ package cronx
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"reflect"
-	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -119,16 +117,11 @@ func InfoFrom(ctx context.Context) (Info, bool) {
 	return i, ok
 }
 
-var jobNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-
+// checkJobName applies election's name rule, the one rule for every name
+// that is a segment of a key.
 func checkJobName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("cronx: job name is empty")
-	case len(name) > 200:
-		return fmt.Errorf("cronx: job name %.20q...: longer than 200 bytes", name)
-	case !jobNamePattern.MatchString(name):
-		return fmt.Errorf("cronx: job name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", name)
+	if err := election.CheckName("job", name); err != nil {
+		return fmt.Errorf("cronx: %w", err)
 	}
 	return nil
 }

@@ -109,3 +109,18 @@ func ExampleClaimSeq() {
 	// web-3 false
 	// ran on web-1
 }
+
+// Settings are resolved once, the same way everywhere: options win over
+// BATON_PREFIX, BATON_ID and BATON_TTL, which win over the defaults.
+func ExampleResolve() {
+	s, err := election.Resolve(election.WithPrefix("/baton/billing"), election.WithIdentity("web-1"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s.Prefix, s.Identity)
+	fmt.Println(election.CheckName("job", "nightly report"))
+	// Output:
+	// /baton/billing web-1
+	// job name "nightly report": use letters, digits, '.', '_' and '-', starting with a letter or digit
+}

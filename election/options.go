@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -37,7 +36,7 @@ func WithPrefix(prefix string) Option {
 }
 
 // WithIdentity sets the name others see for this instance when it leads or
-// holds a lock. It defaults to BATON_ID, else HOSTNAME plus the process id.
+// holds a lock. It defaults to BATON_ID, else DefaultIdentity().
 func WithIdentity(id string) Option {
 	return func(o *options) { o.identity = id }
 }
@@ -69,17 +68,10 @@ func withClock(c clock.Clock) Option {
 	return func(o *options) { o.clock = c }
 }
 
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-
 // checkName validates a name used as one segment of a key.
 func checkName(what, name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("election: %s name is empty", what)
-	case len(name) > 200:
-		return fmt.Errorf("election: %s name %.20q...: longer than 200 bytes", what, name)
-	case !namePattern.MatchString(name):
-		return fmt.Errorf("election: %s name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", what, name)
+	if err := CheckName(what, name); err != nil {
+		return fmt.Errorf("election: %w", err)
 	}
 	return nil
 }
@@ -154,18 +146,10 @@ func envDefaults() (envValues, error) {
 	return v, nil
 }
 
-// defaultIdentity is BATON_ID, else HOSTNAME (under Convox, the process id
-// that `convox ps` shows) plus the pid, so two processes on one host differ.
+// defaultIdentity is BATON_ID, else DefaultIdentity().
 func defaultIdentity() string {
 	if id := os.Getenv("BATON_ID"); id != "" {
 		return id
 	}
-	host := os.Getenv("HOSTNAME")
-	if host == "" {
-		host, _ = os.Hostname()
-	}
-	if host == "" {
-		host = "unknown"
-	}
-	return fmt.Sprintf("%s/%d", host, os.Getpid())
+	return DefaultIdentity()
 }

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/batonhq/baton/election"
 )
 
 // A crontab, as baton reads it:
@@ -41,10 +43,9 @@ type crontabEntry struct {
 }
 
 var (
-	envLine    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
-	namedEntry = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*:$`)
-	nameChars  = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-	fieldLike  = regexp.MustCompile(`^[0-9*?/,-]+$`)
+	envLine   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+	nameChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+	fieldLike = regexp.MustCompile(`^[0-9*?/,-]+$`)
 )
 
 // parseCrontab reads a whole crontab. It reports every bad line, each as
@@ -106,8 +107,8 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 		i := 0
 		if strings.HasSuffix(first, ":") {
 			name := strings.TrimSuffix(first, ":")
-			if !namedEntry.MatchString(first) {
-				bad(n, "job name %q: use ASCII letters, digits, '.', '_' and '-', starting with a letter or digit", name)
+			if err := election.CheckName("job", name); err != nil {
+				bad(n, "%v", err)
 				continue
 			}
 			e.name, e.named = name, true

@@ -134,7 +134,7 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 	}()
 	identity := cfg.Identity
 	if identity == "" {
-		identity = defaultIdentity()
+		identity = election.DefaultIdentity()
 	}
 	r := runner{env: env, argv: argv, grace: *grace, identity: identity, stopping: stopping}
 	switch {
@@ -299,14 +299,4 @@ func (r runner) unlock(m *election.Mutex) {
 func (r runner) fail(err error) int {
 	fmt.Fprintf(r.env.stderr, "baton run: %v\n", err)
 	return runFailure
-}
-
-// defaultIdentity is election's default: $HOSTNAME (the process id under
-// Convox and Kubernetes) and the pid.
-func defaultIdentity() string {
-	h := os.Getenv("HOSTNAME")
-	if h == "" {
-		h, _ = os.Hostname()
-	}
-	return fmt.Sprintf("%s/%d", h, os.Getpid())
 }

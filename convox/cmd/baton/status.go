@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -84,7 +83,7 @@ func runStatus(ctx context.Context, env *environ, args []string) int {
 		return usageError(env, fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if fs.Changed("scheduler") {
-		if err := checkKeyName("scheduler", *scheduler); err != nil {
+		if err := election.CheckName("scheduler", *scheduler); err != nil {
 			return usageError(env, fs, "--scheduler: %v", err)
 		}
 	}
@@ -93,7 +92,7 @@ func runStatus(ctx context.Context, env *environ, args []string) int {
 		return fail(env, "status", err)
 	}
 	defer cli.Close()
-	prefix, _, err := resolveNames(cli, cfg.ElectionOptions())
+	prefix, _, err := resolveNames(cfg.ElectionOptions())
 	if err != nil {
 		return fail(env, "status", err)
 	}
@@ -493,25 +492,14 @@ func dash(s string) string {
 	return s
 }
 
-// keyNamePattern is the rule election and cronx apply to a name that is one
-// key segment: a scheduler's or a job's.
-var keyNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-
-func checkKeyName(what, name string) error {
-	if len(name) > 200 || !keyNamePattern.MatchString(name) {
-		return fmt.Errorf("%s name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", what, name)
-	}
-	return nil
-}
-
 // resolveNames returns the key prefix and this instance's identity, as the
 // flags, the environment and election's defaults give them.
-func resolveNames(cli *clientv3.Client, opts []election.Option) (prefix, identity string, err error) {
-	probe, err := election.New(cli, "status", opts...)
+func resolveNames(opts []election.Option) (prefix, identity string, err error) {
+	settings, err := election.Resolve(opts...)
 	if err != nil {
 		return "", "", err
 	}
-	return probe.Prefix(), probe.Identity(), nil
+	return settings.Prefix, settings.Identity, nil
 }
 
 func knownList(intro string, names []string) string {
@@ -638,7 +626,7 @@ func runJobOp(ctx context.Context, env *environ, args []string, op jobOp) int {
 		return fail(env, op.name, err)
 	}
 	defer cli.Close()
-	prefix, identity, err := resolveNames(cli, cfg.ElectionOptions())
+	prefix, identity, err := resolveNames(cfg.ElectionOptions())
 	if err != nil {
 		return fail(env, op.name, err)
 	}
@@ -680,10 +668,10 @@ func jobArg(fs *pflag.FlagSet, scheduler string) (jobTarget, error) {
 		}
 		t.scheduler, t.job = s, j
 	}
-	if err := checkKeyName("scheduler", t.scheduler); err != nil {
+	if err := election.CheckName("scheduler", t.scheduler); err != nil {
 		return t, err
 	}
-	if err := checkKeyName("job", t.job); err != nil {
+	if err := election.CheckName("job", t.job); err != nil {
 		return t, err
 	}
 	return t, nil
