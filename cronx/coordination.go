@@ -313,7 +313,7 @@ func (co *coordinator) scheduling() bool {
 	}
 	co.mu.Lock()
 	defer co.mu.Unlock()
-	return co.term != nil
+	return co.term != nil // mutation:follower-schedules
 }
 
 // start begins coordinating: in leader mode a campaign, in claim mode the
@@ -547,7 +547,7 @@ func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
 		co.mu.Lock()
 		ts = co.term
 		co.mu.Unlock()
-		if ts == nil {
+		if ts == nil { // mutation:follower-fires
 			return
 		}
 	}
@@ -657,7 +657,7 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 // tick is too late for the misfire policy or ctx ends.
 func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (election.Claim, *election.Session, error) {
 	latest := r.tick.Add(skipTolerance)
-	if co.misfire == RunOnce {
+	if co.misfire == RunOnce { // mutation:misfire-grace
 		latest = r.tick.Add(max(co.grace, skipTolerance))
 	}
 	if r.triggered != 0 {
@@ -695,12 +695,12 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 				election.WithMarker(marker, sess.Lease()),
 			}
 			if r.triggered == 0 {
-				opts = append(opts, election.UnlessExists(co.pausedKey(r.job), ErrPaused))
+				opts = append(opts, election.UnlessExists(co.pausedKey(r.job), ErrPaused)) // mutation:pause
 			}
 			if ts != nil {
-				opts = append(opts, election.UnderTerm(ts.term.Fence))
+				opts = append(opts, election.UnderTerm(ts.term.Fence)) // mutation:under-term
 			}
-			if r.overlap == Forbid {
+			if r.overlap == Forbid { // mutation:forbid
 				opts = append(opts, election.Exclusive(co.runningKey(r.job)))
 			}
 			if r.catchUp || claimMode && hadSession && sess != firedUnder {

@@ -285,7 +285,7 @@ func (r runner) once(ctx context.Context, cli *clientv3.Client, key string, wind
 	if err != nil {
 		return fail(r.env, "run", fmt.Errorf("claim %q: %w", key, err))
 	}
-	if !resp.Succeeded {
+	if !resp.Succeeded { // mutation:once-claim
 		_, _ = cli.Revoke(cctx, lease.ID)
 		var prev onceRecord
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
