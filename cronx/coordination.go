@@ -626,18 +626,15 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 		}
 		return
 	}
+	// The run's fence is its in-progress marker, in leader mode too: bound
+	// to the runners' lease, it outlives a term given up on Stop until the
+	// run ends, and dies with the lease of a leader deposed while paused.
 	info := Info{Job: r.job, Tick: r.tick, Instance: co.identity, Fence: claim.Fence, Triggered: r.triggered != 0}
-	if ts != nil {
-		info.Fence = ts.term.Fence
-	}
 	if base.Err() != nil {
 		// Claimed as the Cron stopped or the term ended: the claim was sent
 		// before, and it holds, so the run goes ahead as one already started
-		// would. Its context ends only with its claim, and it is fenced by
-		// its marker, which outlives a term being given up and is older
-		// than any successor's term.
+		// would. Its context ends only with its claim.
 		base = context.WithoutCancel(base)
-		info.Fence = claim.Fence
 	}
 	ctx := context.WithValue(base, infoKey{}, info)
 	if !r.plain {

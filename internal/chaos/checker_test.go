@@ -127,9 +127,13 @@ func TestCheckRules(t *testing.T) {
 			outage: []Window{{at(31), at(33.9)}},
 		},
 		{
-			name: "stale write: the deposed leader wrote after its successor started",
+			name: "stale write: the deposed leader of a Forbid job wrote after its successor started",
+			runs: join(without(clean(), "slow", 27, 59), steady("slow", "r2", 200, 30, 59, 3, 2.0), []Run{run("slow", 27, "r1", 127, 27.02, 30.5, Written)}),
+			want: []string{"overlap", "stale-write"},
+		},
+		{
+			name: "stale write: not a rule for leader mode's Allow jobs, whose fences are per run",
 			runs: join(without(clean(), "tick", 29, 59), steady("tick", "r2", 20, 30, 59, 1, 0.3), []Run{run("tick", 29, "r1", 10, 29.02, 30.5, Written)}),
-			want: []string{"stale-write"},
 		},
 		{
 			name: "stale write: a deposed claimer of a Forbid job in claim mode",

@@ -276,8 +276,8 @@ func (v Violation) String() string {
 //   - stale-write: the sink took the write of a run whose (epoch, fence) is
 //     lower than that of a run of the same job that had already started, so
 //     a deposed holder acted after its successor. Checked where fences order
-//     successive holders: every leader-mode job (the fence is the term) and
-//     Forbid jobs in claim mode (each claim waits for the last run's marker).
+//     successive holders: Forbid jobs, in either mode (a run's fence is its
+//     in-progress marker, and each claim waits for the last run's marker).
 //     Always a violation.
 //   - refused-write: the sink refused a write whose fence had lapsed. Fencing
 //     did its job, but a command must not outlive its fence: excused only
@@ -440,8 +440,8 @@ func (k fenceKey) less(o fenceKey) bool {
 }
 
 func (c *checker) staleWrites() {
-	if c.job.Claim && !c.job.Forbid {
-		return // each claim is its own holder: fences of two ticks do not say who succeeded whom
+	if !c.job.Forbid {
+		return // each run is its own holder: fences of two ticks do not say who succeeded whom
 	}
 	// best[i] is the run with the highest key among runs[:i+1].
 	best := make([]int, len(c.runs))

@@ -45,9 +45,10 @@ unnamed job is named after its program and a hash of the entry, so editing
 an entry makes it a new job; name jobs you pause, trigger or watch.
 
 Each command gets BATON_JOB, BATON_TICK (the nominal tick, RFC 3339),
-BATON_ID (the replica) and BATON_FENCE (a fencing token that grows with
-every leadership term and claim) in its environment, and its output is
-printed with a "[JOB] " prefix.
+BATON_ID (the replica) and BATON_FENCE (the run's fencing token: it grows
+with every claim and stays valid until the run ends, also after a SIGTERM's
+resignation) in its environment, and its output is printed with a "[JOB] "
+prefix.
 
 On SIGTERM or SIGINT baton stops scheduling, resigns at once so another
 replica takes over, sends SIGTERM to running commands, waits for them up to
