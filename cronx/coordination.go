@@ -647,7 +647,7 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 	start := co.c.clock.Now()
 	runErr := runJob(ctx, r.wrapped)
 	end := co.c.clock.Now()
-	co.finishLater(finishItem{r, claim, start, end, runErr})
+	co.finishLater(finishItem{r, claim, sess, start, end, runErr})
 }
 
 // claim claims r's tick, retrying while etcd does not answer, until the
@@ -783,6 +783,7 @@ type Record struct {
 type finishItem struct {
 	r          run
 	claim      election.Claim
+	sess       *election.Session // holds the claim's marker
 	start, end time.Time
 	err        error
 }
@@ -943,8 +944,33 @@ func (co *coordinator) finish(it finishItem) {
 	defer cancel()
 	if err := election.Release(ctx, co.client, it.claim); err != nil {
 		co.logger.Error(err, "cronx: release run marker", "job", it.r.job)
+		co.releaseLater(it)
 	}
 	co.appendHistory(ctx, it)
+}
+
+// releaseLater retries the release of a run's marker that etcd did not
+// answer, for as long as the session holding it lives: left behind, the
+// marker would keep a Forbid job busy on every replica while this one
+// runs. Once the session has ended, its lease expires and takes the marker.
+func (co *coordinator) releaseLater(it finishItem) {
+	if it.sess == nil || it.claim.Fence.Key == "" {
+		return
+	}
+	co.runs.add() // the client outlives it
+	go func() {
+		defer co.runs.done()
+		sctx := it.sess.Context()
+		for backoff := 500 * time.Millisecond; sctx.Err() == nil; backoff = min(2*backoff, 5*time.Second) {
+			sleep(sctx, backoff)
+			ctx, cancel := context.WithTimeout(sctx, 5*time.Second)
+			err := election.Release(ctx, co.client, it.claim)
+			cancel()
+			if err == nil {
+				return
+			}
+		}
+	}()
 }
 
 // record1 is the history record of one ended run.
