@@ -140,6 +140,8 @@ func TestChaos(t *testing.T) {
 		Offsets: map[string]time.Duration{},
 		Faults:  h.faults,
 		Outages: h.probe.outages(),
+		// A run that excuses most of its ticks proves little.
+		MinStrict: minStrict,
 	}
 	for _, s := range schedulers {
 		sc.Jobs = append(sc.Jobs, s.Job)
