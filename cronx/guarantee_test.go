@@ -10,6 +10,7 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestCrashedLeadersMissedTickRunsOnceLate is G4 as a user sees it: the
@@ -213,5 +214,75 @@ func TestForbidAcrossLeaders(t *testing.T) {
 			by = append(by, fmt.Sprintf("%s:%s", r.Tick.Format(time.TimeOnly), r.Instance))
 		}
 		t.Errorf("runs went back and forth between the replicas, though only one led at a time: %v", by)
+	}
+}
+
+// TestDeposedLeadersClaimIsRefused is G1's term compare as a user sees it:
+// a leader whose term ends while its claim of a tick is in flight (its key
+// deleted, as by an operator or an expired lease, while the network holds
+// the claim) does not run that tick, although nobody else claimed it.
+func TestDeposedLeadersClaimIsRefused(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t)
+	proxy := etcdtest.NewProxy(t, srv.Addr())
+	runs := make(chan Info, 256)
+	job := func(ctx context.Context) error {
+		info, _ := InfoFrom(ctx)
+		runs <- info
+		return nil
+	}
+	replica := func(id string, endpoint string, opts ...Option) {
+		rcli := cli
+		if endpoint != "" {
+			rcli = etcdtest.NewClient(t, endpoint)
+		}
+		c := New(append([]Option{WithSeconds(), WithEtcd(rcli), WithName("deposed"),
+			WithElection(election.WithIdentity(id), election.WithTTL(5*time.Second))}, opts...)...)
+		mustAdd(t, c, "* * * * * *", Named("report", ContextFunc(job)))
+		c.Start()
+		t.Cleanup(func() { <-c.Stop().Done() })
+	}
+	replica("a", proxy.Endpoint())
+	if first := runAfter(t, runs, time.Time{}, 10*time.Second, "run"); first.Instance != "a" {
+		t.Fatalf("the first run was on %s, want a", first.Instance)
+	}
+	// b runs no missed tick when it takes over, so the tick a claims late
+	// is claimed by nobody else.
+	replica("b", "", WithMisfire(Skip, 0))
+	runAfter(t, runs, time.Now(), 5*time.Second, "run after b joined")
+
+	// The network holds a's claim of the next tick, T; meanwhile a's term
+	// ends and b is elected. The claim reaches etcd before T+1.
+	tick := time.Now().Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(tick.Add(-300 * time.Millisecond)))
+	proxy.Blackhole()
+	time.Sleep(time.Until(tick.Add(150 * time.Millisecond)))
+	resp, err := cli.Get(context.Background(), "/baton/election/deposed/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil || len(resp.Kvs) == 0 {
+		t.Fatalf("no leader key: %v", err)
+	}
+	del, err := cli.Txn(context.Background()).If(clientv3.Compare(clientv3.CreateRevision(string(resp.Kvs[0].Key)), "=", resp.Kvs[0].CreateRevision)).
+		Then(clientv3.OpDelete(string(resp.Kvs[0].Key))).Commit()
+	if err != nil || !del.Succeeded {
+		t.Fatalf("delete a's key: %v", err)
+	}
+	deposed := del.Header.Revision
+	time.Sleep(time.Until(tick.Add(300 * time.Millisecond)))
+	proxy.Pass()
+
+	// b leads; a's claim, sent before a learned, must have failed.
+	for seen := 0; seen < 3; {
+		select {
+		case info := <-runs:
+			if info.Instance == "b" {
+				seen++
+			}
+			if info.Instance == "a" && info.Fence.Revision > deposed {
+				t.Errorf("a, deposed at revision %d, ran the tick %v on a claim made at revision %d",
+					deposed, info.Tick.Format(time.TimeOnly), info.Fence.Revision)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("b ran %d ticks within 15s of a's deposition, want 3", seen)
+		}
 	}
 }

@@ -41,7 +41,7 @@ var mutations = []mutation{
 		Name:   "deposed-claim-accepted",
 		Breaks: "G1: a leader's claims are not bound to its term, so a deposed leader claims ticks",
 		Edits:  []edit{{Marker: "under-term", Old: "opts = append(opts, election.UnderTerm(ts.term.Fence))", New: ""}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^TestPartitionedLeaderIsCancelledAndItsTickNotDoubled$"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestDeposedLeadersClaimIsRefused$"}},
 	},
 	{
 		Name:   "claim-term-compare-removed",
@@ -50,7 +50,7 @@ var mutations = []mutation{
 			{Marker: "claim-term", Old: "conds = append(conds, o.term.Cmp())", New: ""},
 			{Marker: "claimall-term", Old: `add(fmt.Sprintf("term %s %d", o.term.Key, o.term.Revision), o.term.Cmp())`, New: ""},
 		},
-		Tests: []tests{{Pkg: "cronx", Run: "^TestPartitionedLeaderIsCancelledAndItsTickNotDoubled$"}},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestDeposedLeadersClaimIsRefused$"}},
 	},
 	{
 		Name:   "follower-fires",
