@@ -158,6 +158,12 @@ func TestCheckRules(t *testing.T) {
 			faults: []Fault{{Kind: Pause, Target: "r1", Start: at(30.1), End: at(36.9)}},
 		},
 		{
+			name:   "refused write: not excused by a SIGTERM, since a run's fence outlives the resignation",
+			runs:   join(without(clean(), "tick", 30, 30), []Run{run("tick", 30, "r1", 10, 30.02, 31.5, Refused)}),
+			faults: []Fault{{Kind: Deploy, Target: "r1", Start: at(30.1), End: at(31)}},
+			want:   []string{"refused-write"},
+		},
+		{
 			name: "missed: three ticks with nothing to explain them",
 			runs: without(clean(), "tick", 20, 22),
 			want: []string{"missed"},

@@ -375,8 +375,8 @@ func (v Violation) String() string {
 //     Always a violation.
 //   - refused-write: the sink refused a write whose fence had lapsed. Fencing
 //     did its job, but a command must not outlive its fence: excused only
-//     when its replica was paused, sent SIGTERM (the command was finishing
-//     as its replica resigned) or killed during the run, or etcd was out.
+//     when its replica was paused or killed during the run, or etcd was out.
+//     Not for a SIGTERM: a run's fence outlives its leader's resignation.
 //   - missed: a tick due and not run, nor skipped as busy (Forbid, a run in
 //     progress). Excused in a crash gap (a kill -9, SIGSTOP or partition of
 //     the scheduler's leader, or any replica in claim mode: from a second
@@ -591,7 +591,9 @@ func (c *checker) refusedWrites() {
 		excused := false
 		for _, f := range c.sc.Faults {
 			switch f.Kind {
-			case Pause, Deploy, Kill:
+			case Pause, Kill:
+				// Not Deploy: a run's fence is its own marker, which
+				// outlives its replica's resignation until the run ends.
 				if f.Target == r.Instance && (Window{f.Start, f.End}).overlaps(r.Start.Add(-claimLead), r.Wrote.Add(time.Second)) {
 					excused = true
 				}
@@ -606,7 +608,7 @@ func (c *checker) refusedWrites() {
 			c.rep.RefusedExcused++
 			continue
 		}
-		c.violate("refused-write", "the command wrote after its fence lapsed, and no pause, deploy or etcd outage explains it", r)
+		c.violate("refused-write", "the command wrote after its fence lapsed, and no pause, kill or etcd outage explains it", r)
 	}
 }
 
