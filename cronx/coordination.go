@@ -282,7 +282,7 @@ func (co *coordinator) scheduling() bool {
 		// sent; connecting asks for a resync, which catches up.
 		return co.started && co.client != nil
 	}
-	return co.term != nil
+	return co.term != nil // mutation:follower-schedules
 }
 
 // start begins coordinating: in leader mode a campaign, in claim mode the
@@ -497,7 +497,7 @@ func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
 		co.mu.Lock()
 		ts = co.term
 		co.mu.Unlock()
-		if ts == nil {
+		if ts == nil { // mutation:follower-fires
 			return
 		}
 	}
@@ -581,18 +581,15 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 		}
 		return
 	}
+	// The run's fence is its in-progress marker, in leader mode too: bound
+	// to the runners' lease, it outlives a term given up on Stop until the
+	// run ends, and dies with the lease of a leader deposed while paused.
 	info := Info{Job: r.job, Tick: r.tick, Instance: co.identity, Fence: claim.Fence, Triggered: r.triggered != 0}
-	if ts != nil {
-		info.Fence = ts.term.Fence
-	}
 	if base.Err() != nil {
 		// Claimed as the Cron stopped or the term ended: the claim was sent
 		// before, and it holds, so the run goes ahead as one already started
-		// would. Its context ends only with its claim, and it is fenced by
-		// its marker, which outlives a term being given up and is older
-		// than any successor's term.
+		// would. Its context ends only with its claim.
 		base = context.WithoutCancel(base)
-		info.Fence = claim.Fence
 	}
 	ctx := context.WithValue(base, infoKey{}, info)
 	if !r.plain {
@@ -605,14 +602,14 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 	start := co.c.clock.Now()
 	runErr := runJob(ctx, r.wrapped)
 	end := co.c.clock.Now()
-	co.finishLater(finishItem{r, claim, start, end, runErr})
+	co.finishLater(finishItem{r, claim, sess, start, end, runErr})
 }
 
 // claim claims r's tick, retrying while etcd does not answer, until the
 // tick is too late for the misfire policy or ctx ends.
 func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (election.Claim, *election.Session, error) {
 	latest := r.tick.Add(skipTolerance)
-	if co.misfire == RunOnce {
+	if co.misfire == RunOnce { // mutation:misfire-grace
 		latest = r.tick.Add(max(co.grace, skipTolerance))
 	}
 	if r.triggered != 0 {
@@ -653,12 +650,12 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 				election.WithMarker(marker, sess.Lease()),
 			}
 			if r.triggered == 0 {
-				opts = append(opts, election.UnlessExists(co.pausedKey(r.job), ErrPaused))
+				opts = append(opts, election.UnlessExists(co.pausedKey(r.job), ErrPaused)) // mutation:pause
 			}
 			if ts != nil {
-				opts = append(opts, election.UnderTerm(ts.term.Fence))
+				opts = append(opts, election.UnderTerm(ts.term.Fence)) // mutation:under-term
 			}
-			if r.overlap == Forbid {
+			if r.overlap == Forbid { // mutation:forbid
 				opts = append(opts, election.Exclusive(co.runningKey(r.job)))
 			}
 			if r.catchUp || claimMode && hadSession && sess != firedUnder {
@@ -744,6 +741,7 @@ type Record struct {
 type finishItem struct {
 	r          run
 	claim      election.Claim
+	sess       *election.Session // holds the claim's marker
 	start, end time.Time
 	err        error
 }
@@ -904,8 +902,33 @@ func (co *coordinator) finish(it finishItem) {
 	defer cancel()
 	if err := election.Release(ctx, co.client, it.claim); err != nil {
 		co.logger.Error(err, "cronx: release run marker", "job", it.r.job)
+		co.releaseLater(it)
 	}
 	co.appendHistory(ctx, it)
+}
+
+// releaseLater retries the release of a run's marker that etcd did not
+// answer, for as long as the session holding it lives: left behind, the
+// marker would keep a Forbid job busy on every replica while this one
+// runs. Once the session has ended, its lease expires and takes the marker.
+func (co *coordinator) releaseLater(it finishItem) {
+	if it.sess == nil || it.claim.Fence.Key == "" {
+		return
+	}
+	co.runs.add() // the client outlives it
+	go func() {
+		defer co.runs.done()
+		sctx := it.sess.Context()
+		for backoff := 500 * time.Millisecond; sctx.Err() == nil; backoff = min(2*backoff, 5*time.Second) {
+			sleep(sctx, backoff)
+			ctx, cancel := context.WithTimeout(sctx, 5*time.Second)
+			err := election.Release(ctx, co.client, it.claim)
+			cancel()
+			if err == nil {
+				return
+			}
+		}
+	}()
 }
 
 // record1 is the history record of one ended run.

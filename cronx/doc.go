@@ -212,8 +212,7 @@
 //     tick on time. A tick whose claim was already sent when Stop came runs
 //     on the stopping leader if the claim commits before the resignation,
 //     as a job already started would: Stop does not cancel its context,
-//     its fencing token is its in-progress marker rather than the term
-//     being given up, and Stop's context waits for it. Otherwise the claim
+//     and Stop's context waits for it. Otherwise the claim
 //     fails and the successor runs the tick. Only an etcd that leaves the
 //     claim unanswered for its 5 s timeout can leave the tick claimed and
 //     unrun. A leader that crashes keeps its lease for the TTL; its
@@ -228,6 +227,14 @@
 // run the job, or when the Cron stops; InfoFrom(ctx) gives the job's name,
 // the nominal tick, the instance and a fencing token. Plain jobs run as they
 // always did. Chain wrappers of this package pass the context through.
+//
+// A run's fencing token (Info.Fence) is its in-progress marker, in either
+// mode: a key created by the claim, bound to the replica's lease, deleted
+// when the run ends. It is valid for exactly the run. A run that a stopping
+// leader lets finish after it resigned can still make its fenced writes;
+// a leader deposed because its lease expired (paused or cut off past the
+// TTL) finds its marker gone and its writes refused. Its Revision grows with
+// every claim, so it also orders runs for a system outside etcd.
 //
 // Jobs are named with Named, the same in every replica. An unnamed job gets
 // a name derived from its function's symbol (or its type) and a hash of its
@@ -292,5 +299,10 @@
 // neither doubles nor drops ticks. A claim held up past the next tick's
 // claim, as when etcd's raft leader dies with the claim in flight, finds
 // the later tick claimed: that tick is not run, and the Cron logs it as an
-// error ("tick not run", "a later tick ... was claimed first").
+// error ("tick not run", "a later tick ... was claimed first"). A replica
+// that dies or is cut off from etcd between a tick's claim and the start of
+// its run leaves that tick claimed and unrun: a tick runs at most once, not
+// at least once. A Forbid job's in-progress marker is bound to its
+// runner's lease, so a runner that dies, pauses or is cut off mid-run keeps
+// the job busy until the lease expires, up to the TTL.
 package cronx

@@ -99,10 +99,12 @@ type Info struct {
 	Tick time.Time
 	// Instance is the identity of the replica that runs it.
 	Instance string
-	// Fence guards writes that must not outlive the run's leadership (leader
-	// mode) or claim (claim mode): put Fence.Cmp() in a transaction's If.
+	// Fence guards writes that must not outlive the run: put Fence.Cmp() in
+	// a transaction's If. It is the run's in-progress marker, valid from the
+	// claim until the run ends or the replica's lease expires (a pause or a
+	// partition past the TTL); a run a stopping leader lets finish keeps it.
 	// Fence.Revision is a fencing token for systems outside etcd: it grows
-	// with every term and claim.
+	// with every claim.
 	Fence election.Fence
 	// Triggered is true for a run started by Trigger rather than the schedule.
 	Triggered bool

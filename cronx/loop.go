@@ -126,7 +126,7 @@ func (c *Cron) runDue(now time.Time) {
 // runs if no replica ran it (a tick missed while leadership changed hands).
 func (c *Cron) resyncEntries(now time.Time) {
 	co := c.coord
-	catchUp := co != nil && co.misfire == RunOnce && co.scheduling()
+	catchUp := co != nil && co.misfire == RunOnce && co.scheduling() // mutation:catch-up
 	for _, e := range c.entries {
 		if catchUp {
 			if t := latestTick(e.Schedule, now, co.grace); !t.IsZero() && t.After(e.Prev) {

@@ -134,7 +134,7 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 
 	var conds []clientv3.Cmp
 	if o.term != nil {
-		conds = append(conds, o.term.Cmp())
+		conds = append(conds, o.term.Cmp()) // mutation:claim-term
 	}
 	for _, a := range o.absent {
 		cmp := clientv3.Compare(clientv3.CreateRevision(a.key), "=", 0)
@@ -273,7 +273,7 @@ func ClaimAll(ctx context.Context, client *clientv3.Client, items []ClaimItem) (
 			add("seq "+it.Key, clientv3.Compare(clientv3.Value(it.Key), "<", bound))
 		}
 		if o.term != nil {
-			add(fmt.Sprintf("term %s %d", o.term.Key, o.term.Revision), o.term.Cmp())
+			add(fmt.Sprintf("term %s %d", o.term.Key, o.term.Revision), o.term.Cmp()) // mutation:claimall-term
 		}
 		for _, a := range o.absent {
 			c := clientv3.Compare(clientv3.CreateRevision(a.key), "=", 0)

@@ -24,6 +24,14 @@
 //     deposed holder's writes fail wherever they are checked;
 //   - etcd is linearizable, which it is for the calls made here.
 //
+// A term's fence lasts as long as the term: a leader that resigns gives it up
+// at once, and a leader deposed when its lease expired loses it with the
+// lease. Work that a resigning leader lets finish, and that must still
+// write, is fenced by a key of its own bound to a lease that outlives the
+// term until the work ends — cronx fences each run with its claim's
+// in-progress marker (WithMarker) — so its writes succeed after a graceful
+// resignation and fail once the lease has expired.
+//
 // A candidate that loses its session (lease expired, revoked, or etcd
 // restarted with no data) campaigns again on a fresh session by itself, with
 // backoff while etcd cannot be reached. Nothing blocks without a context;

@@ -210,7 +210,7 @@ func (e *Elector) term(ctx context.Context, sess *Session, lead func(context.Con
 		return false, ErrLeadershipLost
 	}
 	t := Term{
-		Fence:    Fence{Key: key, Revision: rev},
+		Fence:    Fence{Key: key, Revision: rev}, // mutation:term-fence
 		Election: e.name,
 		Identity: e.opts.identity,
 		Lease:    sess.Lease(),

@@ -113,7 +113,7 @@ func ClaimOnce(ctx context.Context, client *clientv3.Client, key string, window 
 		c.closeSession()
 		return nil, fmt.Errorf("election: once %q: %w", key, err)
 	}
-	if !resp.Succeeded {
+	if !resp.Succeeded { // mutation:once-claim
 		c.closeSession()
 		for i, why := range []error{ErrDone, ErrBusy} {
 			if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) > 0 {

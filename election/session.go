@@ -158,7 +158,7 @@ func (s *Session) keepAlive() {
 			}
 			return
 		case <-expire.C():
-			s.lose(ErrSessionExpired)
+			s.lose(ErrSessionExpired) // mutation:deadline-cancel
 		case <-next.C():
 			if inFlight {
 				continue
@@ -186,7 +186,7 @@ func (s *Session) keepAlive() {
 				}
 				next.Reset(retry)
 			default:
-				d := r.sent.Add(r.ttl - o.margin)
+				d := r.sent.Add(r.ttl - o.margin) // mutation:deadline-from-send
 				s.mu.Lock()
 				if d.After(s.deadline) {
 					s.deadline = d

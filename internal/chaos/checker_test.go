@@ -1,6 +1,8 @@
 package chaos
 
 import (
+	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,9 +129,13 @@ func TestCheckRules(t *testing.T) {
 			outage: []Window{{at(31), at(33.9)}},
 		},
 		{
-			name: "stale write: the deposed leader wrote after its successor started",
+			name: "stale write: the deposed leader of a Forbid job wrote after its successor started",
+			runs: join(without(clean(), "slow", 27, 59), steady("slow", "r2", 200, 30, 59, 3, 2.0), []Run{run("slow", 27, "r1", 127, 27.02, 30.5, Written)}),
+			want: []string{"overlap", "stale-write"},
+		},
+		{
+			name: "stale write: not a rule for leader mode's Allow jobs, whose fences are per run",
 			runs: join(without(clean(), "tick", 29, 59), steady("tick", "r2", 20, 30, 59, 1, 0.3), []Run{run("tick", 29, "r1", 10, 29.02, 30.5, Written)}),
-			want: []string{"stale-write"},
 		},
 		{
 			name: "stale write: a deposed claimer of a Forbid job in claim mode",
@@ -152,6 +158,12 @@ func TestCheckRules(t *testing.T) {
 			faults: []Fault{{Kind: Pause, Target: "r1", Start: at(30.1), End: at(36.9)}},
 		},
 		{
+			name:   "refused write: not excused by a SIGTERM, since a run's fence outlives the resignation",
+			runs:   join(without(clean(), "tick", 30, 30), []Run{run("tick", 30, "r1", 10, 30.02, 31.5, Refused)}),
+			faults: []Fault{{Kind: Deploy, Target: "r1", Start: at(30.1), End: at(31)}},
+			want:   []string{"refused-write"},
+		},
+		{
 			name: "missed: three ticks with nothing to explain them",
 			runs: without(clean(), "tick", 20, 22),
 			want: []string{"missed"},
@@ -166,6 +178,34 @@ func TestCheckRules(t *testing.T) {
 			name:   "missed: not excused by a crash of a replica that did not lead",
 			runs:   join(without(clean(), "tick", 20, 59), steady("tick", "r3", 30, 28, 59, 1, 0.3)),
 			faults: []Fault{{Kind: Kill, Target: "r2", Led: []string{"slow"}, LedKnown: true, Start: at(19.5), End: at(22)}},
+			want:   []string{"missed"},
+		},
+		{
+			name:       "missed: in claim mode a replica's crash costs nothing but the tick it had claimed",
+			runs:       without(clean(), "claim", 20, 24),
+			faults:     []Fault{{Kind: Kill, Target: "r1", LedKnown: true, Start: at(19.5), End: at(22)}},
+			claimAllow: true,
+			want:       []string{"missed"},
+		},
+		{
+			// r2, 1.5 s ahead, fired tick 21 at 19.5 and was killed at 19.6.
+			name:       "missed: in claim mode the tick the crashed replica had just claimed",
+			runs:       without(clean(), "claim", 21, 21),
+			faults:     []Fault{{Kind: Kill, Target: "r2", LedKnown: true, Start: at(19.6), End: at(22)}},
+			claimAllow: true,
+			reason:     reasonLost,
+		},
+		{
+			name: "missed: a Forbid job's marker held by a crashed replica",
+			runs: join(without(clean(), "claim", 20, 27), []Run{{Job: "claim", Tick: at(20), Instance: "r2", Fence: 120,
+				Start: at(20.02), End: at(20.5), Outcome: Interrupted}}),
+			faults: []Fault{{Kind: Kill, Target: "r2", LedKnown: true, Start: at(20.5), End: at(22)}},
+			reason: reasonMarker,
+		},
+		{
+			name:   "missed: no marker excuse for a crashed replica that held none",
+			runs:   without(clean(), "claim", 23, 27),
+			faults: []Fault{{Kind: Kill, Target: "r2", LedKnown: true, Start: at(20.5), End: at(22)}},
 			want:   []string{"missed"},
 		},
 		{
@@ -255,6 +295,22 @@ func TestCheckRules(t *testing.T) {
 				if excused == 0 {
 					t.Errorf("no miss excused as %q\n%s", tc.reason, rep.Summary())
 				}
+				if _, ok := limits[tc.reason]; !ok {
+					t.Errorf("excuse %q names no documented limit", tc.reason)
+				}
+			}
+			// Every excused miss is explained by the fault behind it.
+			for _, j := range rep.Jobs {
+				n := 0
+				for _, e := range j.Excused {
+					n += e.Ticks
+					if e.Cause == "" {
+						t.Errorf("%s: %d ticks excused as %q with no cause", j.Job, e.Ticks, e.Why)
+					}
+				}
+				if want := j.Missed - j.MissedBy[reasonMissing]; n != want {
+					t.Errorf("%s: %d excused misses explained, want %d", j.Job, n, want)
+				}
 			}
 			for _, v := range rep.Violations {
 				if len(v.Lines) == 0 {
@@ -262,6 +318,34 @@ func TestCheckRules(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStrictShare: a tick is strictly checked when no excuse covers it, and
+// a run that checks too little of its ticks fails.
+func TestStrictShare(t *testing.T) {
+	sc := scenario()
+	rep := Check(clean(), sc)
+	if got := rep.StrictShare(); got != 1 {
+		t.Errorf("a run without faults checked %.2f of its ticks strictly, want all", got)
+	}
+	// A leader's crash at 20 covers, of the leader-mode jobs, the ticks
+	// fired from 19 (1 s before) to 28 (TTL 5 s + failover 3 s after) by
+	// any replica, whose offsets spread over 2.5 s: ticks 18 to 29. Of the
+	// claim job it covers only the ticks r1 fired in the second before it,
+	// 19 and 20: r1 held no marker then.
+	sc.Faults = []Fault{{Kind: Kill, Target: "r1", Led: []string{"tick", "slow"}, LedKnown: true, Start: at(20), End: at(21)}}
+	rep = Check(clean(), sc)
+	for _, j := range rep.Jobs {
+		want := map[string]int{"tick": 60 - 12, "slow": 60 - 12, "claim": 60 - 2}[j.Job]
+		if j.Strict != want {
+			t.Errorf("%s: %d ticks strictly checked, want %d\n%s", j.Job, j.Strict, want, rep.Summary())
+		}
+	}
+	sc.MinStrict = 0.95
+	rep = Check(clean(), sc)
+	if len(rep.Violations) != 1 || rep.Violations[0].Rule != "strictness" {
+		t.Errorf("a run checking %.2f strictly against a minimum of 0.95: violations %v, want one of strictness", rep.StrictShare(), rep.Violations)
 	}
 }
 
@@ -299,6 +383,74 @@ func TestLedgerLinesRoundTrip(t *testing.T) {
 	} {
 		if _, err := parseRun(bad); err == nil {
 			t.Errorf("parseRun(%q): no error", bad)
+		}
+	}
+}
+
+var flagRecheck = flag.String("chaos.recheck", "", "check again the run kept in this directory (its ledger and report.json, from -chaos.dir DIR -chaos.report DIR/report.json)")
+
+// TestRecheck checks a kept run's ledger again with the checker as it is
+// now, to compare rules on one run. It needs -chaos.recheck.
+func TestRecheck(t *testing.T) {
+	if *flagRecheck == "" {
+		t.Skip("no -chaos.recheck directory")
+	}
+	data, err := os.ReadFile(filepath.Join(*flagRecheck, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rr runReport
+	if err := json.Unmarshal(data, &rr); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := readLedger(filepath.Join(*flagRecheck, "ledger"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := Scenario{From: rr.From, To: rr.To, Faults: rr.Faults, Outages: rr.Outages, Offsets: map[string]time.Duration{}}
+	if sc.TTL, err = time.ParseDuration(rr.TTL); err != nil {
+		t.Fatal(err)
+	}
+	for id, o := range rr.Offsets {
+		if sc.Offsets[id], err = time.ParseDuration(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range schedulers {
+		sc.Jobs = append(sc.Jobs, s.Job)
+	}
+	t.Logf("seed %d:\n%s", rr.Seed, Check(runs, sc).Summary())
+}
+
+// TestQuietAfterLetsAFaultBeStrictlyOutweighed: the quiet after each fault
+// that opens an excuse leaves strictly checked ticks enough to outweigh
+// the excused ones at minStrict, on a clean ledger with that fault.
+func TestQuietAfterLetsAFaultBeStrictlyOutweighed(t *testing.T) {
+	for _, f := range []Fault{
+		{Kind: Kill, Target: "r1", Start: at(10), End: at(12)},
+		{Kind: Pause, Target: "r1", Start: at(10), End: at(18)},
+		{Kind: Partition, Target: "r1", Start: at(10), End: at(18)},
+		{Kind: LeaderKill, Target: "m0", Start: at(10), End: at(14)},
+		{Kind: QuorumLoss, Target: "m0,m1", Start: at(10), End: at(15)},
+		{Kind: Wipe, Target: "m0,m1,m2", Start: at(10), End: at(19)},
+	} {
+		sc := scenario()
+		sc.Offsets = map[string]time.Duration{"r1": -2 * time.Second, "r2": 0, "r3": 2 * time.Second}
+		quiet := quietAfter(f, sc.TTL, 4*time.Second)
+		// Ticks due from the fault's start to the next fault.
+		sc.From, sc.To = f.Start, f.End.Add(quiet)
+		if f.Kind == QuorumLoss || f.Kind == Wipe {
+			sc.Outages = []Window{{f.Start, f.End.Add(probeLag)}}
+		}
+		f.Led, f.LedKnown = []string{"tick", "slow"}, true
+		sc.Faults = []Fault{f}
+		var runs []Run
+		for i := range int(sc.To.Sub(base)/time.Second) + 2 {
+			runs = append(runs, run("tick", i, "r1", 10, float64(i)+0.02, float64(i)+0.3, Written))
+		}
+		rep := Check(runs, sc)
+		if got := rep.Jobs[0].StrictShare(); got < minStrict {
+			t.Errorf("%s: quiet %v after it leaves %.2f of the ticks strictly checked, want %.2f or more\n%s", f.Kind, quiet, got, minStrict, rep.Summary())
 		}
 	}
 }

@@ -69,7 +69,7 @@ func (h *harness) injectFaults(until time.Time) {
 			f := h.inject(kind, d)
 			h.faults = append(h.faults, f)
 			h.t.Logf("%s", h.describe(f))
-			time.Sleep(d.gap)
+			time.Sleep(d.gap + quietAfter(f, ttl, 2*maxSkew))
 		}
 	}
 }

@@ -140,6 +140,8 @@ func TestChaos(t *testing.T) {
 		Offsets: map[string]time.Duration{},
 		Faults:  h.faults,
 		Outages: h.probe.outages(),
+		// A run that excuses most of its ticks proves little.
+		MinStrict: minStrict,
 	}
 	for _, s := range schedulers {
 		sc.Jobs = append(sc.Jobs, s.Job)
@@ -525,9 +527,8 @@ func (s *sink) begin(line string) (Run, time.Duration, error) {
 	return Run{}, 0, fmt.Errorf("start line %q: unknown job", line)
 }
 
-// current reports whether r's fence is still current: for a leader-mode job,
-// a key of its election has the fence as create revision (a term's key lives
-// as long as the term); in claim mode, the run's in-progress marker does.
+// current reports whether r's fence is still current: the run's in-progress
+// marker, in either mode, has the fence as create revision.
 // It waits for etcd up to half a minute; a fence that cannot be checked is
 // refused, as a fenced downstream fails closed.
 func (s *sink) current(r Run) bool {
@@ -537,10 +538,7 @@ func (s *sink) current(r Run) bool {
 			sc = x
 		}
 	}
-	key := prefix + "/election/" + sc.Scheduler + "/"
-	if sc.Claim {
-		key = prefix + "/jobs/" + sc.Scheduler + "/" + sc.Name + "/running/"
-	}
+	key := prefix + "/jobs/" + sc.Scheduler + "/" + sc.Name + "/running/"
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -178,6 +179,10 @@ type Scenario struct {
 	Offsets  map[string]time.Duration // each replica's clock offset
 	Faults   []Fault
 	Outages  []Window // when a linearizable read of etcd failed or took over a second
+	// MinStrict, when set, is the least share of all due ticks that must be
+	// strictly checked (covered by no excuse); below it, the run proves too
+	// little and fails.
+	MinStrict float64
 }
 
 // Allowances of the rules, each the time something legitimately takes.
@@ -199,18 +204,71 @@ const (
 	claimDeadline = 5 * time.Second
 )
 
+// minStrict is the least share of due ticks a run must check strictly.
+const minStrict = 0.70
+
+// quietAfter is how long the harness keeps quiet after fault f is undone,
+// on top of the drawn gap: until every excuse f can open has closed, and
+// then long enough that the ticks strictly checked outnumber those f can
+// excuse by the ratio minStrict asks for. spread bounds the replicas'
+// spread of clock offsets, which widens every excuse. The excuses are taken
+// at their widest, so a run checks more than minStrict strictly.
+func quietAfter(f Fault, ttl, spread time.Duration) time.Duration {
+	var end time.Time // when f's excuses close, in the firing replica's time
+	switch f.Kind {
+	case Kill, Pause, Partition:
+		end = f.Start.Add(ttl + failover)
+	case LeaderKill:
+		end = f.Start.Add(claimDeadline + failover)
+	case QuorumLoss, Wipe:
+		// The probe may see etcd back a moment after the fault is undone.
+		end = f.End.Add(probeLag + ttl + failover)
+	default:
+		return 0
+	}
+	end = end.Add(spread)
+	excused := end.Sub(f.Start.Add(-claimLead))
+	strict := time.Duration(float64(excused) * minStrict / (1 - minStrict))
+	return max(0, end.Sub(f.End)) + strict.Round(100*time.Millisecond)
+}
+
+// probeLag bounds how long after an etcd fault is undone the probe may still
+// find etcd unavailable.
+const probeLag = 2 * time.Second
+
 // Reasons a missed tick is excused. Any other miss is a violation.
 const (
 	reasonCrash  = "crash gap"        // no replica could lead: a leader killed, paused or partitioned, within TTL + failover
+	reasonMarker = "holder's marker"  // claim mode, Forbid: a crashed holder's marker lives until its lease expires
+	reasonLost   = "claimer lost"     // claim mode: a replica claimed the tick, then died or was cut off before the run started
 	reasonNoEtcd = "etcd unavailable" // no quorum or no raft leader, measured, plus TTL + failover
 	reasonQuorum = "etcd quorum lost"
 	reasonWiped  = "etcd wiped"
 	// A claim in flight when etcd's raft leader died, from a second before
 	// it to claimDeadline + failover after.
 	reasonLeaderChange = "etcd leader change"
-	reasonSkew         = "clock skew" // a replica whose clock is ahead took over and claimed from its own time
+	reasonSkew         = "clock skew" // a replica whose clock is ahead joined and claimed from its own time
 	reasonMissing      = "unexcused"
 )
+
+// limits names, for each excuse, the documented limit of baton it stands
+// for: an excuse is a limit the documentation admits, or it is a bug.
+var limits = map[string]string{
+	reasonCrash: "G4 (cronx doc, LeaderMode): a crashed, paused or cut-off leader keeps its lease for the TTL; " +
+		"its successor then runs only the latest missed tick",
+	reasonMarker: "Forbid (cronx doc, WithOverlap): the in-progress marker is bound to its holder's lease, so a crashed, " +
+		"paused or cut-off holder keeps the job busy until the lease expires",
+	reasonLost: "G1 over G4 (cronx doc, Limits): a replica that dies or is cut off between a tick's claim and its run " +
+		"leaves the tick claimed and unrun",
+	reasonNoEtcd: "G6 (cronx doc, Limits): with etcd unreachable no job runs; scheduling resumes by itself",
+	reasonQuorum: "G6 (cronx doc, Limits): with etcd unreachable no job runs; scheduling resumes by itself",
+	reasonWiped: "G6 (cronx doc, Limits): an etcd that comes back without its data has forgotten which ticks ran; " +
+		"ticks being retried are given up",
+	reasonLeaderChange: "cronx doc, Limits: a claim held up past the next tick's claim, as when etcd's raft leader dies " +
+		"with the claim in flight, finds the later tick claimed and is not run",
+	reasonSkew: "cronx doc, Limits: a replica whose clock runs ahead claims from its own time when it joins " +
+		"(starts, comes back, or takes over as leader): ticks the slower replicas had not reached are skipped once",
+}
 
 // Report is the checker's verdict on one run.
 type Report struct {
@@ -242,6 +300,11 @@ type JobReport struct {
 	// Missed ticks, by reason; reasonMissing counts the violations.
 	Missed   int            `json:"missed"`
 	MissedBy map[string]int `json:"missed_by"`
+	// Strict counts the due ticks no excuse covered: had one of them been
+	// missed, the run would have failed.
+	Strict int `json:"strict"`
+	// Excused lists the excused misses, each with the fault behind it.
+	Excused []ExcusedMiss `json:"excused,omitempty"`
 	// Outcomes of every run of the job, due or not.
 	Written        int `json:"written"`
 	Refused        int `json:"refused"`
@@ -249,6 +312,37 @@ type JobReport struct {
 	Interrupted    int `json:"interrupted"`
 	Overlaps       int `json:"overlaps"`
 	StaleWrites    int `json:"stale_writes"`
+}
+
+// ExcusedMiss is a run of consecutive ticks missed for one reason, and the
+// fault that excuses them.
+type ExcusedMiss struct {
+	From  time.Time `json:"from"`
+	To    time.Time `json:"to"`
+	Ticks int       `json:"ticks"`
+	Why   string    `json:"why"`
+	Cause string    `json:"cause"`
+}
+
+// StrictShare is the share of due ticks that were strictly checked.
+func (j JobReport) StrictShare() float64 {
+	if j.Due == 0 {
+		return 0
+	}
+	return float64(j.Strict) / float64(j.Due)
+}
+
+// StrictShare is the share of all jobs' due ticks that were strictly
+// checked.
+func (rep Report) StrictShare() float64 {
+	due, strict := 0, 0
+	for _, j := range rep.Jobs {
+		due, strict = due+j.Due, strict+j.Strict
+	}
+	if due == 0 {
+		return 0
+	}
+	return float64(strict) / float64(due)
 }
 
 // Violation is a broken rule and the ledger lines that show it.
@@ -276,13 +370,13 @@ func (v Violation) String() string {
 //   - stale-write: the sink took the write of a run whose (epoch, fence) is
 //     lower than that of a run of the same job that had already started, so
 //     a deposed holder acted after its successor. Checked where fences order
-//     successive holders: every leader-mode job (the fence is the term) and
-//     Forbid jobs in claim mode (each claim waits for the last run's marker).
+//     successive holders: Forbid jobs, in either mode (a run's fence is its
+//     in-progress marker, and each claim waits for the last run's marker).
 //     Always a violation.
 //   - refused-write: the sink refused a write whose fence had lapsed. Fencing
 //     did its job, but a command must not outlive its fence: excused only
-//     when its replica was paused, sent SIGTERM (the command was finishing
-//     as its replica resigned) or killed during the run, or etcd was out.
+//     when its replica was paused or killed during the run, or etcd was out.
+//     Not for a SIGTERM: a run's fence outlives its leader's resignation.
 //   - missed: a tick due and not run, nor skipped as busy (Forbid, a run in
 //     progress). Excused in a crash gap (a kill -9, SIGSTOP or partition of
 //     the scheduler's leader, or any replica in claim mode: from a second
@@ -314,6 +408,10 @@ func Check(runs []Run, sc Scenario) Report {
 	for job, rs := range byJob {
 		rep.Violations = append(rep.Violations, Violation{Rule: "ledger", Job: job,
 			Detail: "runs of a job the scenario does not have", Lines: lines(rs[:min(len(rs), 3)]...)})
+	}
+	if share := rep.StrictShare(); sc.MinStrict > 0 && share < sc.MinStrict {
+		rep.Violations = append(rep.Violations, Violation{Rule: "strictness", Job: "all",
+			Detail: fmt.Sprintf("%.0f%% of due ticks were strictly checked, want at least %.0f%%: excuses covered the rest", 100*share, 100*sc.MinStrict)})
 	}
 	return rep
 }
@@ -440,8 +538,8 @@ func (k fenceKey) less(o fenceKey) bool {
 }
 
 func (c *checker) staleWrites() {
-	if c.job.Claim && !c.job.Forbid {
-		return // each claim is its own holder: fences of two ticks do not say who succeeded whom
+	if !c.job.Forbid {
+		return // each run is its own holder: fences of two ticks do not say who succeeded whom
 	}
 	// best[i] is the run with the highest key among runs[:i+1].
 	best := make([]int, len(c.runs))
@@ -493,7 +591,9 @@ func (c *checker) refusedWrites() {
 		excused := false
 		for _, f := range c.sc.Faults {
 			switch f.Kind {
-			case Pause, Deploy, Kill:
+			case Pause, Kill:
+				// Not Deploy: a run's fence is its own marker, which
+				// outlives its replica's resignation until the run ends.
 				if f.Target == r.Instance && (Window{f.Start, f.End}).overlaps(r.Start.Add(-claimLead), r.Wrote.Add(time.Second)) {
 					excused = true
 				}
@@ -508,20 +608,48 @@ func (c *checker) refusedWrites() {
 			c.rep.RefusedExcused++
 			continue
 		}
-		c.violate("refused-write", "the command wrote after its fence lapsed, and no pause, deploy or etcd outage explains it", r)
+		c.violate("refused-write", "the command wrote after its fence lapsed, and no pause, kill or etcd outage explains it", r)
 	}
 }
 
-// hits reports whether a replica fault can have stopped this job's ticks:
-// the replica led its scheduler, or any replica in claim mode.
-func (c *checker) hits(f Fault) bool {
-	return c.job.Claim || !f.LedKnown || slices.Contains(f.Led, c.job.Scheduler)
-}
-
-// excuse is a span of real time in which ticks may be missed, and why.
+// excuse is a span of real time in which ticks may be missed, why, and the
+// fault or outage behind it. A tick is in it when it was fired in the span:
+// at its nominal time less the firing replica's offset, which is known
+// (firer set) when only one replica can have fired it, and otherwise
+// anywhere in the replicas' spread of offsets.
 type excuse struct {
 	Window
-	why string
+	why   string
+	cause string
+	firer string
+}
+
+// covers reports whether tick, fired by an unknown replica with an offset
+// in [oMin, oMax] or by e.firer, falls in e.
+func (c *checker) covers(e excuse, tick time.Time) bool {
+	if e.firer != "" {
+		at := tick.Add(-c.offset(e.firer))
+		return e.overlaps(at, at)
+	}
+	return e.overlaps(tick.Add(-c.oMax), tick.Add(-c.oMin))
+}
+
+// stamp formats a time of the run for the report.
+func stamp(t time.Time) string { return t.UTC().Format("15:04:05.000") }
+
+func (f Fault) String() string {
+	return fmt.Sprintf("%s of %s at %s, undone at %s", f.Kind, f.Target, stamp(f.Start), stamp(f.End))
+}
+
+// holding reports whether instance had a run of the job in progress at t:
+// its in-progress marker was in etcd.
+func (c *checker) holding(instance string, t time.Time) bool {
+	for _, r := range c.runs {
+		if r.Instance == instance && !r.Start.After(t.Add(claimLead)) && !r.End.Add(releaseLag).Before(t) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *checker) excuses() []excuse {
@@ -529,38 +657,54 @@ func (c *checker) excuses() []excuse {
 	for _, f := range c.sc.Faults {
 		switch f.Kind {
 		case Kill, Pause, Partition:
-			if c.hits(f) {
-				ex = append(ex, excuse{Window{f.Start.Add(-claimLead), f.Start.Add(c.sc.TTL + failover)}, reasonCrash})
+			switch {
+			case !c.job.Claim:
+				// The leader's lease outlives it by the TTL; a fault of a
+				// replica that did not lead the scheduler costs nothing.
+				if !f.LedKnown || slices.Contains(f.Led, c.job.Scheduler) {
+					ex = append(ex, excuse{Window{f.Start.Add(-claimLead), f.Start.Add(c.sc.TTL + failover)}, reasonCrash, f.String(), ""})
+				}
+			default:
+				// Claim mode has no failover gap: the others claim every
+				// tick. The replica hit loses only a tick it had claimed
+				// and not yet started, fired by its own clock...
+				ex = append(ex, excuse{Window{f.Start.Add(-claimLead), f.Start}, reasonLost, f.String(), f.Target})
+				// ...and, for a Forbid job, its marker keeps the job busy
+				// until its lease expires, if it held one.
+				if c.job.Forbid && c.holding(f.Target, f.Start) {
+					ex = append(ex, excuse{Window{f.Start, f.Start.Add(c.sc.TTL + failover)}, reasonMarker, f.String(), ""})
+				}
 			}
 		}
 	}
 	for _, f := range c.sc.Faults {
 		if f.Kind == LeaderKill {
-			ex = append(ex, excuse{Window{f.Start.Add(-claimLead), f.Start.Add(claimDeadline + failover)}, reasonLeaderChange})
+			ex = append(ex, excuse{Window{f.Start.Add(-claimLead), f.Start.Add(claimDeadline + failover)}, reasonLeaderChange, f.String(), ""})
 		}
 	}
 	ws, why := c.etcdWindows()
 	for i, w := range ws {
-		ex = append(ex, excuse{Window{w.From.Add(-claimLead), w.To.Add(c.sc.TTL + failover)}, why[i]})
+		cause := fmt.Sprintf("etcd out from %s to %s", stamp(w.From), stamp(w.To))
+		ex = append(ex, excuse{Window{w.From.Add(-claimLead), w.To.Add(c.sc.TTL + failover)}, why[i], cause, ""})
 	}
 	return ex
 }
 
 func (c *checker) offset(instance string) time.Duration { return c.sc.Offsets[instance] }
 
-// rejoined reports whether instance came back from a fault of its own
-// between from and to: a restart after SIGTERM or kill -9, SIGCONT, or the
-// end of its partition.
-func (c *checker) rejoined(instance string, from, to time.Time) bool {
+// rejoined returns the fault instance came back from between from and to,
+// if any: a restart after SIGTERM or kill -9, SIGCONT, or the end of its
+// partition.
+func (c *checker) rejoined(instance string, from, to time.Time) (Fault, bool) {
 	for _, f := range c.sc.Faults {
 		switch f.Kind {
 		case Kill, Deploy, Pause, Partition:
 			if f.Target == instance && !f.End.Before(from) && !f.End.After(to) {
-				return true
+				return f, true
 			}
 		}
 	}
-	return false
+	return Fault{}, false
 }
 
 func (c *checker) misses() {
@@ -587,9 +731,21 @@ func (c *checker) misses() {
 	}
 	excuses := c.excuses()
 	var unexcused []int64
+	excused := map[int64]excuse{}
 	from := c.sc.From.Add(time.Second - 1).Truncate(time.Second)
 	for t := from.Unix(); t <= c.sc.To.Unix(); t++ {
 		c.rep.Due++
+		tick := time.Unix(t, 0)
+		var cover *excuse
+		for i, e := range excuses {
+			if c.covers(e, tick) {
+				cover = &excuses[i]
+				break
+			}
+		}
+		if cover == nil {
+			c.rep.Strict++
+		}
 		if _, ok := byTick[t]; ok {
 			c.rep.Run++
 			continue
@@ -599,25 +755,18 @@ func (c *checker) misses() {
 			continue
 		}
 		c.rep.Missed++
-		why := ""
-		tick := time.Unix(t, 0)
-		for _, e := range excuses {
-			// Fired at tick − offset, by a replica with an offset in [oMin, oMax].
-			if e.overlaps(tick.Add(-c.oMax), tick.Add(-c.oMin)) {
-				why = e.why
-				break
-			}
-		}
-		if why != "" {
-			c.rep.MissedBy[why]++
+		if cover != nil {
+			c.rep.MissedBy[cover.why]++
+			excused[t] = *cover
 			continue
 		}
 		unexcused = append(unexcused, t)
 	}
 
 	// What is left must be a skew skip: in a gap between two runs, at most
-	// ⌈lead + ½ s⌉ ticks, where lead is how far the later run's replica's
-	// clock is ahead of the earlier one's.
+	// ⌈lead + ½ s⌉ ticks, where lead is how far the clock of the later
+	// run's replica is ahead, when that replica had just joined: come back
+	// from a fault of its own, or, in leader mode, taken over as leader.
 	type gap struct{ prev, next int64 }
 	gaps := map[gap][]int64{}
 	var order []gap
@@ -638,21 +787,30 @@ func (c *checker) misses() {
 	for _, g := range order {
 		ts := gaps[g]
 		budget := 0
+		cause := ""
 		var p, n Run
 		if g.prev >= 0 && g.next >= 0 {
 			p, n = byTick[g.prev], byTick[g.next]
-			lead := c.offset(n.Instance) - c.offset(p.Instance)
-			if c.rejoined(n.Instance, p.Start, n.Start) {
+			lead := time.Duration(0)
+			if f, ok := c.rejoined(n.Instance, p.Start, n.Start); ok {
 				// Back from a restart, pause or partition, it claimed from
 				// its own time ahead of the slowest replica that stayed.
-				lead = max(lead, c.offset(n.Instance)-c.oMin)
+				lead = max(c.offset(n.Instance)-c.offset(p.Instance), c.offset(n.Instance)-c.oMin)
+				cause = fmt.Sprintf("%s came back (%s)", n.Instance, f)
+			} else if !c.job.Claim && n.Instance != p.Instance {
+				lead = c.offset(n.Instance) - c.offset(p.Instance)
+				cause = fmt.Sprintf("%s took over from %s", n.Instance, p.Instance)
 			}
 			if lead > 0 {
 				budget = int((lead + time.Second/2 + time.Second - 1) / time.Second)
+				cause += fmt.Sprintf(", its clock %v ahead", lead)
 			}
 		}
 		if len(ts) <= budget {
 			c.rep.MissedBy[reasonSkew] += len(ts)
+			for _, t := range ts {
+				excused[t] = excuse{why: reasonSkew, cause: cause}
+			}
 			continue
 		}
 		c.rep.MissedBy[reasonMissing] += len(ts)
@@ -669,23 +827,55 @@ func (c *checker) misses() {
 		}
 		c.violate("missed", detail, around...)
 	}
+	c.rep.Strict -= c.rep.MissedBy[reasonSkew]
+	c.rep.Excused = groupExcused(excused)
+}
+
+// groupExcused lists excused ticks as runs of consecutive ticks with one
+// reason and cause.
+func groupExcused(excused map[int64]excuse) []ExcusedMiss {
+	ticks := slices.Sorted(maps.Keys(excused))
+	var out []ExcusedMiss
+	for _, t := range ticks {
+		e := excused[t]
+		if n := len(out); n > 0 && out[n-1].To.Unix() == t-1 && out[n-1].Why == e.why && out[n-1].Cause == e.cause {
+			out[n-1].To = time.Unix(t, 0).UTC()
+			out[n-1].Ticks++
+			continue
+		}
+		out = append(out, ExcusedMiss{From: time.Unix(t, 0).UTC(), To: time.Unix(t, 0).UTC(), Ticks: 1, Why: e.why, Cause: e.cause})
+	}
+	return out
 }
 
 // Summary is the report as a table, one job a line, then the violations.
 func (rep Report) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-6s %-6s %-7s %5s %5s %4s %5s %7s  %-40s %s\n", "job", "mode", "overlap", "due", "run", "dup", "busy", "missed", "missed by reason", "written/refused(excused)/interrupted, overlaps, stale")
+	fmt.Fprintf(&b, "%-6s %-6s %-7s %5s %6s %5s %4s %5s %7s  %-40s %s\n", "job", "mode", "overlap", "due", "strict", "run", "dup", "busy", "missed", "missed by reason", "written/refused(excused)/interrupted, overlaps, stale")
+	reasonsUsed := map[string]bool{}
 	for _, j := range rep.Jobs {
 		var reasons []string
 		for why, n := range j.MissedBy {
 			reasons = append(reasons, fmt.Sprintf("%s %d", why, n))
+			reasonsUsed[why] = true
 		}
 		slices.SortFunc(reasons, func(a, b string) int { return cmp.Compare(a, b) })
-		fmt.Fprintf(&b, "%-6s %-6s %-7s %5d %5d %4d %5d %7d  %-40s %d/%d(%d)/%d, %d, %d\n", j.Job, j.Mode, j.Overlap, j.Due, j.Run,
-			j.Duplicated, j.Busy, j.Missed, strings.Join(reasons, ", "), j.Written, j.Refused, j.RefusedExcused, j.Interrupted,
-			j.Overlaps, j.StaleWrites)
+		fmt.Fprintf(&b, "%-6s %-6s %-7s %5d %5.0f%% %5d %4d %5d %7d  %-40s %d/%d(%d)/%d, %d, %d\n", j.Job, j.Mode, j.Overlap, j.Due,
+			100*j.StrictShare(), j.Run, j.Duplicated, j.Busy, j.Missed, strings.Join(reasons, ", "), j.Written, j.Refused,
+			j.RefusedExcused, j.Interrupted, j.Overlaps, j.StaleWrites)
 	}
+	fmt.Fprintf(&b, "strictly checked: %.1f%% of due ticks (no excuse covered them)\n", 100*rep.StrictShare())
 	fmt.Fprintf(&b, "duplicates %d, overlaps %d, stale writes %d, violations %d\n", rep.Duplicates, rep.Overlaps, rep.StaleWrites, len(rep.Violations)+rep.Unshown)
+	for _, why := range slices.Sorted(maps.Keys(reasonsUsed)) {
+		if l, ok := limits[why]; ok {
+			fmt.Fprintf(&b, "excuse %q stands for %s\n", why, l)
+		}
+	}
+	for _, j := range rep.Jobs {
+		for _, e := range j.Excused {
+			fmt.Fprintf(&b, "excused: %s %s..%s (%d) %s: %s\n", j.Job, stamp(e.From), stamp(e.To), e.Ticks, e.Why, e.Cause)
+		}
+	}
 	for _, v := range rep.Violations {
 		fmt.Fprintf(&b, "VIOLATION %s\n", v)
 	}

@@ -55,9 +55,10 @@ TZ=ZONE on a line of its own sets the commands' TZ; schedules follow
 CRON_TZ. A line is at most 1 MiB.
 
 Each command gets BATON_JOB, BATON_TICK (the nominal tick, RFC 3339),
-BATON_ID (the replica) and BATON_FENCE (a fencing token that grows with
-every leadership term and claim) in its environment, and its output is
-printed with a "[JOB] " prefix.
+BATON_ID (the replica) and BATON_FENCE (the run's fencing token: it grows
+with every claim and stays valid until the run ends, also after a SIGTERM's
+resignation) in its environment, and its output is printed with a "[JOB] "
+prefix.
 
 On SIGHUP baton reads FILE again and replaces every job with the file's:
 a job that keeps its name and schedule keeps its claims and history and

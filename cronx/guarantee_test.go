@@ -1,0 +1,288 @@
+package cronx
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestCrashedLeadersMissedTickRunsOnceLate is G4 as a user sees it: the
+// leader is cut off from etcd just before a tick, as by a crash, so it
+// cannot run it; its lease lapses after the TTL and the successor runs that
+// tick once, late (misfire RunOnce), or not at all (Skip).
+func TestCrashedLeadersMissedTickRunsOnceLate(t *testing.T) {
+	for _, policy := range []Misfire{RunOnce, Skip} {
+		name := map[Misfire]string{RunOnce: "run-once", Skip: "skip"}[policy]
+		t.Run(name, func(t *testing.T) {
+			srv := etcdtest.Start(t)
+			proxy := etcdtest.NewProxy(t, srv.Addr())
+			type started struct {
+				info Info
+				at   time.Time
+			}
+			var mu sync.Mutex
+			var runs []started
+			ch := make(chan started, 64)
+			job := func(ctx context.Context) error {
+				info, _ := InfoFrom(ctx)
+				s := started{info, time.Now()}
+				mu.Lock()
+				runs = append(runs, s)
+				mu.Unlock()
+				ch <- s
+				return nil
+			}
+			replica := func(id string, endpoint string) {
+				cli := srv.Client(t)
+				if endpoint != "" {
+					cli = etcdtest.NewClient(t, endpoint)
+				}
+				c := New(WithSeconds(), WithEtcd(cli), WithName("g4"), WithMisfire(policy, time.Minute),
+					WithElection(election.WithIdentity(id), election.WithTTL(2*time.Second)))
+				mustAdd(t, c, "*/5 * * * * *", Named("report", ContextFunc(job)))
+				c.Start()
+				t.Cleanup(func() {
+					select {
+					case <-c.Stop().Done():
+					case <-time.After(15 * time.Second):
+						t.Errorf("%s: Stop's context not done within 15s", id)
+					}
+				})
+			}
+			// a leads, through a proxy that will cut it off; b follows.
+			replica("a", proxy.Endpoint())
+			var first started
+			select {
+			case first = <-ch:
+			case <-time.After(15 * time.Second):
+				t.Fatal("a ran no tick within 15s")
+			}
+			if first.info.Instance != "a" {
+				t.Fatalf("the first tick ran on %s, want a (the first replica leads)", first.info.Instance)
+			}
+			replica("b", "")
+
+			// Cut a off 400 ms before its next tick, a crash as etcd sees it.
+			missed := first.info.Tick.Add(5 * time.Second)
+			select {
+			case <-time.After(time.Until(missed.Add(-400 * time.Millisecond))):
+			case s := <-ch:
+				t.Fatalf("a run of %v on %s before the tick cut off", s.info.Tick.Format(time.TimeOnly), s.info.Instance)
+			}
+			proxy.Blackhole()
+
+			// The tick after the missed one runs on b either way; by then b
+			// has led for seconds.
+			next := missed.Add(5 * time.Second)
+			var got []started
+			for done := false; !done; {
+				select {
+				case s := <-ch:
+					got = append(got, s)
+					done = !s.info.Tick.Before(next)
+				case <-time.After(15 * time.Second):
+					t.Fatalf("no run of the tick %v within 15s; runs: %v", next.Format(time.TimeOnly), got)
+				}
+			}
+			var ofMissed []started
+			for _, s := range got {
+				if s.info.Instance != "b" {
+					t.Errorf("tick %v ran on %s after a was cut off, want b", s.info.Tick.Format(time.TimeOnly), s.info.Instance)
+				}
+				if s.info.Tick.Equal(missed) {
+					ofMissed = append(ofMissed, s)
+				}
+			}
+			switch {
+			case policy == Skip && len(ofMissed) > 0:
+				t.Errorf("misfire Skip: the tick %v, missed while no replica led, ran on %s",
+					missed.Format(time.TimeOnly), ofMissed[0].info.Instance)
+			case policy == RunOnce && len(ofMissed) != 1:
+				t.Errorf("misfire RunOnce: the tick %v, missed while no replica led, ran %d times, want once (runs: %v)",
+					missed.Format(time.TimeOnly), len(ofMissed), got)
+			case policy == RunOnce && ofMissed[0].at.Sub(missed) < time.Second:
+				t.Errorf("the missed tick %v ran at %v, on time: a, cut off, should not have run it",
+					missed.Format(time.TimeOnly), ofMissed[0].at.Format(time.TimeOnly+".000"))
+			}
+		})
+	}
+}
+
+// TestForbidAcrossLeaders is the overlap policy Forbid in leader mode, the
+// default: a leader does not start a tick while its own run goes on, and
+// when it resigns (a deploy) with the run still going, its successor skips
+// the job's ticks until that run ends. The replicas that do not lead run
+// nothing.
+func TestForbidAcrossLeaders(t *testing.T) {
+	srv := etcdtest.Start(t)
+	l := newLedger()
+	var inProgress, most atomic.Int32
+	starts := make(chan Info, 64)
+	release := make(chan struct{})
+	// The job ignores its context: it finishes its work, as G3 lets a job
+	// of a resigning leader do.
+	slow := func(ctx context.Context) error {
+		info, _ := InfoFrom(ctx)
+		n := inProgress.Add(1)
+		defer inProgress.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		starts <- info
+		<-release
+		return nil
+	}
+	replicas := map[string]*replica{}
+	for _, id := range []string{"r0", "r1"} {
+		replicas[id] = opsReplica(t, srv.Client(t), "forbid", id, LeaderMode, l, func(c *Cron) {
+			mustAdd(t, c, "* * * * * *", Named("slow", ContextFunc(slow), WithOverlap(Forbid)))
+		})
+	}
+	var first Info
+	select {
+	case first = <-starts:
+	case <-time.After(10 * time.Second):
+		t.Fatal("slow did not run within 10s")
+	}
+	leader, other := first.Instance, map[string]string{"r0": "r1", "r1": "r0"}[first.Instance]
+	// Two ticks pass on the leader while the run goes on.
+	runAfter(t, l.ch, first.Tick.Add(2*time.Second), 5*time.Second, "tick")
+
+	// The leader stops; its run goes on. The successor runs the clock job
+	// for two ticks, and must not start slow meanwhile.
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		replicas[leader].stop(t)
+	}()
+	handedOver := false
+	deadline := time.After(15 * time.Second)
+	for seen := 0; seen < 2; {
+		select {
+		case info := <-l.ch:
+			if info.Instance == other {
+				handedOver = true
+				seen++
+			}
+		case <-deadline:
+			t.Fatalf("%s ran no two ticks within 15s of %s stopping", other, leader)
+		}
+	}
+	if !handedOver {
+		t.Fatal("no handover")
+	}
+	select {
+	case info := <-starts:
+		t.Errorf("slow started for the tick %v on %s while the run of %v on %s went on",
+			info.Tick.Format(time.TimeOnly), info.Instance, first.Tick.Format(time.TimeOnly), leader)
+	default:
+	}
+	ended := time.Now()
+	close(release)
+	<-stopped
+	next := runAfter(t, starts, first.Tick, 5*time.Second, "run of slow after the first ended")
+	if next.Instance != other {
+		t.Errorf("after the handover slow ran on %s, want %s", next.Instance, other)
+	}
+	if next.Tick.Before(ended.Truncate(time.Second)) {
+		t.Errorf("the tick %v ran after the run ended at %v: a tick skipped while it ran was queued",
+			next.Tick.Format(time.TimeOnly), ended.Format(time.TimeOnly+".000"))
+	}
+	if m := most.Load(); m != 1 {
+		t.Errorf("%d runs of a Forbid job were in progress at once, want 1", m)
+	}
+	// Every run was the leader's of its time.
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var last string
+	changes := 0
+	for _, r := range l.runs {
+		if r.Instance != last {
+			changes++
+			last = r.Instance
+		}
+	}
+	if changes > 2 {
+		var by []string
+		for _, r := range l.runs {
+			by = append(by, fmt.Sprintf("%s:%s", r.Tick.Format(time.TimeOnly), r.Instance))
+		}
+		t.Errorf("runs went back and forth between the replicas, though only one led at a time: %v", by)
+	}
+}
+
+// TestDeposedLeadersClaimIsRefused is G1's term compare as a user sees it:
+// a leader whose term ends while its claim of a tick is in flight (its key
+// deleted, as by an operator or an expired lease, while the network holds
+// the claim) does not run that tick, although nobody else claimed it.
+func TestDeposedLeadersClaimIsRefused(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t)
+	proxy := etcdtest.NewProxy(t, srv.Addr())
+	runs := make(chan Info, 256)
+	job := func(ctx context.Context) error {
+		info, _ := InfoFrom(ctx)
+		runs <- info
+		return nil
+	}
+	replica := func(id string, endpoint string, opts ...Option) {
+		rcli := cli
+		if endpoint != "" {
+			rcli = etcdtest.NewClient(t, endpoint)
+		}
+		c := New(append([]Option{WithSeconds(), WithEtcd(rcli), WithName("deposed"),
+			WithElection(election.WithIdentity(id), election.WithTTL(5*time.Second))}, opts...)...)
+		mustAdd(t, c, "* * * * * *", Named("report", ContextFunc(job)))
+		c.Start()
+		t.Cleanup(func() { <-c.Stop().Done() })
+	}
+	replica("a", proxy.Endpoint())
+	if first := runAfter(t, runs, time.Time{}, 10*time.Second, "run"); first.Instance != "a" {
+		t.Fatalf("the first run was on %s, want a", first.Instance)
+	}
+	// b runs no missed tick when it takes over, so the tick a claims late
+	// is claimed by nobody else.
+	replica("b", "", WithMisfire(Skip, 0))
+	runAfter(t, runs, time.Now(), 5*time.Second, "run after b joined")
+
+	// The network holds a's claim of the next tick, T; meanwhile a's term
+	// ends and b is elected. The claim reaches etcd before T+1.
+	tick := time.Now().Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(tick.Add(-300 * time.Millisecond)))
+	proxy.Blackhole()
+	time.Sleep(time.Until(tick.Add(150 * time.Millisecond)))
+	resp, err := cli.Get(context.Background(), "/baton/election/deposed/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil || len(resp.Kvs) == 0 {
+		t.Fatalf("no leader key: %v", err)
+	}
+	del, err := cli.Txn(context.Background()).If(clientv3.Compare(clientv3.CreateRevision(string(resp.Kvs[0].Key)), "=", resp.Kvs[0].CreateRevision)).
+		Then(clientv3.OpDelete(string(resp.Kvs[0].Key))).Commit()
+	if err != nil || !del.Succeeded {
+		t.Fatalf("delete a's key: %v", err)
+	}
+	deposed := del.Header.Revision
+	time.Sleep(time.Until(tick.Add(300 * time.Millisecond)))
+	proxy.Pass()
+
+	// b leads; a's claim, sent before a learned, must have failed.
+	for seen := 0; seen < 3; {
+		select {
+		case info := <-runs:
+			if info.Instance == "b" {
+				seen++
+			}
+			if info.Instance == "a" && info.Fence.Revision > deposed {
+				t.Errorf("a, deposed at revision %d, ran the tick %v on a claim made at revision %d",
+					deposed, info.Tick.Format(time.TimeOnly), info.Fence.Revision)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("b ran %d ticks within 15s of a's deposition, want 3", seen)
+		}
+	}
+}

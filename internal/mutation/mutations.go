@@ -1,0 +1,90 @@
+package main
+
+// mutations breaks, one at a time, each line a guarantee rests on. Each
+// names the smallest set of tests that catches it, so the whole check stays
+// within CI's budget; a test named here is the proof of its guarantee.
+var mutations = []mutation{
+	{
+		Name:   "catch-up-disabled",
+		Breaks: "G4: the successor of a crashed leader never runs the tick missed in the gap (RunOnce)",
+		Edits:  []edit{{Marker: "catch-up", Old: "co.misfire == RunOnce &&", New: "false &&"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestCrashedLeadersMissedTickRunsOnceLate$"}},
+	},
+	{
+		Name:   "misfire-skip-ignored",
+		Breaks: "G4: a job with misfire Skip runs a tick missed in a failover anyway",
+		Edits: []edit{
+			{Marker: "catch-up", Old: "co.misfire == RunOnce &&", New: ""},
+			{Marker: "misfire-grace", Old: "co.misfire == RunOnce", New: "true"},
+		},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestCrashedLeadersMissedTickRunsOnceLate$"}},
+	},
+	{
+		Name:   "forbid-leader-mode",
+		Breaks: "Forbid: in leader mode, a tick starts while a run of the job is in progress",
+		Edits:  []edit{{Marker: "forbid", Old: "r.overlap == Forbid", New: "r.overlap == Forbid && ts == nil"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestForbidAcrossLeaders$"}},
+	},
+	{
+		Name:   "forbid-ignored",
+		Breaks: "Forbid: in either mode, a tick starts while a run of the job is in progress",
+		Edits:  []edit{{Marker: "forbid", Old: "r.overlap == Forbid", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestOverlapPolicyAcrossReplicas$"}},
+	},
+	{
+		Name:   "pause-ignored",
+		Breaks: "a paused job keeps running",
+		Edits:  []edit{{Marker: "pause", Old: "opts = append(opts, election.UnlessExists(co.pausedKey(r.job), ErrPaused))", New: ""}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestPauseResumeTriggerStatus$"}},
+	},
+	{
+		Name:   "deposed-claim-accepted",
+		Breaks: "G1: a leader's claims are not bound to its term, so a deposed leader claims ticks",
+		Edits:  []edit{{Marker: "under-term", Old: "opts = append(opts, election.UnderTerm(ts.term.Fence))", New: ""}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestDeposedLeadersClaimIsRefused$"}},
+	},
+	{
+		Name:   "claim-term-compare-removed",
+		Breaks: "G1: a claim made under a term commits after the term ended",
+		Edits: []edit{
+			{Marker: "claim-term", Old: "conds = append(conds, o.term.Cmp())", New: ""},
+			{Marker: "claimall-term", Old: `add(fmt.Sprintf("term %s %d", o.term.Key, o.term.Revision), o.term.Cmp())`, New: ""},
+		},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestDeposedLeadersClaimIsRefused$"}},
+	},
+	{
+		Name:   "follower-fires",
+		Breaks: "leader mode: replicas that do not lead run jobs too",
+		Edits: []edit{
+			{Marker: "follower-schedules", Old: "co.term != nil", New: "true"},
+			{Marker: "follower-fires", Old: "ts == nil", New: "false"},
+		},
+		// Deterministic: a follower that fires races the leader for each
+		// tick, so which one runs it is luck; that it fires at all is not.
+		Tests: []tests{{Pkg: "cronx", Run: "^TestFollowerFiresNothing$"}},
+	},
+	{
+		Name:   "deadline-from-receive",
+		Breaks: "G2: the safe deadline counts from when a keepalive's answer arrived, not from when it was sent",
+		Edits:  []edit{{Marker: "deadline-from-send", Old: "r.sent.Add(", New: "o.clock.Now().Add("}},
+		Tests:  []tests{{Pkg: "election", Run: "^TestSessionDeadlineCountsFromTheKeepalivesSendTime$"}},
+	},
+	{
+		Name:   "no-deadline-cancellation",
+		Breaks: "G2: a leader cut off from etcd goes on working past its safe deadline",
+		Edits:  []edit{{Marker: "deadline-cancel", Old: "s.lose(ErrSessionExpired)", New: ""}},
+		Tests:  []tests{{Pkg: "election", Run: "^TestSessionDeadlineFollowsAcknowledgedKeepalives$"}},
+	},
+	{
+		Name:   "fence-not-increasing",
+		Breaks: "G2: the fencing token of a new term is not higher than its predecessor's",
+		Edits:  []edit{{Marker: "term-fence", Old: "Revision: rev", New: "Revision: 1"}},
+		Tests:  []tests{{Pkg: "election", Run: "^TestElectionOneLeaderAndGracefulHandover$"}},
+	},
+	{
+		Name:   "once-claim-unchecked",
+		Breaks: "baton run --once runs the command though another run holds or recently succeeded its claim",
+		Edits:  []edit{{Marker: "once-claim", Old: "!resp.Succeeded", New: "false"}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestRunOnce"}},
+	},
+}
