@@ -87,9 +87,11 @@ func serveEtcd(ctx context.Context, env *environ, cfg *embed.Config, st *memberS
 		case err := <-authc:
 			authc = nil
 			if err == errBootstrapped {
-				if code := stopEtcd(env, e, ready, &st.stopping); code != exitOK {
-					return code
-				}
+				// Every member restarts now: no leadership to hand over,
+				// and the ports must be free before the restart binds them.
+				st.stopping.Store(true)
+				e.Server.HardStop()
+				e.Close()
 				return authReady
 			}
 			if err != nil {
