@@ -1,0 +1,66 @@
+package manifest
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// verdictLine is how each manifest under testdata/convox records what
+// Convox's own parser and Validate make of it, from the Convox file its
+// header cites: "# convox: accepts", or "# convox: rejects PART", where
+// PART is what Convox refuses.
+var verdictLine = regexp.MustCompile(`(?m)^# convox: (accepts|rejects (.+))$`)
+
+// TestConvoxFixtures runs Check over manifests derived from Convox's own
+// test fixtures and reference. A manifest Convox rejects never passes as
+// fine: Check reports a problem Convox rejects it for, or LeftToConvox
+// names the part Convox refuses as Convox's to check. A manifest Convox
+// accepts gets no problem that says Convox rejects it.
+func TestConvoxFixtures(t *testing.T) {
+	files, err := filepath.Glob("testdata/convox/*.yml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no testdata/convox/*.yml: %v", err)
+	}
+	rejected, passed := 0, 0
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := verdictLine.FindStringSubmatch(string(src))
+			if m == nil {
+				t.Fatal("no `# convox: accepts|rejects PART` line")
+			}
+			d := mustParse(t, string(src))
+			problems, left := Check(d), LeftToConvox(d)
+			var rejects []string
+			for _, p := range problems {
+				if p.Rule == Rejected {
+					rejects = append(rejects, p.Message)
+				}
+			}
+			if m[1] == "accepts" {
+				for _, r := range rejects {
+					t.Errorf("Convox accepts this manifest, but Check says: %s", r)
+				}
+				return
+			}
+			rejected++
+			part := m[2]
+			for _, u := range left {
+				if strings.Contains(u.Part, part) {
+					return
+				}
+			}
+			if len(rejects) == 0 {
+				passed++
+				t.Errorf("Convox rejects this manifest (%s), but Check reports no problem Convox rejects it for, and LeftToConvox %v does not name %s", part, left, part)
+			}
+		})
+	}
+	t.Logf("%d of %d manifests Convox rejects pass with no problem and their rule unnamed", passed, rejected)
+}
