@@ -108,6 +108,9 @@ services:
     annotations:
       - a.example.com/b=c
 `},
+		// convox/convox pkg/manifest/testdata/full.yml merges with a quoted
+		// "<<", and its manifest_test.go expects the merged keys.
+		{name: "a quoted merge key", in: "x-etcd: &etcd\n" + strings.TrimPrefix(etcdOK, "  etcd:\n") + "services:\n  etcd:\n    \"<<\": *etcd\n"},
 		{name: "three members", in: threeMembers},
 
 		// baton finds no etcd.
