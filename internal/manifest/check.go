@@ -135,9 +135,31 @@ func dedupe(ps []Problem) []Problem {
 }
 
 // duplicates reports keys given twice in one mapping: Convox's parser keeps
-// the last, so the first is silently lost.
+// the last, so the first is silently lost. The sections it reads entry by
+// entry in order (unmarshalMapSlice in convox/convox pkg/manifest/yaml.go:
+// services, timers, resources, and balancers with their ports) keep both,
+// so a name given twice there is reported as such, and balancers are
+// Convox's to check.
 func (c *checker) duplicates(n *yaml.Node, seen map[*yaml.Node]bool) {
-	if n == nil || n.Kind == yaml.AliasNode || seen[n] {
+	top := resolve(n)
+	if top != nil && top.Kind == yaml.DocumentNode && len(top.Content) > 0 {
+		top = resolve(top.Content[0])
+	}
+	sections := map[*yaml.Node]bool{}
+	skip := map[*yaml.Node]bool{}
+	for _, p := range pairs(top) {
+		switch p.key.Value {
+		case "services", "timers", "resources":
+			sections[resolve(p.value)] = true
+		case "balancers":
+			skip[resolve(p.value)] = true
+		}
+	}
+	c.duplicatesIn(n, seen, sections, skip)
+}
+
+func (c *checker) duplicatesIn(n *yaml.Node, seen, sections, skip map[*yaml.Node]bool) {
+	if n == nil || n.Kind == yaml.AliasNode || seen[n] || skip[n] {
 		return
 	}
 	seen[n] = true
@@ -148,15 +170,19 @@ func (c *checker) duplicates(n *yaml.Node, seen map[*yaml.Node]bool) {
 			if isMergeKey(k) {
 				continue
 			}
-			if f, ok := first[k.Value]; ok {
-				c.ignored(k, "key %q is given twice (also on line %d); Convox keeps only this one", k.Value, f.Line)
-			} else {
+			f, ok := first[k.Value]
+			switch {
+			case !ok:
 				first[k.Value] = k
+			case sections[n]:
+				c.ignored(k, "%q is defined twice (also on line %d); Convox reads both under one name, and one overwrites the other at deploy", k.Value, f.Line)
+			default:
+				c.ignored(k, "key %q is given twice (also on line %d); Convox keeps only this one", k.Value, f.Line)
 			}
 		}
 	}
 	for _, x := range n.Content {
-		c.duplicates(x, seen)
+		c.duplicatesIn(x, seen, sections, skip)
 	}
 }
 

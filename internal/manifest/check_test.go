@@ -347,6 +347,14 @@ resources:
 				{"cache:\n", "resource cache has no type; Convox requires one", Rejected},
 				{"- queue", `service web: resource "queue" is not defined under resources; Convox rejects the manifest`, Rejected},
 			}},
+		// unmarshalMapSlice in convox/convox pkg/manifest/yaml.go reads the
+		// entries of a section in order, keeping both of a name given twice;
+		// within a service, yaml.v2 keeps the last of a key.
+		{name: "given twice", in: "services:\n  web:\n    build: .\n    port: 3000\n    port: 4000\n  web:\n    image: x\n",
+			want: []problem{
+				{"port: 4000", `key "port" is given twice (also on line 4); Convox keeps only this one`, Ignored},
+				{"  web:\n    image", `"web" is defined twice (also on line 2); Convox reads both under one name`, Ignored},
+			}},
 		// unmarshalMapSlice in convox/convox pkg/manifest/yaml.go reads each
 		// section as a mapping.
 		{name: "sections of the wrong kind", in: "services: [web]\ntimers: nightly\nresources:\n  db: postgres\n",
