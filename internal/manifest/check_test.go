@@ -39,6 +39,7 @@ services:
   web:
     command: baton crontab crontab
 `},
+		{name: "the etcd app's layout: etcd.NAME.convox.local, no etcd in the app", in: "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd.shop-etcd.convox.local:2379\n  - BATON_ETCD_USERNAME\n  - BATON_ETCD_PASSWORD\nservices:\n  web:\n    command: baton crontab crontab\n"},
 		{name: "endpoints set with convox env set", in: "environment:\n  - BATON_ETCD_ENDPOINTS\nservices:\n  web:\n    command: baton crontab crontab\n"},
 		{name: "a cluster-local name", in: "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd.myapp.convox.local:2379\nservices:\n" + etcdOK},
 		// Forms from convox/convox pkg/manifest/testdata/full.yml and its
