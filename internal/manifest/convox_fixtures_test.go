@@ -9,14 +9,15 @@ import (
 )
 
 // verdictLine is how each manifest under testdata/convox records what
-// Convox's own parser and Validate make of it, from the Convox file its
-// header cites: "# convox: accepts", "# convox: accepts, ignores KEY" for a
-// key Convox drops without a word, or "# convox: rejects PART", where PART
-// is what Convox refuses.
+// Convox's own parser and Validate make of it, by the rule in the Convox
+// source file its header names: "# convox: accepts", "# convox: accepts,
+// ignores KEY" for a key Convox drops without a word, or "# convox: rejects
+// PART", where PART is what Convox refuses.
 var verdictLine = regexp.MustCompile(`(?m)^# convox: (accepts(?:, ignores (.+))?|rejects (.+))$`)
 
-// TestConvoxFixtures runs Check over manifests derived from Convox's own
-// test fixtures and reference. A manifest Convox rejects never passes as
+// TestConvoxFixtures runs Check over small manifests of a shop app, each
+// written to exercise one rule or accepted form of Convox's manifest code,
+// which its header names. A manifest Convox rejects never passes as
 // fine: Check reports a problem Convox rejects it for, or LeftToConvox
 // names the part Convox refuses as Convox's to check. A manifest Convox
 // accepts gets no problem but baton's, and the ones about keys Convox
