@@ -6,8 +6,11 @@ import (
 )
 
 // problem is an expected problem: on the line that holds at, with msg in
-// its message.
-type problem struct{ at, msg string }
+// its message, about rule (baton's unless given).
+type problem struct {
+	at, msg string
+	rule    Rule
+}
 
 // etcdOK is a bundled etcd service Check has nothing to say about.
 const etcdOK = `  etcd:
@@ -36,16 +39,23 @@ services:
   web:
     command: baton crontab crontab
 `},
+		{name: "the etcd app's layout: etcd.NAME.convox.local, no etcd in the app", in: "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd.shop-etcd.convox.local:2379\n  - BATON_ETCD_USERNAME\n  - BATON_ETCD_PASSWORD\nservices:\n  web:\n    command: baton crontab crontab\n"},
 		{name: "endpoints set with convox env set", in: "environment:\n  - BATON_ETCD_ENDPOINTS\nservices:\n  web:\n    command: baton crontab crontab\n"},
 		{name: "a cluster-local name", in: "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd.myapp.convox.local:2379\nservices:\n" + etcdOK},
+		// Forms from convox/convox pkg/manifest/testdata/full.yml and its
+		// reference: a merge key, a nested environment list, "*", the port,
+		// ports and scale forms of yaml.go, YAML 1.1 booleans, scale min and
+		// max (testdata/autoscale-combined.yml), health.grpcService
+		// (testdata/grpc-health.yml), and a timer's concurrency and
+		// parallelCount (docs/reference/primitives/app/timer.md).
 		{name: "forms Convox accepts", in: `x-defaults: &defaults
   build: .
 anchored: &also {}
 environment:
-  - A
+  - A=1
   - B=two=2
   - "*"
-  - [C=3, D]
+  - [C=3, D=4]
 services:
   web:
     <<: *defaults
@@ -53,12 +63,10 @@ services:
     ports:
       - 5000
       - 5001/udp
-      - port: 5002
-        protocol: tcp
+      - 5002/sctp
     scale:
       count: 1-3
       cpu: 256
-      memory: 512
       targets:
         cpu: 50
     deployment:
@@ -67,22 +75,24 @@ services:
     health:
       path: /check
       interval: 5
+      grpcService: myapp.v1.Greeter
     singleton: yes
     sticky: on
-    termination:
-      grace: 45
     domain: a.example.com,b.example.com
-    volumeOptions:
-      - emptyDir:
-          id: scratch
-          mountPath: /scratch
-          medium: Memory
   api:
     image: example/api:1
     port:
       port: 8080
-      scheme: http
+      scheme: tcp
     scale: "2"
+  big:
+    port: 70000
+    scale:
+      min: 1
+      max: 8
+      autoscale:
+        cpu:
+          threshold: 70
   grpc:
     port: grpc:5551
     scale:
@@ -91,131 +101,148 @@ services:
         max: 4
 ` + etcdOK + `timers:
   nightly:
-    schedule: "0 3 * * *"
+    schedule: "0 3 * * ? *"
     command: baton run --once nightly --ttl 1h -- bin/nightly
     service: web
-    concurrencyPolicy: Forbid
+    concurrency: Forbid
+    parallelCount: 1
+    annotations:
+      - a.example.com/b=c
 `},
+		// convox/convox pkg/manifest/testdata/full.yml merges with a quoted
+		// "<<", and its manifest_test.go expects the merged keys.
+		{name: "a quoted merge key", in: "x-etcd: &etcd\n" + strings.TrimPrefix(etcdOK, "  etcd:\n") + "services:\n  etcd:\n    \"<<\": *etcd\n"},
 		{name: "three members", in: threeMembers},
 
 		// baton finds no etcd.
 		{name: "baton, no variable, no etcd service",
 			in:   "services:\n  web:\n    command: sh -c 'baton crontab crontab & exec node server.js'\n",
-			want: []problem{{"command:", "service web runs baton, but no etcd is reachable: BATON_ETCD_ENDPOINTS is not set and there is no service etcd"}}},
+			want: []problem{{"command:", "service web runs baton, but no etcd is reachable: BATON_ETCD_ENDPOINTS is not set and there is no service etcd", Baton}}},
 		{name: "a timer through baton, no etcd",
 			in:   "services:\n  web:\n    build: .\ntimers:\n  report:\n    schedule: '*/5 * * * *'\n    command: baton run --once report --ttl 4m -- node report.js\n    service: web\n",
-			want: []problem{{"command: baton run", "timer report runs baton, but no etcd is reachable"}}},
+			want: []problem{{"command: baton run", "timer report runs baton, but no etcd is reachable", Baton}}},
 		{name: "the variable names a service that is not there",
 			in:   "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd2:2379\nservices:\n  web:\n    command: baton crontab crontab\n" + etcdOK,
-			want: []problem{{"etcd2", "environment: BATON_ETCD_ENDPOINTS: http://etcd2:2379 names service etcd2, but there is no service etcd2"}}},
+			want: []problem{{"etcd2", "environment: BATON_ETCD_ENDPOINTS: http://etcd2:2379 names service etcd2, but there is no service etcd2", Baton}}},
 		{name: "the variable names a proxy, which need not be etcd",
 			in: "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd-proxy:2379\nservices:\n  web:\n    command: baton crontab crontab\n  etcd-proxy:\n    image: envoyproxy/envoy:v1.31\n    command: envoy -c /etc/envoy.yaml\n    port: 2379\n    internal: true\n    scale: 2\n"},
 		{name: "the variable names an etcd image with defaults",
 			in: "environment:\n  - BATON_ETCD_ENDPOINTS=http://coord:2379\nservices:\n  coord:\n    image: bitnami/etcd:3\n    port: 2379\n",
 			want: []problem{
-				{"  coord:", "service coord runs etcd but is not singleton: true"},
-				{"  coord:", "service coord runs etcd but is not internal: true"},
+				{"  coord:", "service coord runs etcd but is not singleton: true", Baton},
+				{"  coord:", "service coord runs etcd but is not internal: true", Baton},
 			}},
 		{name: "a service's own variable names a service that is not there",
 			in:   "services:\n  web:\n    command: baton crontab crontab\n    environment:\n      - BATON_ETCD_ENDPOINTS=http://coordinator:2379\n" + etcdOK,
-			want: []problem{{"coordinator", "service web: environment: BATON_ETCD_ENDPOINTS: http://coordinator:2379 names service coordinator"}}},
+			want: []problem{{"coordinator", "service web: environment: BATON_ETCD_ENDPOINTS: http://coordinator:2379 names service coordinator", Baton}}},
 		{name: "the variable names a service with no port",
 			in:   "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd:2379\nservices:\n  etcd:\n    command: baton etcd --listen-client-urls http://0.0.0.0:2379\n    internal: true\n    singleton: true\n",
-			want: []problem{{"BATON_ETCD", "names service etcd, which has no port: or ports:, so Convox gives it no address"}}},
+			want: []problem{{"BATON_ETCD", "names service etcd, which has no port: or ports:, so Convox gives it no address", Baton}}},
 		{name: "the variable names a port the service does not expose",
 			in:   "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd:12379\nservices:\n" + etcdOK,
-			want: []problem{{"BATON_ETCD", "http://etcd:12379: service etcd does not expose port 12379 (it has 2379)"}}},
+			want: []problem{{"BATON_ETCD", "http://etcd:12379: service etcd does not expose port 12379 (it has 2379)", Baton}}},
 		{name: "a service's bare variable cancels the app's default",
 			in:   "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd:2379\nservices:\n  web:\n    environment:\n      - BATON_ETCD_ENDPOINTS\n" + etcdOK,
-			want: []problem{{"      - BATON_ETCD_ENDPOINTS", "service web: environment lists BATON_ETCD_ENDPOINTS without a value, which overrides the app-level default"}}},
+			want: []problem{{"      - BATON_ETCD_ENDPOINTS", "service web: environment lists BATON_ETCD_ENDPOINTS without a value, which overrides the app-level default", Baton}}},
 
 		// etcd services that would split or never start.
 		{name: "etcd neither singleton nor internal, scaled",
 			in: "services:\n  etcd:\n    command: baton etcd --listen-client-urls http://0.0.0.0:2379\n    port: 2379\n    health: /health\n    singleton: false\n    scale: 2\n",
 			want: []problem{
-				{"singleton: false", "service etcd runs etcd but is not singleton: true"},
-				{"  etcd:", "service etcd runs etcd but is not internal: true"},
-				{"scale: 2", "service etcd runs etcd at scale 2: each process would be a separate one-member cluster"},
+				{"singleton: false", "service etcd runs etcd but is not singleton: true", Baton},
+				{"  etcd:", "service etcd runs etcd but is not internal: true", Baton},
+				{"scale: 2", "service etcd runs etcd at scale 2: each process would be a separate one-member cluster", Baton},
 			}},
 		{name: "etcd autoscaled, or an agent",
 			in: "services:\n  etcd:\n    image: gcr.io/etcd-development/etcd:v3.7.3\n    command: etcd --listen-client-urls=http://0.0.0.0:2379\n    internal: true\n    singleton: true\n    agent: true\n    scale:\n      count: 1-3\n    ports: [2379]\n",
 			want: []problem{
-				{"agent: true", "service etcd runs etcd as an agent"},
-				{"scale:", "service etcd runs etcd at scale 3"},
+				{"agent: true", "service etcd runs etcd as an agent", Baton},
+				{"scale:", "service etcd runs etcd at scale 3", Baton},
 			}},
 		{name: "etcd on Convox's default health path",
 			in:   "services:\n  etcd:\n    command: baton etcd --listen-client-urls http://0.0.0.0:2379\n    internal: true\n    singleton: true\n    port: 2379\n",
-			want: []problem{{"  etcd:", "service etcd: port 2379 gets Convox's readiness check on /, which etcd answers with 404"}}},
+			want: []problem{{"  etcd:", "service etcd: port 2379 gets Convox's readiness check on /, which etcd answers with 404", Baton}}},
 		{name: "etcd listening on loopback only",
 			in:   "services:\n  etcd:\n    command: baton etcd --name etcd\n    internal: true\n    singleton: true\n    port: 2379\n    health: /health\n",
-			want: []problem{{"command:", "service etcd: etcd serves clients on 127.0.0.1 only"}}},
+			want: []problem{{"command:", "service etcd: etcd serves clients on 127.0.0.1 only", Baton}}},
 		{name: "the etcd image with no command",
 			in:   "services:\n  etcd:\n    image: gcr.io/etcd-development/etcd:v3.7.3\n    internal: true\n    singleton: true\n    port: 2379\n",
-			want: []problem{{"image:", "service etcd runs etcd's image without a command: etcd then serves 127.0.0.1 only"}}},
+			want: []problem{{"image:", "service etcd runs etcd's image without a command: etcd then serves 127.0.0.1 only", Baton}}},
+		{name: "etcd's volume where etcd does not keep its data",
+			in:   "services:\n  etcd:\n    command: baton etcd --data-dir /var/lib/etcd --listen-client-urls http://0.0.0.0:2379\n    internal: true\n    singleton: true\n    port: 2379\n    health: /health\n    volumeOptions:\n      - awsEfs:\n          id: etcd-data\n          accessMode: ReadWriteOnce\n          mountPath: /data\n",
+			want: []problem{{"volumeOptions:", "service etcd keeps etcd's data in /var/lib/etcd, but its volume is mounted on /data, so the data is not on it", Baton}}},
+		{name: "etcd's volume and no --data-dir",
+			in:   "services:\n  etcd:\n    command: baton etcd --listen-client-urls http://0.0.0.0:2379\n    internal: true\n    singleton: true\n    port: 2379\n    health: /health\n    volumeOptions:\n      - emptyDir:\n          id: etcd-data\n          mountPath: /var/lib/etcd/\n",
+			want: []problem{{"volumeOptions:", "service etcd mounts a volume on /var/lib/etcd, but etcd keeps its data in its working directory (no --data-dir): give it --data-dir /var/lib/etcd", Baton}}},
+		{name: "etcd's data under its volume",
+			in: "services:\n  etcd:\n    command: baton etcd --data-dir /var/lib/etcd/member --listen-client-urls http://0.0.0.0:2379\n    internal: true\n    singleton: true\n    port: 2379\n    health: /health\n    volumeOptions:\n      - emptyDir:\n          id: etcd-data\n          mountPath: /var/lib/etcd\n"},
 		{name: "a member of three with port:",
 			in:   strings.Replace(threeMembers, "    ports: [2379, 2380] # etcd-0\n", "    port: 2379\n    health: /health\n    ports: [2380]\n", 1),
-			want: []problem{{"    port: 2379", "service etcd-0 is one of 3 etcd members and has port:, so Convox checks its readiness"}}},
+			want: []problem{{"    port: 2379", "service etcd-0 is one of 3 etcd members and has port:, so Convox checks its readiness", Baton}}},
 		{name: "a member whose peer port is not exposed",
 			in:   strings.Replace(threeMembers, "    ports: [2379, 2380] # etcd-1\n", "    ports: [2379] # etcd-1\n", 1),
-			want: []problem{{"--name etcd-0", "member etcd-1 at http://etcd-1:2380, but service etcd-1 does not expose port 2380"}, {"--name etcd-1", "service etcd-1 does not expose port 2380"}, {"--name etcd-2", "service etcd-1 does not expose port 2380"}}},
+			want: []problem{{"--name etcd-0", "member etcd-1 at http://etcd-1:2380, but service etcd-1 does not expose port 2380", Baton}, {"--name etcd-1", "service etcd-1 does not expose port 2380", Baton}, {"--name etcd-2", "service etcd-1 does not expose port 2380", Baton}}},
 		{name: "a member that is not a service",
 			in:   strings.Replace(threeMembers, "etcd-2=http://etcd-2:2380", "etcd-3=http://etcd-3:2380", -1),
-			want: []problem{{"--name etcd-0", "names member etcd-3 at http://etcd-3:2380, but there is no service etcd-3"}, {"--name etcd-1", "no service etcd-3"}, {"--name etcd-2", "no service etcd-3"}}},
+			want: []problem{{"--name etcd-0", "names member etcd-3 at http://etcd-3:2380, but there is no service etcd-3", Baton}, {"--name etcd-1", "no service etcd-3", Baton}, {"--name etcd-2", "no service etcd-3", Baton}}},
 
 		// Timers.
 		{name: "a timer that runs its command directly",
 			in:   "services:\n  web:\n    build: .\ntimers:\n  cleanup:\n    schedule: '0 3 * * *'\n    command: bin/cleanup\n    service: web\n",
-			want: []problem{{"bin/cleanup", `timer cleanup runs "bin/cleanup" directly: a Convox timer is a Kubernetes CronJob, which may start one schedule twice`}}},
+			want: []problem{{"bin/cleanup", `timer cleanup runs "bin/cleanup" directly: a Convox timer is a Kubernetes CronJob, which may start one schedule twice`, Baton}}},
+		// validateTimers in convox/convox pkg/manifest/validate.go: the name,
+		// the service, and a ? that ApplyCompatibility (manifest.go) leaves.
 		{name: "timers Convox rejects",
 			in: `services:
   web:
     build: .
 ` + etcdOK + `timers:
   Nightly:
-    schedule: "0 3 * * ?"
+    schedule: "0 3 * * 1?"
     command: baton run --once n --ttl 1h -- bin/n
     service: worker
   hourly:
     schedule: "0 * *"
     command: baton run --once h --ttl 1m -- bin/h
     service: web
-    concurrency: Forbid
-    concurrencyPolicy: Never
+    concurrencyPolicy: Forbid
   weekly:
     command: baton run --once w --ttl 1h -- bin/w
 `,
 			want: []problem{
-				{"Nightly:", `timer name "Nightly": Convox allows only lowercase letters`},
-				{`"0 3 * * ?"`, "Convox rejects ? in a schedule"},
-				{"service: worker", `timer Nightly: service "worker" does not exist`},
-				{`"0 * *"`, "has 3 fields; want 5"},
-				{"concurrency:", `timer hourly: unknown key "concurrency" (did you mean concurrencyPolicy?)`},
-				{"Never", "concurrencyPolicy is \"Never\"; want Allow, Forbid or Replace"},
-				{"weekly:", "timer weekly has no schedule"},
-				{"weekly:", "timer weekly has no service"},
+				{"Nightly:", `timer name "Nightly": Convox allows only lowercase letters`, Rejected},
+				{`"0 3 * * 1?"`, "Convox rejects ? within a field", Rejected},
+				{"service: worker", `timer Nightly: service "worker" does not exist`, Rejected},
+				{"concurrencyPolicy:", `timer hourly: unknown key "concurrencyPolicy" (did you mean concurrency?)`, Ignored},
+				{"weekly:", "timer weekly names no service", Rejected},
 			}},
 
 		// What Convox rejects or ignores.
+		// NameValidator in convox/convox pkg/manifest/validate.go.
 		{name: "names", in: "services:\n  Web:\n    build: .\n  web_2:\n    build: .\nresources:\n  main_db:\n    type: postgres\n",
 			want: []problem{
-				{"Web:", `service name "Web": Convox allows only lowercase letters, digits and dashes`},
-				{"web_2:", `service name "web_2"`},
-				{"main_db:", `resource name "main_db"`},
+				{"Web:", `service name "Web": Convox allows only lowercase letters, digits and dashes`, Rejected},
+				{"web_2:", `service name "web_2"`, Rejected},
+				{"main_db:", `resource name "main_db"`, Rejected},
 			}},
-		{name: "unknown keys", in: "servics:\n  web:\n    build: .\nservices:\n  web:\n    singelton: true\n    helth: /\n    x-mine: 1\nx-notes: free\n",
+		// Convox's parser (yaml.v2's Unmarshal into the structs of
+		// pkg/manifest) drops keys it does not know.
+		{name: "unknown keys", in: "servics:\n  web:\n    build: .\nservices:\n  web:\n    singelton: true\n    enviroment:\n      - A=1\n    x-mine: 1\nresources:\n  db:\n    type: postgres\n    option: {}\nx-notes: free\n",
 			want: []problem{
-				{"servics:", `unknown key "servics" (did you mean services?); Convox ignores keys it does not know`},
-				{"singelton:", `service web: unknown key "singelton" (did you mean singleton?)`},
-				{"helth:", `(did you mean health?)`},
-				{"x-mine:", `service web: unknown key "x-mine"; Convox ignores`},
+				{"servics:", `unknown key "servics" (did you mean services?); Convox ignores keys it does not know`, Ignored},
+				{"singelton:", `service web: unknown key "singelton" (did you mean singleton?)`, Ignored},
+				{"enviroment:", `(did you mean environment?)`, Ignored},
+				{"x-mine:", `service web: unknown key "x-mine"; Convox ignores`, Ignored},
+				{"option:", `resource db: unknown key "option" (did you mean options?)`, Ignored},
 			}},
+		// ServicePortScheme and ServicePortProtocol in convox/convox
+		// pkg/manifest/yaml.go: the number must parse; a port out of range or
+		// an unknown scheme or protocol is Kubernetes' to refuse at deploy.
 		{name: "ports", in: `services:
   a:
     port: http
   b:
-    port: tcp:3000
-  c:
-    port: 70000
+    port: https:web
   d:
     port:
       scheme: https
@@ -223,23 +250,23 @@ services:
     port: [3000]
   f:
     ports:
-      - 2380/sctp
       - two
-      - {port: 0}
+      - {port: 2380}
   g:
     ports: 2379
 `,
 			want: []problem{
-				{"port: http", `service a: port is "http"; want a port number, "scheme:port" or {port: N, scheme: S}`},
-				{"tcp:3000", `scheme "tcp"; Convox knows http, https and grpc`},
-				{"70000", "service c: port is 70000; want a port from 1 to 65535"},
-				{"scheme: https", "service d: port has no port"},
-				{"[3000]", "service e: port is a list"},
-				{"2380/sctp", `protocol "sctp"; want tcp or udp`},
-				{"- two", `service f: ports entry is "two"`},
-				{"{port: 0}", "service f: ports entry.port is 0; want a port from 1 to 65535"},
-				{"ports: 2379", "service g: ports is the number 2379; want a list of ports"},
+				{"port: http", `service a: port is "http"; Convox reads a port number, "scheme:port" or {port: N, scheme: S}`, Rejected},
+				{"https:web", `service b: port is "https:web"`, Rejected},
+				{"scheme: https", "service d: port has no port number", Rejected},
+				{"[3000]", "service e: port is a list", Rejected},
+				{"- two", `service f: ports entry "two"`, Rejected},
+				{"{port: 2380}", "service f: ports entry is a mapping", Rejected},
+				{"ports: 2379", "service g: ports is the number 2379; Convox reads a list of ports", Rejected},
 			}},
+		// ServiceScaleCount (yaml.go), validateServiceScale and the deployment
+		// ranges of validateServices (validate.go); testdata/validate.yml has
+		// minimum -1 and 101, maximum 99 and 201.
 		{name: "scale and deployment", in: `services:
   a:
     scale: lots
@@ -248,59 +275,62 @@ services:
   c:
     scale:
       count: many
-      cpus: 2
   d:
     deployment:
-      minimum: 150
-      maximum: 50
+      minimum: 101
+      maximum: 99
   e:
+    deployment:
+      minimum: -1
+      maximum: 201
+  f:
     deployment:
       minimum: fifty
 `,
 			want: []problem{
-				{"lots", `service a: scale is "lots"; want a number of processes, a range such as "1-5"`},
-				{"3-1", "service b: scale: the maximum 1 is below the minimum 3"},
-				{"many", `service c: scale.count is "many"`},
-				{"cpus:", `service c: scale: unknown key "cpus" (did you mean cpu?)`},
-				{"minimum: 150", "service d: deployment.minimum is 150; Convox wants a percentage from 0 to 100"},
-				{"maximum: 50", "service d: deployment.maximum is 50; Convox wants a percentage from 100 to 200"},
-				{"fifty", `service e: deployment.minimum is "fifty"; want a whole number`},
+				{"lots", `service a: scale is "lots"; Convox reads a number of processes`, Rejected},
+				{"3-1", "service b: scale: the maximum 1 is below the minimum 3", Rejected},
+				{"count: many", `service c: scale.count is "many"`, Rejected},
+				{"minimum: 101", "service d: deployment.minimum is 101; Convox rejects a minimum outside 0 to 100 percent", Rejected},
+				{"maximum: 99", "service d: deployment.maximum is 99; Convox rejects a maximum outside 100 to 200 percent", Rejected},
+				{"minimum: -1", "service e: deployment.minimum is -1", Rejected},
+				{"maximum: 201", "service e: deployment.maximum is 201", Rejected},
+				{"fifty", `service f: deployment.minimum is "fifty"; Convox reads a whole number`, Rejected},
 			}},
+		// Environment in convox/convox pkg/manifest/yaml.go: a list of strings
+		// (and lists of them); other entries dropped, anything else refused.
 		{name: "environment entries", in: `environment:
   - PORT: 3000
   - 3000
-  - bad name=1
 services:
   web:
     environment:
       LOG: info
 `,
 			want: []problem{
-				{"PORT: 3000", "environment entry PORT: PORT is a mapping, which Convox drops without a word; write - PORT=3000"},
-				{"- 3000", "environment entry is the number 3000, which Convox drops without a word"},
-				{"bad name", `environment entry "bad name=1": "bad name" is not a valid variable name`},
-				{"LOG: info", "service web: environment is a mapping; Convox wants a list of NAME or NAME=value"},
+				{"PORT: 3000", "environment entry PORT: PORT is a mapping, which Convox drops without a word; write - PORT=3000", Ignored},
+				{"- 3000", "environment entry is the number 3000, which Convox drops without a word", Ignored},
+				{"LOG: info", "service web: environment is a mapping; Convox reads a list of NAME or NAME=value", Rejected},
 			}},
+		// The field types of Service (service.go), ServiceAgent and
+		// ServiceHealth (yaml.go), and validateServices (validate.go:
+		// internal with internalRouter, testdata/validate.yml; a resource
+		// that does not exist, its serviceF); validateResources (a blank
+		// type). Keys given twice: yaml.v2 keeps the last.
 		{name: "values of the wrong kind", in: `services:
   web:
     singleton: "true"
     internal: 1
     command: [node, server.js]
-    timeout: "60"
     internal: true
     internalRouter: true
-    health:
-      path: /
-      every: 5
+    agent:
+      enabled: true
+    health: [/]
     resources:
       - database
       - cache:REDIS_URL
       - queue
-    volumeOptions:
-      - emptyDir:
-          id: tmp
-          medium: Disk
-      - hostPath: /tmp
 resources:
   database:
     type: postgres
@@ -308,25 +338,31 @@ resources:
     options: {}
 `,
 			want: []problem{
-				{`singleton: "true"`, `service web: singleton is "true"; want true or false`},
-				{"internal: 1", "service web: internal is the number 1; want true or false"},
-				{"[node, server.js]", "service web: command is a list; want a string"},
-				{`timeout: "60"`, `service web: timeout is "60"; want a whole number`},
-				{"internal: true", `key "internal" is given twice (also on line 4); Convox keeps only this one`},
-				{"internalRouter: true", "service web: internal and internalRouter are both true; Convox allows one"},
-				{"every: 5", `service web: health: unknown key "every"`},
-				{"cache:\n", "resource cache has no type; Convox requires one"},
-				{"- queue", `service web: resource "queue" is not defined under resources; Convox rejects the manifest`},
-				{"      - emptyDir:", "service web: volumeOptions.emptyDir has no mountPath; Convox requires it"},
-				{"medium: Disk", `service web: volumeOptions.emptyDir.medium is "Disk"; Convox allows only "Memory"`},
-				{"hostPath", `service web: volumeOptions entry: unknown key "hostPath"`},
-				{"hostPath", "want exactly one of emptyDir or awsEfs"},
+				{`singleton: "true"`, `service web: singleton is "true"; Convox reads true or false`, Rejected},
+				{"internal: 1", "service web: internal is the number 1; Convox reads true or false", Rejected},
+				{"[node, server.js]", "service web: command is a list; Convox reads a string", Rejected},
+				{"internal: true", `key "internal" is given twice (also on line 4); Convox keeps only this one`, Ignored},
+				{"internalRouter: true", "service web: internal and internalRouter are both true; Convox allows one", Rejected},
+				{"enabled: true", "service web: agent is a mapping; Convox reads true or false", Rejected},
+				{"[/]", "service web: health is a list; Convox reads a path or a mapping", Rejected},
+				{"cache:\n", "resource cache has no type; Convox requires one", Rejected},
+				{"- queue", `service web: resource "queue" is not defined under resources; Convox rejects the manifest`, Rejected},
 			}},
+		// unmarshalMapSlice in convox/convox pkg/manifest/yaml.go reads the
+		// entries of a section in order, keeping both of a name given twice;
+		// within a service, yaml.v2 keeps the last of a key.
+		{name: "given twice", in: "services:\n  web:\n    build: .\n    port: 3000\n    port: 4000\n  web:\n    image: x\n",
+			want: []problem{
+				{"port: 4000", `key "port" is given twice (also on line 4); Convox keeps only this one`, Ignored},
+				{"  web:\n    image", `"web" is defined twice (also on line 2); Convox reads both under one name`, Ignored},
+			}},
+		// unmarshalMapSlice in convox/convox pkg/manifest/yaml.go reads each
+		// section as a mapping.
 		{name: "sections of the wrong kind", in: "services: [web]\ntimers: nightly\nresources:\n  db: postgres\n",
 			want: []problem{
-				{"services:", "services is a list; want a mapping of service names to definitions"},
-				{"timers:", `timers is "nightly"; want a mapping`},
-				{"db:", `resource db is "postgres"; want a mapping with a type`},
+				{"services:", "services is a list; Convox reads a mapping of service names to definitions", Rejected},
+				{"timers:", `timers is "nightly"; Convox reads a mapping`, Rejected},
+				{"db:", `resource db is "postgres"; Convox reads a mapping with a type`, Rejected},
 			}},
 	}
 	for _, tt := range tests {
@@ -337,13 +373,13 @@ resources:
 				line := lineOf(t, tt.in, w.at)
 				found := false
 				for i, p := range got {
-					if !matched[i] && p.Line == line && strings.Contains(p.Message, w.msg) {
+					if !matched[i] && p.Line == line && strings.Contains(p.Message, w.msg) && p.Rule == w.rule {
 						matched[i], found = true, true
 						break
 					}
 				}
 				if !found {
-					t.Errorf("no problem on line %d (%q) saying %q", line, strings.TrimSpace(w.at), w.msg)
+					t.Errorf("no problem on line %d (%q) saying %q, rule %v", line, strings.TrimSpace(w.at), w.msg, w.rule)
 				}
 			}
 			for i, p := range got {

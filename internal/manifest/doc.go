@@ -27,26 +27,37 @@
 // etcd service. Notes says what each release does to an etcd left in the
 // app; it is not a problem.
 //
-// Check reports what would make baton run a tick twice, or not at all, on
-// Convox:
+// Check reports, with baton's own rules, what would make baton run a tick
+// twice, or not at all, on Convox:
 //
 //   - a service or timer that runs baton with no etcd reachable by the name
 //     BATON_ETCD_ENDPOINTS gives (or, without it, by the default
-//     http://etcd:2379);
+//     http://etcd:2379); a name of another app (etcd.NAME.convox.local, the
+//     etcd app's layout) is outside the manifest;
 //   - an etcd service that is not `singleton: true` or not `internal: true`,
-//     that can scale past one process (each process would be a separate
-//     cluster), whose client or peer port is not exposed, or whose readiness
-//     check cannot pass;
+//     that can scale past one process or is an agent (each process would be
+//     a separate cluster), whose client or peer port is not exposed, whose
+//     readiness check cannot pass, or whose emptyDir or awsEfs volume is not
+//     where etcd keeps its data;
 //   - a timer that does not go through `baton run --once`, since a Convox
 //     timer is a Kubernetes CronJob, which may start one schedule twice;
+//   - a service that lists a BATON_* variable without a value, cancelling
+//     the app-level default;
 //
-// and what Convox itself would reject or silently ignore: names other than
-// lowercase letters, digits and dashes; unknown keys (Convox ignores them,
-// so a misspelt `singelton` is lost); values of the wrong form (port, ports,
-// scale, deployment percentages, health, booleans, environment entries);
-// timers and services that name a service or resource that does not exist;
-// and duplicate keys. The key lists follow Convox's v3 manifest reference;
-// a key Convox added after them is reported as unknown.
+// and, with a few of Convox's rules kept in line with Convox's own manifest
+// code (convox/convox pkg/manifest, see schema.go and forms.go), what
+// Convox would reject or silently drop: names, the services and resources
+// that timers and services name, resource types, internal with
+// internalRouter, deployment percentages, a ? left in a timer's schedule,
+// the form of the keys baton's rules read, unknown keys at the top level
+// and in services, timers and resources (Convox ignores them, so a misspelt
+// `enviroment:` is lost), keys given twice, and environment entries Convox
+// skips. Each Problem says whose rule it is about.
+//
+// Check does not stand in for Convox's own checks: LeftToConvox names the
+// parts of a manifest whose rules Check does not check (budget, balancers,
+// a service's build or scale.autoscale, variables to set with `convox env
+// set`, ...), which Convox checks itself at deploy.
 //
 // Every problem carries the line it is about.
 package manifest

@@ -155,8 +155,12 @@ func pairs(m *yaml.Node) []pair {
 	return out
 }
 
+// isMergeKey reports whether k merges a mapping in. Convox's parser merges
+// on a quoted "<<" too: convox/convox pkg/manifest/testdata/full.yml gives
+// service inherit `"<<": *proxy`, and its manifest_test.go expects proxy's
+// image, port and health in it.
 func isMergeKey(k *yaml.Node) bool {
-	return k.Kind == yaml.ScalarNode && (k.Tag == "!!merge" || (k.Value == "<<" && k.Style == 0))
+	return k.Kind == yaml.ScalarNode && (k.Tag == "!!merge" || k.Value == "<<")
 }
 
 // get returns the last value of key in mapping m, and its key node.

@@ -22,8 +22,8 @@ const convoxSynopsis = `Usage:
 
 Fits a Convox app's manifest, FILE (default ./convox.yml), to baton. init
 adds the bundled etcd service and BATON_ETCD_ENDPOINTS; check reports what
-would make baton run a tick twice or not at all, and what Convox would
-reject or silently ignore. Run ` + "`baton convox init --help`" + ` or
+would make baton run a tick twice or not at all, some of what Convox would
+reject or silently ignore, and what it leaves to Convox. Run ` + "`baton convox init --help`" + ` or
 ` + "`baton convox check --help`" + ` for more.`
 
 const convoxInitSynopsis = `Usage: baton convox init [flags] [FILE]
@@ -68,23 +68,38 @@ changes nothing. init prints each change, then any problem ` + "`baton convox\nc
 
 const convoxCheckSynopsis = `Usage: baton convox check [FILE]
 
-Checks FILE (default ./convox.yml) and prints each problem as
-FILE:LINE: message. It reports:
+Checks FILE (default ./convox.yml) with baton's rules and with some of
+Convox's, and prints each problem as FILE:LINE: message. Convox itself
+checks the rest at deploy: check never says a manifest is fine as a whole.
 
+baton's rules, which Convox knows nothing of:
   - a service or timer that runs baton with no etcd reachable by the name
-    BATON_ETCD_ENDPOINTS gives (without it, baton uses http://etcd:2379);
+    BATON_ETCD_ENDPOINTS gives (without it, baton uses http://etcd:2379; an
+    etcd app of its own, etcd.NAME.convox.local, is outside the manifest);
   - an etcd service that is not singleton: true or not internal: true,
-    that can scale past one process (each would be a separate cluster),
-    whose ports are not exposed, or whose readiness check cannot pass;
+    that can scale past one process or is an agent (each process would be a
+    separate cluster), whose ports are not exposed, whose readiness check
+    cannot pass, or whose volume is not where etcd keeps its data;
   - a timer that does not run through ` + "`baton run --once`" + `: a Convox
     timer is a Kubernetes CronJob, which may start one schedule twice;
-  - what Convox rejects or silently ignores: names that are not lowercase
-    letters, digits and dashes; unknown keys; values of the wrong form;
-    timers or services naming a service or resource that does not exist;
-    keys given twice.
+  - a service that lists a BATON_* variable without a value, cancelling the
+    app-level default.
 
-It also notes, without counting it a problem, what each release of the
-app does to an etcd service inside it.`
+Convox's rules it checks, in line with Convox's own manifest code: names
+of lowercase letters, digits and dashes; timers and services naming a
+service or resource that does not exist; resources without a type;
+internal with internalRouter; deployment percentages; a ? inside a timer's
+schedule field; the form of the keys baton reads (agent, command,
+environment, health, image, internal, internalRouter, port, ports, scale's
+count, singleton); and what Convox silently drops: unknown keys at the top
+level and in services, timers and resources, keys given twice, and
+environment entries that are not strings.
+
+After the problems, it lists by line the parts of FILE it did not check
+(budget, balancers, a service's build or scale.autoscale, variables to set
+with ` + "`convox env set`" + `, ...): Convox checks those at deploy. It also
+notes, without counting it a problem, what each release of the app does to
+an etcd service inside it.`
 
 func runConvox(ctx context.Context, env *environ, args []string) int {
 	fs := flagSet(env, "convox", convoxSynopsis)
@@ -304,14 +319,24 @@ func convoxCheck(env *environ, args []string) int {
 		return code
 	}
 	problems := manifest.Check(doc)
-	if len(problems) == 0 {
-		printProblems(env, path, manifest.Notes(doc))
-		fmt.Fprintf(env.stdout, "%s: no problems found\n", path)
-		return exitOK
-	}
 	printProblems(env, path, manifest.Notes(doc))
 	printProblems(env, path, problems)
-	return exitProblem
+	if len(problems) == 0 {
+		fmt.Fprintf(env.stdout, "%s: no problems with %s\n", path, manifest.Checked)
+	}
+	left := manifest.LeftToConvox(doc)
+	if len(left) == 0 {
+		fmt.Fprintf(env.stdout, "%s: Convox checks the rest itself at deploy\n", path)
+	} else {
+		fmt.Fprintf(env.stdout, "%s: Convox checks the rest itself at deploy, including what these lines hold, which baton did not check:\n", path)
+		for _, u := range left {
+			fmt.Fprintf(env.stdout, "%s:%d: %s\n", path, u.Line, u.Part)
+		}
+	}
+	if len(problems) > 0 {
+		return exitProblem
+	}
+	return exitOK
 }
 
 func printProblems(env *environ, path string, problems []manifest.Problem) {
