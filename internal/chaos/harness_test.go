@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -77,7 +78,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	batonBin = filepath.Join(dir, "baton")
-	build := exec.Command("go", "build", "-o", batonBin, "github.com/batonhq/baton/convox/cmd/baton")
+	// The "faults" tag lets each replica's clock be skewed (clock.OffsetVar).
+	build := exec.Command("go", "build", "-tags", "faults", "-o", batonBin, "github.com/batonhq/baton/convox/cmd/baton")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build baton:", err)
@@ -235,9 +237,10 @@ func (n *node) start(h *harness) {
 			"--endpoints", strings.Join(eps, ","), "--prefix", prefix, "--id", n.id,
 			"--ttl", strconv.Itoa(int(ttl/time.Second)), "--name", s.Scheduler, "--mode", mode, "--overlap", overlap,
 			"--misfire", "run-once", "--grace", grace.String(), "--shell", "/bin/bash",
-			"--test-clock-offset="+n.offset.String(), "--log-level", "debug",
+			"--log-level", "debug",
 			filepath.Join(h.dir, s.Scheduler+".crontab"))
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LC_ALL=C"}
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LC_ALL=C",
+			clock.OffsetVar + "=" + n.offset.String()}
 		log, err := os.OpenFile(filepath.Join(h.dir, n.id+"-"+s.Scheduler+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			h.t.Fatal(err)

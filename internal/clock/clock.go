@@ -4,7 +4,6 @@ package clock
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -210,14 +209,3 @@ type offsetClock struct{ d time.Duration }
 
 func (o offsetClock) Now() time.Time               { return time.Now().Add(o.d) }
 func (offsetClock) NewTimer(d time.Duration) Timer { return Real.NewTimer(d) }
-
-var processOffset atomic.Int64
-
-// SetProcessOffset skews the clock of every scheduler this process creates
-// afterwards by d. It is for fault tests only: the baton command sets it from
-// --test-clock-offset so a chaos run can give replicas skewed clocks.
-func SetProcessOffset(d time.Duration) { processOffset.Store(int64(d)) }
-
-// Process is the clock a new scheduler uses: Real, unless a test skewed it
-// with SetProcessOffset.
-func Process() Clock { return Offset(time.Duration(processOffset.Load())) }

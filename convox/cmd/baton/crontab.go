@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/cronx"
-	"github.com/batonhq/baton/internal/clock"
 )
 
 func init() {
@@ -92,7 +91,6 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	shell := fs.String("shell", "/bin/sh", "the shell that runs each command with -c")
 	check := fs.Bool("check", false, "parse the crontab, print its jobs and exit")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	offset := fs.Duration("test-clock-offset", 0, "for fault tests only: schedule as if this machine's clock were off by this much")
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -185,7 +183,6 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	}
 	defer cli.Close()
 
-	clock.SetProcessOffset(*offset)
 	c := cronx.New(
 		cronx.WithParser(cronParser(*seconds)),
 		cronx.WithEtcd(cli),

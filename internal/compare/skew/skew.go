@@ -7,7 +7,8 @@
 // WithLocation changes the zone, not the instant), so Schedule shifts the
 // schedule instead: the entry fires when the skewed clock reads the scheduled
 // time. gocron v2 takes a clockwork.Clock, so Clock shifts Now. baton's
-// command has --test-clock-offset, which shifts the clock its scheduler reads.
+// command, built with the "faults" tag, reads BATON_FAULTS_CLOCK_OFFSET,
+// which shifts the clock its scheduler reads.
 package skew
 
 import (

@@ -94,9 +94,10 @@ func batonReplica(e *env, run, instance string, offset time.Duration) *exec.Cmd 
 		_ = os.WriteFile(crontab, []byte(line), 0o644)
 	}
 	cmd := exec.Command(e.batonBin, "crontab", "--seconds", "--ttl", strconv.Itoa(int(e.ttl/time.Second)),
-		"--prefix", "/"+run, "--name", "compare", "--log-level", "warn",
-		"--test-clock-offset", offset.String(), crontab)
-	cmd.Env = append(os.Environ(), "BATON_ETCD_ENDPOINTS="+e.srv.etcdURL, "BATON_ID="+instance)
+		"--prefix", "/"+run, "--name", "compare", "--log-level", "warn", crontab)
+	// baton is built with the "faults" tag, which reads its clock's skew here.
+	cmd.Env = append(os.Environ(), "BATON_ETCD_ENDPOINTS="+e.srv.etcdURL, "BATON_ID="+instance,
+		"BATON_FAULTS_CLOCK_OFFSET="+offset.String())
 	return cmd
 }
 
