@@ -150,19 +150,48 @@ func applyAuth(ctx context.Context, env *environ, e *embed.Etcd, users []etcdUse
 			fmt.Fprintf(env.stderr, "baton etcd: auth is on but root's secret is not in this member's data (%s); the users are kept as they were\n", rootSecretKey)
 			return nil
 		}
-		if ctx, err = asRoot(ctx, cli, secret); err != nil {
-			return err
-		}
-		for _, u := range users {
-			if err := ensureUser(ctx, cli, u, true); err != nil {
+		// The members of a cluster restart together on a deploy: until
+		// they agree on a leader, etcd answers "leader changed" or "no
+		// leader", which the next try outlives.
+		err = retryTransient(ctx, func() error {
+			rctx, err := asRoot(ctx, cli, secret)
+			if err != nil {
 				return err
 			}
+			for _, u := range users {
+				if err := ensureUser(rctx, cli, u, true); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	for _, u := range users {
 		fmt.Fprintf(env.stderr, "baton etcd: auth on: user %s may use %s/ only\n", u.name, u.prefix)
 	}
 	return nil
+}
+
+// retryTransient calls f until it succeeds, fails for a reason other than
+// a leader election in progress, or ctx ends.
+func retryTransient(ctx context.Context, f func() error) error {
+	wait := 100 * time.Millisecond
+	for {
+		err := f()
+		if err == nil || !(errors.Is(err, rpctypes.ErrLeaderChanged) || errors.Is(err, rpctypes.ErrNoLeader) ||
+			errors.Is(err, rpctypes.ErrTimeout) || errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail)) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (etcd still electing a leader when %v ran out)", err, authTimeout)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // enableAuth creates root and the users, enables auth and stores root's
