@@ -130,3 +130,22 @@ func TestSpecScheduleWithoutLocation(t *testing.T) {
 		t.Errorf("the program's schedule was changed: Location = %v", s.Location)
 	}
 }
+
+// "@every" below a second, or between whole seconds, is rounded as
+// robfig/cron rounds it: down to the second, and up to one second. (baton
+// crontab refuses such intervals instead.)
+func TestEveryRoundsAsRobfig(t *testing.T) {
+	for spec, want := range map[string]time.Duration{
+		"@every 0s":     time.Second,
+		"@every 1500ms": time.Second,
+		"@every 90s":    90 * time.Second,
+	} {
+		s, err := ParseStandard(spec)
+		if err != nil {
+			t.Fatalf("ParseStandard(%q): %v", spec, err)
+		}
+		if got, ok := s.(ConstantDelaySchedule); !ok || got.Delay != want {
+			t.Errorf("ParseStandard(%q) = %#v, want an interval of %v", spec, s, want)
+		}
+	}
+}
