@@ -3,42 +3,32 @@ package cronx
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	cron "github.com/robfig/cron/v3"
 )
 
-// JobWrapper adds a behaviour to a job: it returns a Job that runs j in some
-// way.
-type JobWrapper func(Job) Job
-
-// Chain is a list of JobWrappers that together decorate a job, for
-// behaviours that cut across jobs, such as recovering panics or preventing
-// overlapping runs.
-type Chain struct {
-	wrappers []JobWrapper
-}
-
-// NewChain returns a Chain of wrappers, the first outermost.
-func NewChain(wrappers ...JobWrapper) Chain {
-	return Chain{wrappers: wrappers}
-}
-
-// Then returns j decorated by the chain's wrappers, so that
-// NewChain(a, b, c).Then(j) is a(b(c(j))).
-func (c Chain) Then(j Job) Job {
-	for i := len(c.wrappers) - 1; i >= 0; i-- {
-		j = c.wrappers[i](j)
-	}
-	return j
-}
+// The wrappers below are robfig/cron's for a plain Job, which they hand to
+// cron.Recover, cron.DelayIfStillRunning and cron.SkipIfStillRunning as it
+// is. robfig's wrappers call Run, which drops a ContextJob's context, so for
+// a ContextJob they are context-carrying equivalents: the run's context
+// (its cancellation under coordination, and InfoFrom) reaches the job, and
+// the job's error reaches the run history. A robfig wrapper put in a
+// Cron's chain by the program cannot do that: the jobs inside it run with a
+// background context and their errors are not recorded.
 
 // Recover returns a wrapper that stops a panic in the job from reaching the
 // scheduler (and crashing the program), and logs it with its stack to
-// logger as an error.
+// logger as an error. For a ContextJob the panic is also the run's error.
 func Recover(logger Logger) JobWrapper {
+	plain := cron.Recover(logger)
 	return func(j Job) Job {
+		if _, ok := j.(ContextJob); !ok {
+			return plain(j)
+		}
 		return ContextFunc(func(ctx context.Context) (runErr error) {
 			defer func() {
 				r := recover()
@@ -50,7 +40,9 @@ func Recover(logger Logger) JobWrapper {
 					err = fmt.Errorf("%v", r)
 				}
 				runErr = fmt.Errorf("panic: %w", err)
-				logger.Error(err, "panic", "stack", "...\n"+string(debug.Stack()))
+				buf := make([]byte, 64<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				logger.Error(err, "panic", "stack", "...\n"+string(buf))
 			}()
 			return runJob(ctx, j)
 		})
@@ -61,7 +53,11 @@ func Recover(logger Logger) JobWrapper {
 // run that comes due while the previous one is in progress waits for it to
 // finish. A wait longer than a minute is logged to logger.
 func DelayIfStillRunning(logger Logger) JobWrapper {
+	plain := cron.DelayIfStillRunning(logger)
 	return func(j Job) Job {
+		if _, ok := j.(ContextJob); !ok {
+			return plain(j)
+		}
 		var mu sync.Mutex
 		return ContextFunc(func(ctx context.Context) error {
 			queued := time.Now()
@@ -78,7 +74,11 @@ func DelayIfStillRunning(logger Logger) JobWrapper {
 // SkipIfStillRunning returns a wrapper that drops a run which comes due while
 // the previous one is in progress, and logs the skip to logger.
 func SkipIfStillRunning(logger Logger) JobWrapper {
+	plain := cron.SkipIfStillRunning(logger)
 	return func(j Job) Job {
+		if _, ok := j.(ContextJob); !ok {
+			return plain(j)
+		}
 		var running atomic.Bool
 		return ContextFunc(func(ctx context.Context) error {
 			if !running.CompareAndSwap(false, true) {

@@ -55,30 +55,6 @@ type Cron struct {
 	fireHook func(e Entry, tick time.Time)
 }
 
-// Job is work to run on a schedule.
-type Job interface {
-	Run()
-}
-
-// FuncJob makes a func() a Job.
-type FuncJob func()
-
-// Run calls f.
-func (f FuncJob) Run() { f() }
-
-// Schedule says when a job runs.
-type Schedule interface {
-	// Next returns the first activation time later than the given time, or
-	// the zero time if there is none. It is called when the scheduler starts
-	// or the entry is added, and again after each activation.
-	Next(time.Time) time.Time
-}
-
-// ScheduleParser turns a spec string into a Schedule.
-type ScheduleParser interface {
-	Parse(spec string) (Schedule, error)
-}
-
 // New returns a stopped Cron configured by opts. Without options it
 // interprets schedules in time.Local, parses specs with the standard
 // five-field parser (ParseStandard), wraps jobs in no JobWrapper (so a
@@ -123,7 +99,7 @@ func (c *Cron) AddJob(spec string, cmd Job) (EntryID, error) {
 	if isNilJob(cmd) {
 		return 0, fmt.Errorf("cronx: job for %q is nil", spec)
 	}
-	schedule, err := c.parser.Parse(spec)
+	schedule, err := parseSpec(c.parser, spec)
 	if err != nil {
 		return 0, err
 	}
@@ -143,6 +119,7 @@ func (c *Cron) Schedule(schedule Schedule, cmd Job) EntryID {
 	case isNilJob(cmd):
 		err = fmt.Errorf("cronx: Schedule: the job for %s is nil", describeSchedule(schedule))
 	default:
+		schedule = withLocation(schedule)
 		id, err = c.schedule(schedule, cmd, describeSchedule(schedule))
 	}
 	if err != nil {

@@ -4,7 +4,24 @@
 //
 //	import cron "github.com/batonhq/baton/cronx"
 //
-// robfig/cron's own test suite passes against this package.
+// cronx wraps robfig/cron v3.0.1 rather than rewriting it. These names are
+// robfig's own, as aliases or as functions that call robfig's, so a value made
+// by either package is a value of the other: Schedule, ScheduleParser, Job,
+// FuncJob, JobWrapper, Chain, NewChain, Logger, PrintfLogger,
+// VerbosePrintfLogger, DefaultLogger, DiscardLogger, Parser, NewParser,
+// ParseOption and its constants (Second, Minute, ..., Descriptor),
+// SpecSchedule, ConstantDelaySchedule, Every and EntryID. ParseStandard is
+// robfig's with an error that names the spec. Recover, DelayIfStillRunning
+// and SkipIfStillRunning are robfig's for a plain Job; for a ContextJob they
+// pass its context through (see Cluster coordination). Entry has robfig's
+// fields but is a type of its own, as it also carries the job's cluster name.
+// What cronx adds is its Cron, with its options and run loop, cluster
+// coordination, and the context jobs: ContextJob, ContextFunc, Named, Info
+// and InfoFrom.
+//
+// robfig/cron's own test suite passes against this package, alone and
+// coordinated, except the few tests that reach robfig's unexported parser
+// and logger internals, which robfig's own suite checks.
 //
 // # What it guarantees, and what it does not
 //
@@ -51,7 +68,9 @@
 //	<-ctx.Done()    // the jobs that were running have returned
 //
 // AddFunc and AddJob return an error, naming the spec, when the spec does not
-// parse; nothing is added then.
+// parse; nothing is added then. The reason is robfig's parser's; a spec it
+// would panic on (a CRON_TZ= with no schedule after it) is an error too. A
+// Parser's own Parse method is robfig's, panic included.
 //
 // # Spec format
 //
@@ -226,7 +245,11 @@
 // replica's leadership or claim is lost, before etcd can let another replica
 // run the job, or when the Cron stops; InfoFrom(ctx) gives the job's name,
 // the nominal tick, the instance and a fencing token. Plain jobs run as they
-// always did. Chain wrappers of this package pass the context through.
+// always did. Chain wrappers of this package pass the context through, and
+// the job's error on to the run history. robfig/cron's own wrappers
+// (cron.Recover and the others, or a program's own JobWrapper that calls
+// Run) cannot: a ContextJob inside one runs, once per tick as any job, but
+// with a background context, no Info, and no error recorded.
 //
 // A run's fencing token (Info.Fence) is its in-progress marker, in either
 // mode: a key created by the claim, bound to the replica's lease, deleted

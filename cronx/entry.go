@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// EntryID identifies an entry within one Cron.
-type EntryID int
-
-// Entry is a job with its schedule, as Entries and Entry report it.
+// Entry is a job with its schedule, as Entries and Entry report it. Its
+// exported fields are cron.Entry's, but it is a type of its own rather than
+// an alias: it also carries the job's cluster-wide name and published spec,
+// which a cron.Entry has no room for.
 type Entry struct {
 	// ID identifies the entry to Entry and Remove.
 	ID EntryID

@@ -1,147 +1,68 @@
 package cronx
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
-// SpecSchedule is a schedule in crontab form, to the second: each field is a
-// set of values, stored as bits (bit n set means value n matches).
-type SpecSchedule struct {
-	Second, Minute, Hour, Dom, Month, Dow uint64
+// standardParser is robfig/cron's standard parser, which it does not export:
+// the five fields of crontab(5), and descriptors.
+var standardParser = NewParser(Minute | Hour | Dom | Month | Dow | Descriptor)
 
-	// Location is the schedule's time zone. time.Local means the zone of the
-	// time given to Next, which for a Cron is its WithLocation zone.
-	Location *time.Location
+// ParseStandard parses a standard crontab spec of five fields (minute, hour,
+// day of month, month, day of week), such as "*/5 * * * *", or a descriptor
+// such as "@daily" or "@every 1h30m". Either may start with a CRON_TZ= time
+// zone. It is cron.ParseStandard, except that the error names the spec, and
+// a spec robfig/cron panics on is an error.
+func ParseStandard(standardSpec string) (Schedule, error) {
+	return parseSpec(standardParser, standardSpec)
 }
 
-// Next returns the first time after t, to the second, that matches the
-// schedule, in t's location; or the zero time if none comes within five
-// years (a spec such as "0 0 30 2 *" never matches).
-//
-// Daylight saving time is taken as it comes: a time that a transition skips
-// does not run (a 2:30 job misses the spring-forward night), a time that
-// occurs twice runs twice, and a day whose midnight is skipped starts at the
-// first hour it has.
-func (s *SpecSchedule) Next(t time.Time) time.Time {
-	orig := t.Location()
-	loc := s.Location
-	if loc == time.Local || loc == nil {
-		loc = orig
-	} else {
-		t = t.In(loc)
+// parseSpec parses spec with p, robfig's parser or the user's. The error
+// names the spec, since robfig's do not always; input that makes the parser
+// panic (robfig's, on a time zone with nothing after it) is an error too,
+// because a spec may come from a file or a user rather than the program.
+func parseSpec(p ScheduleParser, spec string) (s Schedule, err error) {
+	if err := checkZone(spec); err != nil {
+		return nil, fmt.Errorf("cronx: parse %q: %w", spec, err)
 	}
-
-	// Start from the next whole second: Next is strictly after t.
-	t = t.Add(time.Second - time.Duration(t.Nanosecond()))
-
-	w := specWalk{s: s, t: t, loc: loc}
-	for limit := t.Year() + 5; w.t.Year() <= limit; {
-		if w.month() && w.day() && w.hour() && w.minute() && w.second() {
-			return w.t.In(orig)
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("cronx: parse %q: the parser panicked: %v", spec, r)
 		}
+	}()
+	if s, err = p.Parse(spec); err != nil {
+		return nil, fmt.Errorf("cronx: parse %q: %w", spec, err)
 	}
-	return time.Time{}
+	if s == nil {
+		return nil, fmt.Errorf("cronx: parse %q: the parser returned no schedule", spec)
+	}
+	return s, nil
 }
 
-// specWalk moves a time forward, field by field from the month down, until
-// every field matches. A step that carries into a larger field (the last
-// hour of a day rolls into the next day) makes that field's method report
-// false, and the walk starts over from the month, whose match may be lost.
-type specWalk struct {
-	s   *SpecSchedule
-	t   time.Time
-	loc *time.Location
-	// moved is set by the first step. Before it, t is the earliest candidate
-	// and every field below the one being stepped must be kept; after it,
-	// the first step has zeroed them, and steps only add.
-	moved bool
+// checkZone rejects a TZ= or CRON_TZ= prefix with no space after it, which
+// robfig's parser slices out of range on.
+func checkZone(spec string) error {
+	if !strings.HasPrefix(spec, "TZ=") && !strings.HasPrefix(spec, "CRON_TZ=") {
+		return nil
+	}
+	if !strings.Contains(spec, " ") {
+		zone, _, _ := strings.Cut(spec, "\t")
+		return fmt.Errorf("time zone %s is not followed by a schedule", zone)
+	}
+	return nil
 }
 
-// firstStep truncates t (with round) before the walk's first step, so that
-// stepping a field starts from the beginning of it.
-func (w *specWalk) firstStep(round func(time.Time) time.Time) {
-	if !w.moved {
-		w.moved = true
-		w.t = round(w.t)
+// withLocation returns s, or for a SpecSchedule built without a Location a
+// copy in time.Local, which a Cron reads as its own zone: robfig's Next
+// would panic on the nil Location in the run loop's goroutine, and crash the
+// program.
+func withLocation(s Schedule) Schedule {
+	if spec, ok := s.(*SpecSchedule); ok && spec != nil && spec.Location == nil {
+		local := *spec
+		local.Location = time.Local
+		return &local
 	}
-}
-
-func (w *specWalk) month() bool {
-	for w.s.Month&(1<<uint(w.t.Month())) == 0 {
-		w.firstStep(func(t time.Time) time.Time {
-			return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, w.loc)
-		})
-		w.t = w.t.AddDate(0, 1, 0)
-		if w.t.Month() == time.January {
-			return false
-		}
-	}
-	return true
-}
-
-func (w *specWalk) day() bool {
-	for !w.s.dayMatches(w.t) {
-		w.firstStep(func(t time.Time) time.Time {
-			return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, w.loc)
-		})
-		w.t = w.t.AddDate(0, 0, 1)
-		// Where a transition skips midnight, the day starts at another
-		// hour: go back (or forward) to where the day begins.
-		if h := w.t.Hour(); h > 12 {
-			w.t = w.t.Add(time.Duration(24-h) * time.Hour)
-		} else if h > 0 {
-			w.t = w.t.Add(-time.Duration(h) * time.Hour)
-		}
-		if w.t.Day() == 1 {
-			return false
-		}
-	}
-	return true
-}
-
-func (w *specWalk) hour() bool {
-	for w.s.Hour&(1<<uint(w.t.Hour())) == 0 {
-		w.firstStep(func(t time.Time) time.Time {
-			return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), 0, 0, 0, w.loc)
-		})
-		// Add, not AddDate: an hour that occurs twice is stepped through
-		// twice.
-		w.t = w.t.Add(time.Hour)
-		if w.t.Hour() == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func (w *specWalk) minute() bool {
-	for w.s.Minute&(1<<uint(w.t.Minute())) == 0 {
-		w.firstStep(func(t time.Time) time.Time { return t.Truncate(time.Minute) })
-		w.t = w.t.Add(time.Minute)
-		if w.t.Minute() == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func (w *specWalk) second() bool {
-	for w.s.Second&(1<<uint(w.t.Second())) == 0 {
-		w.firstStep(func(t time.Time) time.Time { return t.Truncate(time.Second) })
-		w.t = w.t.Add(time.Second)
-		if w.t.Second() == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// dayMatches reports whether t's day is in the schedule. As in crontab(5),
-// when both day fields are restricted a day matching either one runs; when
-// either is unrestricted ("*"), both must match.
-func (s *SpecSchedule) dayMatches(t time.Time) bool {
-	inDom := s.Dom&(1<<uint(t.Day())) != 0
-	inDow := s.Dow&(1<<uint(t.Weekday())) != 0
-	if s.Dom&starBit != 0 || s.Dow&starBit != 0 {
-		return inDom && inDow
-	}
-	return inDom || inDow
+	return s
 }

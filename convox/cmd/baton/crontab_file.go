@@ -159,11 +159,16 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 			bad(n, "command starts with %q, which looks like a schedule field: %s", next, hint)
 			continue
 		}
+		fields := spec
 		if entryZone != "" {
 			spec = "CRON_TZ=" + entryZone + " " + spec
 		}
 		if _, err := parser.Parse(spec); err != nil {
-			bad(n, "schedule %q: %v", spec, err)
+			if f := badField(parser, fields, seconds); f != "" {
+				bad(n, "schedule %q: %s field: %v", spec, f, err)
+			} else {
+				bad(n, "schedule %q: %v", spec, err)
+			}
 			continue
 		}
 		e.spec = spec

@@ -357,7 +357,7 @@ var specParsers = []cronx.Parser{
 // has passed; zero when the spec does not parse.
 func nextRun(spec string, last, now time.Time) time.Time {
 	for _, p := range specParsers {
-		sched, err := p.Parse(spec)
+		sched, err := parsePublished(p, spec)
 		if err != nil {
 			continue
 		}
@@ -371,6 +371,18 @@ func nextRun(spec string, last, now time.Time) time.Time {
 		return next
 	}
 	return time.Time{}
+}
+
+// parsePublished parses a spec read from etcd, which anyone with access may
+// have written: robfig/cron's parser panics on some input (a time zone with
+// no schedule after it), and a status report must not.
+func parsePublished(p cronx.Parser, spec string) (sched cronx.Schedule, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			sched, err = nil, fmt.Errorf("parse %q: %v", spec, r)
+		}
+	}()
+	return p.Parse(spec)
 }
 
 // print writes the report as aligned tables.
