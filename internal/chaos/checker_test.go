@@ -433,13 +433,14 @@ func TestQuietAfterLetsAFaultBeStrictlyOutweighed(t *testing.T) {
 		{Kind: LeaderKill, Target: "m0", Start: at(10), End: at(14)},
 		{Kind: QuorumLoss, Target: "m0,m1", Start: at(10), End: at(15)},
 		{Kind: Wipe, Target: "m0,m1,m2", Start: at(10), End: at(19)},
+		{Kind: ColdStart, Target: "all", Start: at(10), End: at(26)},
 	} {
 		sc := scenario()
 		sc.Offsets = map[string]time.Duration{"r1": -2 * time.Second, "r2": 0, "r3": 2 * time.Second}
 		quiet := quietAfter(f, sc.TTL, 4*time.Second)
 		// Ticks due from the fault's start to the next fault.
 		sc.From, sc.To = f.Start, f.End.Add(quiet)
-		if f.Kind == QuorumLoss || f.Kind == Wipe {
+		if f.Kind == QuorumLoss || f.Kind == Wipe || f.Kind == ColdStart {
 			sc.Outages = []Window{{f.Start, f.End.Add(probeLag)}}
 		}
 		f.Led, f.LedKnown = []string{"tick", "slow"}, true

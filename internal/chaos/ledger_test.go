@@ -218,9 +218,10 @@ func quietAfter(f Fault, ttl, spread time.Duration) time.Duration {
 	switch f.Kind {
 	case Kill, Pause, Partition:
 		end = f.Start.Add(ttl + failover)
-	case LeaderKill:
+	case LeaderKill, MemberKill:
+		// A member killed at random may be the raft leader.
 		end = f.Start.Add(claimDeadline + failover)
-	case QuorumLoss, Wipe:
+	case QuorumLoss, Wipe, ColdStart:
 		// The probe may see etcd back a moment after the fault is undone.
 		end = f.End.Add(probeLag + ttl + failover)
 	default:
