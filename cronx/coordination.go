@@ -2,7 +2,6 @@ package cronx
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -158,7 +157,7 @@ type coordinator struct {
 	eopts    []election.Option
 	identity string
 	prefix   string // P
-	jobs     string // P/jobs/<name>/
+	keys     layout
 	logger   Logger
 
 	ownsClient bool                // made from the environment
@@ -256,7 +255,7 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 	}
 	co.identity = settings.Identity
 	co.prefix = settings.Prefix
-	co.jobs = co.prefix + "/jobs/" + co.name + "/"
+	co.keys = newLayout(co.prefix, co.name)
 	if co.ownsClient {
 		// One line, whatever the Logger, so an import swap that turned
 		// coordination on says so.
@@ -456,17 +455,6 @@ func closeQuietly(s *election.Session) {
 	s.Close(ctx)
 }
 
-// Keys of one job.
-func (co *coordinator) lastKey(job string) string    { return co.jobs + job + "/last" }
-func (co *coordinator) runningKey(job string) string { return co.jobs + job + "/running/" }
-func (co *coordinator) pausedKey(job string) string  { return co.jobs + job + "/paused" }
-func (co *coordinator) historyKey(job string) string { return co.jobs + job + "/history" }
-func (co *coordinator) specKey(job string) string    { return co.jobs + job + "/spec" }
-
-// triggerDir holds manual triggers. Job names cannot start with '.', so it
-// never clashes with a job.
-const triggerDir = ".trigger/"
-
 // run describes one tick to claim and run.
 type run struct {
 	job       string
@@ -615,11 +603,11 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 	if r.triggered != 0 {
 		latest = co.c.clock.Now().Add(co.grace)
 	}
-	key, seq := co.lastKey(r.job), r.tick.UnixNano()
-	marker := co.runningKey(r.job) + fmt.Sprintf("%020d", seq)
+	key, seq := co.keys.last(r.job), r.tick.UnixNano()
+	marker := co.keys.tickMarker(r.job, seq)
 	if r.triggered != 0 {
-		key, seq = co.jobs+r.job+"/triggered", r.triggered
-		marker = co.runningKey(r.job) + fmt.Sprintf("t%d", r.triggered)
+		key, seq = co.keys.triggered(r.job), r.triggered
+		marker = co.keys.triggerMarker(r.job, r.triggered)
 	}
 	// In claim mode, a claim made under a later session than the one live
 	// when the tick fired (etcd was out meanwhile) must find the job's claim
@@ -650,13 +638,13 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 				election.WithMarker(marker, sess.Lease()),
 			}
 			if r.triggered == 0 {
-				opts = append(opts, election.UnlessExists(co.pausedKey(r.job), ErrPaused)) // mutation:pause
+				opts = append(opts, election.UnlessExists(co.keys.paused(r.job), ErrPaused)) // mutation:pause
 			}
 			if ts != nil {
 				opts = append(opts, election.UnderTerm(ts.term.Fence)) // mutation:under-term
 			}
 			if r.overlap == Forbid { // mutation:forbid
-				opts = append(opts, election.Exclusive(co.runningKey(r.job)))
+				opts = append(opts, election.Exclusive(co.keys.running(r.job)))
 			}
 			if r.catchUp || claimMode && hadSession && sess != firedUnder {
 				opts = append(opts, election.IfClaimedBefore())
@@ -723,19 +711,6 @@ func (co *coordinator) claimSingle(ctx context.Context, key string, seq int64, o
 
 // maxFinishes bounds the runs being recorded at once.
 const maxFinishes = 8
-
-// historyLen bounds each job's run history.
-const historyLen = 10
-
-// Record is one run in a job's history.
-type Record struct {
-	Tick      time.Time     `json:"tick"`
-	Instance  string        `json:"instance"`
-	Start     time.Time     `json:"start"`
-	Duration  time.Duration `json:"duration"`
-	Error     string        `json:"error,omitempty"`
-	Triggered bool          `json:"triggered,omitempty"`
-}
 
 // finishItem is a run that ended, to be recorded.
 type finishItem struct {
@@ -856,7 +831,7 @@ func (co *coordinator) recordAll(batch []finishItem) {
 	defer cancel()
 	gets := make([]clientv3.Op, len(batch))
 	for i, it := range batch {
-		gets[i] = clientv3.OpGet(co.historyKey(it.r.job))
+		gets[i] = clientv3.OpGet(co.keys.history(it.r.job))
 	}
 	read, err := co.client.Txn(ctx).Then(gets...).Commit()
 	if err != nil {
@@ -871,7 +846,7 @@ func (co *coordinator) recordAll(batch []finishItem) {
 		if f := it.claim.Fence; f.Key != "" {
 			ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil))
 		}
-		key := co.historyKey(it.r.job)
+		key := co.keys.history(it.r.job)
 		hist, rev := decodeHistory(read.Responses[i].GetResponseRange().Kvs)
 		history = append(history, len(ops))
 		ops = append(ops, clientv3.OpTxn(
@@ -944,7 +919,7 @@ func (co *coordinator) record1(it finishItem) Record {
 // already, retrying while other replicas write the history too.
 func (co *coordinator) appendHistory(ctx context.Context, it finishItem) {
 	rec := co.record1(it)
-	key := co.historyKey(it.r.job)
+	key := co.keys.history(it.r.job)
 	for range 3 {
 		resp, err := co.client.Get(ctx, key)
 		if err != nil {
@@ -970,31 +945,10 @@ func (co *coordinator) appendHistory(ctx context.Context, it finishItem) {
 	co.logger.Error(errors.New("the history kept changing under the write"), "cronx: record run", "job", it.r.job, "tick", it.r.tick)
 }
 
-// decodeHistory reads a history key's records and revision (0 if absent).
-func decodeHistory(kvs []*mvccpb.KeyValue) ([]Record, int64) {
-	if len(kvs) == 0 {
-		return nil, 0
-	}
-	var hist []Record
-	json.Unmarshal(kvs[0].Value, &hist)
-	return hist, kvs[0].ModRevision
-}
-
-// encodeHistory appends rec to hist, keeps the last historyLen records,
-// and encodes them.
-func encodeHistory(hist []Record, rec Record) string {
-	hist = append(hist, rec)
-	if len(hist) > historyLen {
-		hist = hist[len(hist)-historyLen:]
-	}
-	b, _ := json.Marshal(hist)
-	return string(b)
-}
-
 // watchTriggers runs triggered jobs until ctx ends: those waiting when it
 // starts, then each new trigger.
 func (co *coordinator) watchTriggers(ctx context.Context, term *election.Term) {
-	prefix := co.jobs + triggerDir
+	prefix := co.keys.triggers()
 	for ctx.Err() == nil {
 		resp, err := co.client.Get(ctx, prefix, clientv3.WithPrefix())
 		if err != nil {
@@ -1021,7 +975,7 @@ func (co *coordinator) watchTriggers(ctx context.Context, term *election.Term) {
 
 // trigger runs a triggered job once, cluster-wide, if this replica has it.
 func (co *coordinator) trigger(kv *mvccpb.KeyValue, term *election.Term) {
-	name := strings.TrimPrefix(string(kv.Key), co.jobs+triggerDir)
+	name := co.keys.triggerJob(string(kv.Key))
 	e, ok := co.c.entryByName(name)
 	if !ok {
 		return // another version of the app may have it

@@ -173,7 +173,7 @@ func (co *coordinator) withdrawAll(ts *termState) {
 func (co *coordinator) withdraw(p *preclaim) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	err := election.Withdraw(ctx, co.etcd(), co.lastKey(p.r.job), p.claim, p.prev, co.identity)
+	err := election.Withdraw(ctx, co.etcd(), co.keys.last(p.r.job), p.claim, p.prev, co.identity)
 	if err != nil && !errors.Is(err, election.ErrNotWithdrawn) {
 		co.logger.Error(err, "cronx: a tick claimed ahead could not be given back; it will not run", "job", p.r.job, "tick", p.r.tick)
 	}

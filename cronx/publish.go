@@ -158,8 +158,8 @@ func (co *coordinator) writeAllSpecs(ctx context.Context, all bool) error {
 		var cmps []clientv3.Cmp
 		var puts []clientv3.Op
 		for _, name := range names[:n] {
-			cmps = append(cmps, clientv3.Compare(clientv3.Value(co.specKey(name)), "=", specs[name]))
-			puts = append(puts, clientv3.OpPut(co.specKey(name), specs[name]))
+			cmps = append(cmps, clientv3.Compare(clientv3.Value(co.keys.spec(name)), "=", specs[name]))
+			puts = append(puts, clientv3.OpPut(co.keys.spec(name), specs[name]))
 		}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := co.client.Txn(pctx).If(cmps...).Else(puts...).Commit()
@@ -182,7 +182,7 @@ func (co *coordinator) writeSpecChanges(ctx context.Context, changes map[string]
 		n := min(len(names), specBatch)
 		var ops []clientv3.Op
 		for _, name := range names[:n] {
-			ch, key := changes[name], co.specKey(name)
+			ch, key := changes[name], co.keys.spec(name)
 			same := []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", ch.spec)}
 			if ch.removed {
 				ops = append(ops, clientv3.OpTxn(same, []clientv3.Op{clientv3.OpDelete(key)}, nil))
