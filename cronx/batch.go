@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/batonhq/baton/election"
 )
@@ -13,11 +12,6 @@ import (
 // transaction claims up to batchSize ticks, all or none, under the same
 // conditions as a single claim. A batch that fails, rarely in leader mode,
 // is claimed again one tick at a time, which tells each tick's outcome.
-const (
-	batchSize    = 30 // at most four compares each, within etcd's 128
-	maxFlushers  = 4  // batches in flight
-	batchTimeout = 5 * time.Second
-)
 
 type claimReq struct {
 	ctx  context.Context
@@ -110,7 +104,7 @@ func (b *batcher) send(batch []*claimReq, items []election.ClaimItem) {
 	// Not cancelled with the term: the term's compare keeps a deposed
 	// leader from claiming, and the leader must learn whether a claim sent
 	// as it stopped committed.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), batchTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), etcdTimeout)
 	claims, err := election.ClaimAll(ctx, b.co.etcd(), items)
 	cancel()
 	if err == nil {

@@ -51,10 +51,6 @@ const (
 // DefaultMisfireGrace is how late a missed tick may still run under RunOnce.
 const DefaultMisfireGrace = time.Minute
 
-// skipTolerance is how long, under Skip, a tick's claim is retried while etcd
-// does not answer.
-const skipTolerance = time.Second
-
 // coordConfig collects the coordination options given to New.
 type coordConfig struct {
 	client  *clientv3.Client
@@ -370,10 +366,6 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	co.c.requestResync()
 }
 
-// resignWait bounds how long Stop waits for the leader's resignation to
-// reach etcd; past it, the lease expires by itself after the TTL.
-const resignWait = 3 * time.Second
-
 // stop stops coordinating and waits, briefly, for the leader to resign, so
 // that a process that exits once Stop's context is done has handed over.
 // Runs in progress see their context cancelled; Stop's context waits for
@@ -425,7 +417,7 @@ func (co *coordinator) session(ctx context.Context) (*election.Session, error) {
 			closeQuietly(old)
 		}()
 	}
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	sctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
 	s, err := election.NewSession(sctx, client, co.eopts...)
 	if err != nil {
@@ -450,7 +442,7 @@ func (co *coordinator) closeSession() {
 }
 
 func closeQuietly(s *election.Session) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	s.Close(ctx)
 }
@@ -625,7 +617,7 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 			firedUnder = nil
 		}
 	}
-	backoff := 100 * time.Millisecond
+	backoff := retryBackoff
 	for try := 1; ; try++ {
 		var err error
 		sess, serr := co.session(ctx)
@@ -677,7 +669,7 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 		// Retries pace against etcd, which runs on real time whatever the
 		// Cron's clock.
 		sleep(ctx, backoff)
-		backoff = min(2*backoff, 2*time.Second)
+		backoff = min(2*backoff, maxRetryBackoff)
 	}
 }
 
@@ -686,10 +678,6 @@ func (co *coordinator) claim(ctx context.Context, r run, ts *termState) (electio
 type retriedError struct{ error }
 
 func (e *retriedError) Unwrap() error { return e.error }
-
-// maxClaims bounds the claims in flight, so that thousands of jobs due on
-// one tick queue here rather than time out on a saturated connection.
-const maxClaims = 64
 
 func (co *coordinator) claimSingle(ctx context.Context, key string, seq int64, opts []election.ClaimOption) (election.Claim, error) {
 	select {
@@ -704,13 +692,10 @@ func (co *coordinator) claimSingle(ctx context.Context, key string, seq int64, o
 	// Once sent, the claim is awaited even if ctx ends: a claim that
 	// commits as the scheduler stops is run (Stop's context waits for it),
 	// where giving up on it would leave its tick claimed and never run.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), etcdTimeout)
 	defer cancel()
 	return election.ClaimSeq(cctx, co.etcd(), key, seq, opts...)
 }
-
-// maxFinishes bounds the runs being recorded at once.
-const maxFinishes = 8
 
 // finishItem is a run that ended, to be recorded.
 type finishItem struct {
@@ -812,10 +797,6 @@ func (co *coordinator) record() {
 	}
 }
 
-// recordBatch bounds the runs one transaction records: two nested
-// transactions each, within etcd's default limit of 128 operations.
-const recordBatch = 32
-
 // recordAll releases the runs' markers and appends them to their jobs'
 // histories in two round trips: one transaction reads every history, and
 // one transaction of nested transactions releases each marker that is
@@ -827,7 +808,7 @@ func (co *coordinator) recordAll(batch []finishItem) {
 		co.finish(batch[0])
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
 	gets := make([]clientv3.Op, len(batch))
 	for i, it := range batch {
@@ -864,7 +845,7 @@ func (co *coordinator) recordAll(batch []finishItem) {
 	}
 	for i, it := range batch {
 		if !wrote.Responses[history[i]].GetResponseTxn().Succeeded {
-			actx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			actx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 			co.appendHistory(actx, it)
 			cancel()
 		}
@@ -873,7 +854,7 @@ func (co *coordinator) recordAll(batch []finishItem) {
 
 // finish releases one run's marker and records it in its job's history.
 func (co *coordinator) finish(it finishItem) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
 	if err := election.Release(ctx, co.client, it.claim); err != nil {
 		co.logger.Error(err, "cronx: release run marker", "job", it.r.job)
@@ -894,9 +875,9 @@ func (co *coordinator) releaseLater(it finishItem) {
 	go func() {
 		defer co.runs.done()
 		sctx := it.sess.Context()
-		for backoff := 500 * time.Millisecond; sctx.Err() == nil; backoff = min(2*backoff, 5*time.Second) {
+		for backoff := releaseBackoff; sctx.Err() == nil; backoff = min(2*backoff, maxReleaseBackoff) {
 			sleep(sctx, backoff)
-			ctx, cancel := context.WithTimeout(sctx, 5*time.Second)
+			ctx, cancel := context.WithTimeout(sctx, etcdTimeout)
 			err := election.Release(ctx, co.client, it.claim)
 			cancel()
 			if err == nil {
@@ -952,7 +933,7 @@ func (co *coordinator) watchTriggers(ctx context.Context, term *election.Term) {
 	for ctx.Err() == nil {
 		resp, err := co.client.Get(ctx, prefix, clientv3.WithPrefix())
 		if err != nil {
-			sleep(ctx, time.Second)
+			sleep(ctx, watchRetry)
 			continue
 		}
 		for _, kv := range resp.Kvs {
@@ -997,7 +978,7 @@ func (co *coordinator) trigger(kv *mvccpb.KeyValue, term *election.Term) {
 		defer co.runs.done()
 		co.claimAndRun(r, ts)
 		// Whoever ran it (or found it run) clears the request.
-		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		dctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 		defer cancel()
 		co.client.Txn(dctx).If(clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
 			Then(clientv3.OpDelete(string(kv.Key))).Commit()

@@ -20,11 +20,6 @@ import (
 //
 // Jobs that forbid overlap are claimed at their tick, since a claim ahead
 // would find the previous run still in progress.
-const (
-	preclaimMin  = 100             // jobs due on one tick before the leader claims ahead
-	preclaimLead = 2 * time.Second // how far ahead
-	withdrawers  = 32              // withdrawals in flight when a term ends
-)
 
 // preclaim is one run claimed ahead of its tick.
 type preclaim struct {
@@ -171,7 +166,7 @@ func (co *coordinator) withdrawAll(ts *termState) {
 
 // withdraw gives back one claim made ahead, so another replica can run it.
 func (co *coordinator) withdraw(p *preclaim) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), withdrawTimeout)
 	defer cancel()
 	err := election.Withdraw(ctx, co.etcd(), co.keys.last(p.r.job), p.claim, p.prev, co.identity)
 	if err != nil && !errors.Is(err, election.ErrNotWithdrawn) {
@@ -185,7 +180,7 @@ func (co *coordinator) forgetStale(now time.Time) {
 	co.premu.Lock()
 	var stale []*preclaim
 	for k, p := range co.pre {
-		if p.r.tick.Before(now.Add(-time.Second)) {
+		if p.r.tick.Before(now.Add(-staleAfter)) {
 			stale = append(stale, p)
 			delete(co.pre, k)
 		}

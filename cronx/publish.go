@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -91,7 +90,7 @@ func (co *coordinator) writeSpecs() {
 // retrying while etcd does not answer.
 func (co *coordinator) specWriter(ctx context.Context) {
 	q := &co.specs
-	backoff := 100 * time.Millisecond
+	backoff := retryBackoff
 	for {
 		q.mu.Lock()
 		all, pending := q.all, q.pending
@@ -119,7 +118,7 @@ func (co *coordinator) specWriter(ctx context.Context) {
 			err = co.writeSpecChanges(ctx, pending)
 		}
 		if err == nil {
-			backoff = 100 * time.Millisecond
+			backoff = retryBackoff
 			continue
 		}
 		q.mu.Lock()
@@ -134,7 +133,7 @@ func (co *coordinator) specWriter(ctx context.Context) {
 		}
 		q.mu.Unlock()
 		sleep(ctx, backoff)
-		backoff = min(2*backoff, 2*time.Second)
+		backoff = min(2*backoff, maxRetryBackoff)
 	}
 }
 
@@ -161,7 +160,7 @@ func (co *coordinator) writeAllSpecs(ctx context.Context, all bool) error {
 			cmps = append(cmps, clientv3.Compare(clientv3.Value(co.keys.spec(name)), "=", specs[name]))
 			puts = append(puts, clientv3.OpPut(co.keys.spec(name), specs[name]))
 		}
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 		_, err := co.client.Txn(pctx).If(cmps...).Else(puts...).Commit()
 		cancel()
 		if err != nil {
@@ -190,7 +189,7 @@ func (co *coordinator) writeSpecChanges(ctx context.Context, changes map[string]
 				ops = append(ops, clientv3.OpTxn(same, nil, []clientv3.Op{clientv3.OpPut(key, ch.spec)}))
 			}
 		}
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 		_, err := co.client.Txn(pctx).Then(ops...).Commit()
 		cancel()
 		if err != nil {
@@ -203,7 +202,3 @@ func (co *coordinator) writeSpecChanges(ctx context.Context, changes map[string]
 	}
 	return nil
 }
-
-// specBatch is the jobs whose specs one transaction compares and writes:
-// within etcd's default limit of 128 operations a transaction.
-const specBatch = 64
