@@ -61,6 +61,7 @@ type coordinator struct {
 	rec    *recorder
 }
 
+// termState is one term of leadership and its context, which ends with it.
 type termState struct {
 	term election.Term
 	ctx  context.Context
@@ -220,6 +221,8 @@ func (co *coordinator) publishing() (context.Context, bool) {
 	return ctx, true
 }
 
+// sleep waits d of real time, or until ctx ends: etcd answers on real
+// time, whatever the Cron's clock.
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
