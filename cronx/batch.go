@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/batonhq/baton/election"
 )
@@ -13,11 +12,6 @@ import (
 // transaction claims up to batchSize ticks, all or none, under the same
 // conditions as a single claim. A batch that fails, rarely in leader mode,
 // is claimed again one tick at a time, which tells each tick's outcome.
-const (
-	batchSize    = 30 // at most four compares each, within etcd's 128
-	maxFlushers  = 4  // batches in flight
-	batchTimeout = 5 * time.Second
-)
 
 type claimReq struct {
 	ctx  context.Context
@@ -35,7 +29,7 @@ type claimRes struct {
 
 // batcher queues claims made under a leader term and sends them in batches.
 type batcher struct {
-	co *coordinator
+	cl *claimer
 
 	mu       sync.Mutex
 	pending  []*claimReq
@@ -43,8 +37,8 @@ type batcher struct {
 	known    map[string]bool // claim keys known to exist
 }
 
-func newBatcher(co *coordinator) *batcher {
-	return &batcher{co: co, known: map[string]bool{}}
+func newBatcher(cl *claimer) *batcher {
+	return &batcher{cl: cl, known: map[string]bool{}}
 }
 
 // claim queues req and waits for its outcome.
@@ -110,8 +104,8 @@ func (b *batcher) send(batch []*claimReq, items []election.ClaimItem) {
 	// Not cancelled with the term: the term's compare keeps a deposed
 	// leader from claiming, and the leader must learn whether a claim sent
 	// as it stopped committed.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), batchTimeout)
-	claims, err := election.ClaimAll(ctx, b.co.etcd(), items)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), etcdTimeout)
+	claims, err := election.ClaimAll(ctx, b.cl.client(), items)
 	cancel()
 	if err == nil {
 		b.mu.Lock()
@@ -130,7 +124,7 @@ func (b *batcher) send(batch []*claimReq, items []election.ClaimItem) {
 	}
 	// Claim one by one, to learn each outcome.
 	for _, r := range batch {
-		c, err := b.co.claimSingle(r.ctx, r.key, r.seq, r.opts)
+		c, err := b.cl.claimSingle(r.ctx, r.key, r.seq, r.opts)
 		if err == nil || errors.Is(err, election.ErrClaimed) {
 			b.mu.Lock()
 			b.known[r.key] = true

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"time"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -14,14 +12,6 @@ import (
 // ErrEtcdUnreachable means a coordinated Cron has not reached etcd: it keeps
 // trying, and runs no job until it does.
 var ErrEtcdUnreachable = errors.New("cronx: etcd unreachable")
-
-// Connection attempts to etcd, for a Cron that makes its client from the
-// environment, back off from connectBackoff to maxConnectBackoff between
-// attempts. An attempt itself lasts up to the connection's dial timeout.
-const (
-	connectBackoff    = 250 * time.Millisecond
-	maxConnectBackoff = 2 * time.Second
-)
 
 // connect makes the etcd client from the environment when the Cron has
 // none, and reports whether it made one. An etcd that does not answer (a

@@ -2,11 +2,9 @@ package cronx
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -32,7 +30,7 @@ type Control struct {
 	client    *clientv3.Client
 	prefix    string // P
 	scheduler string
-	jobs      string // P/jobs/<scheduler>/
+	keys      layout
 }
 
 // NewControl returns a Control of the scheduler named scheduler under the
@@ -53,27 +51,19 @@ func NewControl(client *clientv3.Client, prefix, scheduler string) (*Control, er
 		return nil, err
 	}
 	p := settings.Prefix
-	return &Control{client: client, prefix: p, scheduler: scheduler, jobs: p + "/jobs/" + scheduler + "/"}, nil
-}
-
-func (k *Control) job(name string) (string, error) {
-	if err := checkJobName(name); err != nil {
-		return "", err
-	}
-	return k.jobs + name + "/", nil
+	return &Control{client: client, prefix: p, scheduler: scheduler, keys: newLayout(p, scheduler)}, nil
 }
 
 // Pause stops every replica from starting job until Resume. Runs in progress
 // go on. by is recorded as who paused it.
 func (k *Control) Pause(ctx context.Context, job, by string) error {
-	jk, err := k.job(job)
-	if err != nil {
+	if err := checkJobName(job); err != nil {
 		return err
 	}
 	if err := k.known(ctx, job); err != nil {
 		return err
 	}
-	if _, err := k.client.Put(ctx, jk+"paused", by); err != nil {
+	if _, err := k.client.Put(ctx, k.keys.paused(job), by); err != nil {
 		return fmt.Errorf("cronx: pause %q: %w", job, err)
 	}
 	return nil
@@ -81,11 +71,10 @@ func (k *Control) Pause(ctx context.Context, job, by string) error {
 
 // Resume lets job run again from its next tick.
 func (k *Control) Resume(ctx context.Context, job string) error {
-	jk, err := k.job(job)
-	if err != nil {
+	if err := checkJobName(job); err != nil {
 		return err
 	}
-	if _, err := k.client.Delete(ctx, jk+"paused"); err != nil {
+	if _, err := k.client.Delete(ctx, k.keys.paused(job)); err != nil {
 		return fmt.Errorf("cronx: resume %q: %w", job, err)
 	}
 	return nil
@@ -95,13 +84,13 @@ func (k *Control) Resume(ctx context.Context, job string) error {
 // on the leader (leader mode) or the first replica to claim it (claim mode),
 // even while the job is paused; a Forbid job still waits its turn.
 func (k *Control) Trigger(ctx context.Context, job, by string) error {
-	if _, err := k.job(job); err != nil {
+	if err := checkJobName(job); err != nil {
 		return err
 	}
 	if err := k.known(ctx, job); err != nil {
 		return err
 	}
-	if _, err := k.client.Put(ctx, k.jobs+triggerDir+job, by); err != nil {
+	if _, err := k.client.Put(ctx, k.keys.trigger(job), by); err != nil {
 		return fmt.Errorf("cronx: trigger %q: %w", job, err)
 	}
 	return nil
@@ -109,7 +98,7 @@ func (k *Control) Trigger(ctx context.Context, job, by string) error {
 
 // known checks that some replica has published job.
 func (k *Control) known(ctx context.Context, job string) error {
-	resp, err := k.client.Get(ctx, k.jobs+job+"/spec", clientv3.WithCountOnly())
+	resp, err := k.client.Get(ctx, k.keys.spec(job), clientv3.WithCountOnly())
 	if err != nil {
 		return fmt.Errorf("cronx: job %q: %w", job, err)
 	}
@@ -134,6 +123,8 @@ type JobStatus struct {
 	// Spec is the job's schedule as its replicas registered it.
 	Spec   string
 	Paused bool
+	// PausedBy is who paused the job, as Pause recorded it.
+	PausedBy string
 	// LastTick is the nominal time of the last claimed tick and LastBy the
 	// replica that claimed it; zero and empty before the first run.
 	LastTick time.Time
@@ -158,7 +149,7 @@ func (k *Control) Status(ctx context.Context) (Status, error) {
 	case !errors.Is(err, election.ErrNoLeader):
 		return st, fmt.Errorf("cronx: status: %w", err)
 	}
-	resp, err := k.client.Get(ctx, k.jobs, clientv3.WithPrefix())
+	resp, err := k.client.Get(ctx, k.keys.jobs, clientv3.WithPrefix())
 	if err != nil {
 		return st, fmt.Errorf("cronx: status: %w", err)
 	}
@@ -170,9 +161,8 @@ func (k *Control) Status(ctx context.Context) (Status, error) {
 		return jobs[name]
 	}
 	for _, kv := range resp.Kvs {
-		rest := strings.TrimPrefix(string(kv.Key), k.jobs)
-		name, leaf, ok := strings.Cut(rest, "/")
-		if !ok || strings.HasPrefix(name, ".") {
+		name, leaf, ok := k.keys.jobKey(string(kv.Key))
+		if !ok {
 			continue
 		}
 		j := get(name)
@@ -180,16 +170,15 @@ func (k *Control) Status(ctx context.Context) (Status, error) {
 		case leaf == "spec":
 			j.Spec = string(kv.Value)
 		case leaf == "paused":
-			j.Paused = true
+			j.Paused, j.PausedBy = true, string(kv.Value)
 		case leaf == "last":
 			if seq, by, err := parseLast(string(kv.Value)); err == nil {
 				j.LastTick, j.LastBy = time.Unix(0, seq), by
 			}
 		case leaf == "history":
-			json.Unmarshal(kv.Value, &j.History)
+			j.History = parseHistory(kv.Value)
 		case strings.HasPrefix(leaf, "running/"):
-			_, by, _ := strings.Cut(string(kv.Value), " ")
-			j.Running = append(j.Running, by)
+			j.Running = append(j.Running, markerHolder(string(kv.Value)))
 		}
 	}
 	for _, j := range jobs {
@@ -207,18 +196,6 @@ func leaderOf(ctx context.Context, client *clientv3.Client, prefix, name string)
 	return e.Leader(ctx)
 }
 
-// parseLast reads a claim value: a zero-padded decimal sequence (the tick's
-// Unix nanoseconds) and who claimed it. The padding must not be taken for an
-// octal prefix, as fmt.Sscan would.
-func parseLast(v string) (int64, string, error) {
-	num, by, _ := strings.Cut(v, " ")
-	seq, err := strconv.ParseInt(num, 10, 64)
-	if err != nil {
-		return 0, "", err
-	}
-	return seq, by, nil
-}
-
 // control returns the Cron's Control, or ErrNotCoordinated, and a func to
 // call when done with it.
 func (c *Cron) control(ctx context.Context) (*Control, func(), error) {
@@ -232,7 +209,7 @@ func (c *Cron) control(ctx context.Context) (*Control, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &Control{client: cli, prefix: c.coord.prefix, scheduler: c.coord.name, jobs: c.coord.jobs}, release, nil
+	return &Control{client: cli, prefix: c.coord.prefix, scheduler: c.coord.name, keys: c.coord.keys}, release, nil
 }
 
 // Pause stops job from starting on every replica until Resume.

@@ -174,7 +174,7 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 		c.entries = append(c.entries, e)
 	}
 	if c.coord != nil {
-		c.coord.queueSpec(name, spec, false)
+		c.coord.rec.queueSpec(name, spec, false)
 	}
 	return e.ID, nil
 }
@@ -318,8 +318,8 @@ func (c *Cron) removeEntry(id EntryID) {
 		}
 		c.names.release(e.name)
 		if c.coord != nil {
-			c.coord.queueSpec(e.name, e.spec, true)
-			c.coord.fired.forget(e.name)
+			c.coord.rec.queueSpec(e.name, e.spec, true)
+			c.coord.claims.fired.forget(e.name)
 		}
 	}
 	clear(c.entries[len(kept):])

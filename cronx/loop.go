@@ -62,7 +62,7 @@ func (c *Cron) wait(timer clock.Timer) bool {
 			c.logger.Info("wake", "now", now)
 			if c.coord != nil {
 				c.preclaimDue(now)
-				c.coord.forgetStale(now)
+				c.coord.claims.forgetStale(now)
 			}
 			c.runDue(now)
 			return true

@@ -20,11 +20,6 @@ import (
 //
 // Jobs that forbid overlap are claimed at their tick, since a claim ahead
 // would find the previous run still in progress.
-const (
-	preclaimMin  = 100             // jobs due on one tick before the leader claims ahead
-	preclaimLead = 2 * time.Second // how far ahead
-	withdrawers  = 32              // withdrawals in flight when a term ends
-)
 
 // preclaim is one run claimed ahead of its tick.
 type preclaim struct {
@@ -77,15 +72,14 @@ func (c *Cron) preclaimDue(now time.Time) {
 // preclaim claims tick for each entry of group, in the background, under
 // the current term.
 func (co *coordinator) preclaim(group []*Entry, tick time.Time) {
-	co.mu.Lock()
-	ts := co.term
-	co.mu.Unlock()
+	ts := co.currentTerm()
 	if ts == nil || ts.ctx.Err() != nil {
 		return
 	}
-	co.premu.Lock()
-	if co.pre == nil {
-		co.pre = map[preclaimKey]*preclaim{}
+	cl := co.claims
+	cl.premu.Lock()
+	if cl.pre == nil {
+		cl.pre = map[preclaimKey]*preclaim{}
 	}
 	for _, e := range group {
 		r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: overlapOf(e.Job), plain: plainJob(e.WrappedJob)}
@@ -97,28 +91,28 @@ func (co *coordinator) preclaim(group []*Entry, tick time.Time) {
 			prev = e.Prev.UnixNano()
 		}
 		p := &preclaim{r: r, ts: ts, prev: prev, done: make(chan struct{})}
-		co.pre[preclaimKey{r.job, tick.UnixNano()}] = p
+		cl.pre[preclaimKey{r.job, tick.UnixNano()}] = p
 		co.runs.add()
 		go func() {
 			defer co.runs.done()
 			defer close(p.done)
-			p.claim, p.sess, p.err = co.claim(ts.ctx, r, ts)
+			p.claim, p.sess, p.err = cl.claim(ts.ctx, r, ts, co.deadline(r))
 		}()
 	}
-	co.premu.Unlock()
+	cl.premu.Unlock()
 }
 
 // takePreclaim returns the claim made ahead for job's tick under ts, if any,
 // and forgets it.
-func (co *coordinator) takePreclaim(job string, tick time.Time, ts *termState) *preclaim {
-	co.premu.Lock()
-	defer co.premu.Unlock()
+func (cl *claimer) takePreclaim(job string, tick time.Time, ts *termState) *preclaim {
+	cl.premu.Lock()
+	defer cl.premu.Unlock()
 	k := preclaimKey{job, tick.UnixNano()}
-	p := co.pre[k]
+	p := cl.pre[k]
 	if p == nil || p.ts != ts {
 		return nil
 	}
-	delete(co.pre, k)
+	delete(cl.pre, k)
 	return p
 }
 
@@ -127,7 +121,7 @@ func (co *coordinator) takePreclaim(job string, tick time.Time, ts *termState) *
 func (co *coordinator) runPreclaimed(p *preclaim) {
 	<-p.done
 	if p.err == nil && p.ts.ctx.Err() != nil {
-		co.withdraw(p)
+		co.claims.withdraw(p)
 		return
 	}
 	co.runClaimed(p.ts.ctx, p.r, p.ts, p.claim, p.sess, p.err)
@@ -135,16 +129,16 @@ func (co *coordinator) runPreclaimed(p *preclaim) {
 
 // withdrawAll gives back every claim made ahead under ts and not acted on.
 // A leader calls it as its term ends, before it resigns.
-func (co *coordinator) withdrawAll(ts *termState) {
-	co.premu.Lock()
+func (cl *claimer) withdrawAll(ts *termState) {
+	cl.premu.Lock()
 	var todo []*preclaim
-	for k, p := range co.pre {
+	for k, p := range cl.pre {
 		if p.ts == ts {
 			todo = append(todo, p)
-			delete(co.pre, k)
+			delete(cl.pre, k)
 		}
 	}
-	co.premu.Unlock()
+	cl.premu.Unlock()
 	if len(todo) == 0 {
 		return
 	}
@@ -157,7 +151,7 @@ func (co *coordinator) withdrawAll(ts *termState) {
 			for p := range work {
 				<-p.done
 				if p.err == nil {
-					co.withdraw(p)
+					cl.withdraw(p)
 				}
 			}
 		}()
@@ -170,34 +164,34 @@ func (co *coordinator) withdrawAll(ts *termState) {
 }
 
 // withdraw gives back one claim made ahead, so another replica can run it.
-func (co *coordinator) withdraw(p *preclaim) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+func (cl *claimer) withdraw(p *preclaim) {
+	ctx, cancel := context.WithTimeout(context.Background(), withdrawTimeout)
 	defer cancel()
-	err := election.Withdraw(ctx, co.etcd(), co.lastKey(p.r.job), p.claim, p.prev, co.identity)
+	err := election.Withdraw(ctx, cl.client(), cl.keys.last(p.r.job), p.claim, p.prev, cl.identity)
 	if err != nil && !errors.Is(err, election.ErrNotWithdrawn) {
-		co.logger.Error(err, "cronx: a tick claimed ahead could not be given back; it will not run", "job", p.r.job, "tick", p.r.tick)
+		cl.logger.Error(err, "cronx: a tick claimed ahead could not be given back; it will not run", "job", p.r.job, "tick", p.r.tick)
 	}
 }
 
 // forgetStale withdraws claims made ahead for ticks that passed without a
 // run: their jobs were removed before the tick.
-func (co *coordinator) forgetStale(now time.Time) {
-	co.premu.Lock()
+func (cl *claimer) forgetStale(now time.Time) {
+	cl.premu.Lock()
 	var stale []*preclaim
-	for k, p := range co.pre {
-		if p.r.tick.Before(now.Add(-time.Second)) {
+	for k, p := range cl.pre {
+		if p.r.tick.Before(now.Add(-staleAfter)) {
 			stale = append(stale, p)
-			delete(co.pre, k)
+			delete(cl.pre, k)
 		}
 	}
-	co.premu.Unlock()
+	cl.premu.Unlock()
 	for _, p := range stale {
-		co.runs.add()
+		cl.runs.add()
 		go func() {
-			defer co.runs.done()
+			defer cl.runs.done()
 			<-p.done
 			if p.err == nil {
-				co.withdraw(p)
+				cl.withdraw(p)
 			}
 		}()
 	}

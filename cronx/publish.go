@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -37,61 +36,56 @@ type specChange struct {
 }
 
 // queueSpec records that job name was added with spec, or removed.
-func (co *coordinator) queueSpec(name, spec string, removed bool) {
+func (rc *recorder) queueSpec(name, spec string, removed bool) {
 	if name == "" {
 		return
 	}
-	q := &co.specs
+	q := &rc.specs
 	q.mu.Lock()
 	if q.pending == nil {
 		q.pending = map[string]specChange{}
 	}
 	q.pending[name] = specChange{spec: spec, removed: removed}
 	q.mu.Unlock()
-	co.writeSpecs()
+	rc.writeSpecs()
 }
 
 // publishAll asks for every entry's spec to be written, as when this
 // replica starts publishing.
-func (co *coordinator) publishAll() {
-	q := &co.specs
+func (rc *recorder) publishAll() {
+	q := &rc.specs
 	q.mu.Lock()
 	q.all = true
 	q.mu.Unlock()
-	co.writeSpecs()
+	rc.writeSpecs()
 }
 
 // writeSpecs starts the writer, unless it runs, nothing waits, or this
 // replica does not publish now.
-func (co *coordinator) writeSpecs() {
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	ctx := co.ctx
-	if co.mode == LeaderMode && co.term != nil {
-		ctx = co.term.ctx
-	}
-	if !co.started || co.client == nil || co.mode == LeaderMode && co.term == nil || ctx.Err() != nil {
+func (rc *recorder) writeSpecs() {
+	ctx, ok := rc.publishing()
+	if !ok {
 		return
 	}
-	q := &co.specs
+	q := &rc.specs
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.writing || len(q.pending) == 0 && !q.all {
 		return
 	}
 	q.writing = true
-	co.runs.add() // the client outlives the writer
+	rc.runs.add() // the client outlives the writer
 	go func() {
-		defer co.runs.done()
-		co.specWriter(ctx)
+		defer rc.runs.done()
+		rc.specWriter(ctx)
 	}()
 }
 
 // specWriter writes queued spec changes until none is left or ctx ends,
 // retrying while etcd does not answer.
-func (co *coordinator) specWriter(ctx context.Context) {
-	q := &co.specs
-	backoff := 100 * time.Millisecond
+func (rc *recorder) specWriter(ctx context.Context) {
+	q := &rc.specs
+	backoff := retryBackoff
 	for {
 		q.mu.Lock()
 		all, pending := q.all, q.pending
@@ -101,7 +95,7 @@ func (co *coordinator) specWriter(ctx context.Context) {
 			if ctx.Err() != nil {
 				// Changes left wait for the next term, which may have
 				// begun while this writer was at work.
-				co.writeSpecs()
+				rc.writeSpecs()
 			}
 			return
 		}
@@ -114,12 +108,12 @@ func (co *coordinator) specWriter(ctx context.Context) {
 		}
 		// A change made from now on is queued again, and written after
 		// this round.
-		err := co.writeAllSpecs(ctx, all)
+		err := rc.writeAllSpecs(ctx, all)
 		if err == nil {
-			err = co.writeSpecChanges(ctx, pending)
+			err = rc.writeSpecChanges(ctx, pending)
 		}
 		if err == nil {
-			backoff = 100 * time.Millisecond
+			backoff = retryBackoff
 			continue
 		}
 		q.mu.Lock()
@@ -134,7 +128,7 @@ func (co *coordinator) specWriter(ctx context.Context) {
 		}
 		q.mu.Unlock()
 		sleep(ctx, backoff)
-		backoff = min(2*backoff, 2*time.Second)
+		backoff = min(2*backoff, maxRetryBackoff)
 	}
 }
 
@@ -142,12 +136,12 @@ func (co *coordinator) specWriter(ctx context.Context) {
 // specBatch jobs a transaction and rewrites the batch only if one differs,
 // so a new leader of ten thousand unchanged jobs sends a few hundred small
 // transactions rather than one per job.
-func (co *coordinator) writeAllSpecs(ctx context.Context, all bool) error {
+func (rc *recorder) writeAllSpecs(ctx context.Context, all bool) error {
 	if !all {
 		return nil
 	}
 	specs := map[string]string{}
-	for _, e := range co.c.Entries() {
+	for _, e := range rc.entries() {
 		if e.name != "" {
 			specs[e.name] = e.spec
 		}
@@ -158,11 +152,11 @@ func (co *coordinator) writeAllSpecs(ctx context.Context, all bool) error {
 		var cmps []clientv3.Cmp
 		var puts []clientv3.Op
 		for _, name := range names[:n] {
-			cmps = append(cmps, clientv3.Compare(clientv3.Value(co.specKey(name)), "=", specs[name]))
-			puts = append(puts, clientv3.OpPut(co.specKey(name), specs[name]))
+			cmps = append(cmps, clientv3.Compare(clientv3.Value(rc.keys.spec(name)), "=", specs[name]))
+			puts = append(puts, clientv3.OpPut(rc.keys.spec(name), specs[name]))
 		}
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := co.client.Txn(pctx).If(cmps...).Else(puts...).Commit()
+		pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+		_, err := rc.client().Txn(pctx).If(cmps...).Else(puts...).Commit()
 		cancel()
 		if err != nil {
 			return err
@@ -176,13 +170,13 @@ func (co *coordinator) writeAllSpecs(ctx context.Context, all bool) error {
 // transaction per job, which writes an added job's spec unless the key
 // holds it already and deletes a removed job's spec if the key still holds
 // it (another version of the job may have written another since).
-func (co *coordinator) writeSpecChanges(ctx context.Context, changes map[string]specChange) error {
+func (rc *recorder) writeSpecChanges(ctx context.Context, changes map[string]specChange) error {
 	names := slices.Sorted(maps.Keys(changes))
 	for len(names) > 0 {
 		n := min(len(names), specBatch)
 		var ops []clientv3.Op
 		for _, name := range names[:n] {
-			ch, key := changes[name], co.specKey(name)
+			ch, key := changes[name], rc.keys.spec(name)
 			same := []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", ch.spec)}
 			if ch.removed {
 				ops = append(ops, clientv3.OpTxn(same, []clientv3.Op{clientv3.OpDelete(key)}, nil))
@@ -190,8 +184,8 @@ func (co *coordinator) writeSpecChanges(ctx context.Context, changes map[string]
 				ops = append(ops, clientv3.OpTxn(same, nil, []clientv3.Op{clientv3.OpPut(key, ch.spec)}))
 			}
 		}
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := co.client.Txn(pctx).Then(ops...).Commit()
+		pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+		_, err := rc.client().Txn(pctx).Then(ops...).Commit()
 		cancel()
 		if err != nil {
 			return err // the changes left are queued again
@@ -203,7 +197,3 @@ func (co *coordinator) writeSpecChanges(ctx context.Context, changes map[string]
 	}
 	return nil
 }
-
-// specBatch is the jobs whose specs one transaction compares and writes:
-// within etcd's default limit of 128 operations a transaction.
-const specBatch = 64

@@ -2,10 +2,6 @@ package cronx
 
 import "time"
 
-// reloadWindow is how long a removed coordinated job keeps its place for a
-// job added again under its name.
-const reloadWindow = 10 * time.Second
-
 // A reload removes a job and adds it again. Were the new entry scheduled
 // from the time it was added, a tick that came due between the Remove and
 // the Add would run nowhere (the replica may be the leader, or every

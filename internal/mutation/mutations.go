@@ -34,7 +34,7 @@ var mutations = []mutation{
 	{
 		Name:   "pause-ignored",
 		Breaks: "a paused job keeps running",
-		Edits:  []edit{{Marker: "pause", Old: "opts = append(opts, election.UnlessExists(co.pausedKey(r.job), ErrPaused))", New: ""}},
+		Edits:  []edit{{Marker: "pause", Old: "opts = append(opts, election.UnlessExists(cl.keys.paused(r.job), ErrPaused))", New: ""}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestPauseResumeTriggerStatus$"}},
 	},
 	{

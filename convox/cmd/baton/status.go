@@ -302,15 +302,11 @@ func readScheduler(ctx context.Context, cli *clientv3.Client, prefix, name strin
 		return s, err
 	}
 	s.Leader = st.Leader.Identity
-	pausedBy, err := pausers(ctx, cli, prefix, name)
-	if err != nil {
-		return s, err
-	}
 	for _, j := range st.Jobs {
 		if j.Spec == "" {
 			continue // keys of a job no replica publishes any more
 		}
-		r := jobReport{Name: j.Name, Spec: j.Spec, Paused: j.Paused, PausedBy: pausedBy[j.Name],
+		r := jobReport{Name: j.Name, Spec: j.Spec, Paused: j.Paused, PausedBy: j.PausedBy,
 			LastTick: j.LastTick, LastBy: j.LastBy, Running: j.Running, History: []runReport{}}
 		if r.Running == nil {
 			r.Running = []string{}
@@ -327,22 +323,6 @@ func readScheduler(ctx context.Context, cli *clientv3.Client, prefix, name strin
 		s.Jobs = append(s.Jobs, r)
 	}
 	return s, nil
-}
-
-// pausers reads who paused each paused job of a scheduler.
-func pausers(ctx context.Context, cli *clientv3.Client, prefix, scheduler string) (map[string]string, error) {
-	dir := prefix + "/jobs/" + scheduler + "/"
-	resp, err := cli.Get(ctx, dir, clientv3.WithPrefix())
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", dir, err)
-	}
-	by := map[string]string{}
-	for _, kv := range resp.Kvs {
-		if job, ok := strings.CutSuffix(strings.TrimPrefix(string(kv.Key), dir), "/paused"); ok && !strings.Contains(job, "/") {
-			by[job] = string(kv.Value)
-		}
-	}
-	return by, nil
 }
 
 // specParsers read a published spec: the standard five fields first, then

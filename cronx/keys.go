@@ -1,0 +1,133 @@
+package cronx
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+// layout names the etcd keys of one scheduler's jobs, all under
+// P/jobs/<scheduler>/:
+//
+//	<job>/spec           the job's schedule, written by the replica that publishes
+//	<job>/last           the last claimed tick: "<seq> <instance>"
+//	<job>/triggered      the last claimed trigger: "<revision> <instance>"
+//	<job>/running/<seq>  a run in progress, bound to its runner's lease;
+//	                     <seq> is the tick's zero-padded Unix nanoseconds, or
+//	                     t<revision> for a triggered run
+//	<job>/paused         present while the job is paused; holds who paused it
+//	<job>/history        the latest runs, a JSON array of Record
+//	.trigger/<job>       a request to run the job once
+//
+// The coordinator and Control both name keys through it, so the layout is
+// written down once.
+type layout struct {
+	jobs string // P/jobs/<scheduler>/
+}
+
+func newLayout(prefix, scheduler string) layout {
+	return layout{jobs: prefix + "/jobs/" + scheduler + "/"}
+}
+
+// triggerDir holds manual triggers. Job names cannot start with '.', so it
+// never clashes with a job.
+const triggerDir = ".trigger/"
+
+func (l layout) last(job string) string      { return l.jobs + job + "/last" }
+func (l layout) triggered(job string) string { return l.jobs + job + "/triggered" }
+func (l layout) running(job string) string   { return l.jobs + job + "/running/" }
+func (l layout) paused(job string) string    { return l.jobs + job + "/paused" }
+func (l layout) history(job string) string   { return l.jobs + job + "/history" }
+func (l layout) spec(job string) string      { return l.jobs + job + "/spec" }
+
+// tickMarker is the in-progress marker of a run of the tick with sequence seq.
+func (l layout) tickMarker(job string, seq int64) string {
+	return l.running(job) + fmt.Sprintf("%020d", seq)
+}
+
+// triggerMarker is the in-progress marker of the run of the trigger written
+// at revision rev.
+func (l layout) triggerMarker(job string, rev int64) string {
+	return l.running(job) + fmt.Sprintf("t%d", rev)
+}
+
+// triggers is the directory of manual triggers; trigger is one job's.
+func (l layout) triggers() string             { return l.jobs + triggerDir }
+func (l layout) trigger(job string) string    { return l.jobs + triggerDir + job }
+func (l layout) triggerJob(key string) string { return strings.TrimPrefix(key, l.jobs+triggerDir) }
+
+// jobKey splits a key under the scheduler into its job and the rest of the
+// key (spec, last, running/<seq>, ...); ok is false for keys of no job.
+func (l layout) jobKey(key string) (job, leaf string, ok bool) {
+	rest, under := strings.CutPrefix(key, l.jobs)
+	if !under {
+		return "", "", false
+	}
+	job, leaf, ok = strings.Cut(rest, "/")
+	if !ok || strings.HasPrefix(job, ".") {
+		return "", "", false
+	}
+	return job, leaf, true
+}
+
+// parseLast reads a claim value: a zero-padded decimal sequence (the tick's
+// Unix nanoseconds) and who claimed it. The padding must not be taken for an
+// octal prefix, as fmt.Sscan would.
+func parseLast(v string) (int64, string, error) {
+	num, by, _ := strings.Cut(v, " ")
+	seq, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return 0, "", err
+	}
+	return seq, by, nil
+}
+
+// markerHolder reads who runs a run from its in-progress marker's value.
+func markerHolder(v string) string {
+	_, by, _ := strings.Cut(v, " ")
+	return by
+}
+
+// historyLen bounds each job's run history.
+const historyLen = 10
+
+// Record is one run in a job's history.
+type Record struct {
+	Tick      time.Time     `json:"tick"`
+	Instance  string        `json:"instance"`
+	Start     time.Time     `json:"start"`
+	Duration  time.Duration `json:"duration"`
+	Error     string        `json:"error,omitempty"`
+	Triggered bool          `json:"triggered,omitempty"`
+}
+
+// decodeHistory reads a history key's records and revision (0 if absent).
+func decodeHistory(kvs []*mvccpb.KeyValue) ([]Record, int64) {
+	if len(kvs) == 0 {
+		return nil, 0
+	}
+	return parseHistory(kvs[0].Value), kvs[0].ModRevision
+}
+
+// parseHistory reads a history value, as much of it as decodes: a damaged
+// value is replaced by the next run's write.
+func parseHistory(v []byte) []Record {
+	var hist []Record
+	json.Unmarshal(v, &hist)
+	return hist
+}
+
+// encodeHistory appends rec to hist, keeps the last historyLen records,
+// and encodes them.
+func encodeHistory(hist []Record, rec Record) string {
+	hist = append(hist, rec)
+	if len(hist) > historyLen {
+		hist = hist[len(hist)-historyLen:]
+	}
+	b, _ := json.Marshal(hist)
+	return string(b)
+}

@@ -1,0 +1,98 @@
+package cronx
+
+import "time"
+
+// The timeouts, retry paces and concurrency limits of coordination, in one
+// place. etcd runs on real time whatever the Cron's clock, so every value
+// here is wall-clock time.
+
+// Timeouts of one etcd request.
+const (
+	// etcdTimeout bounds one request that a run or a spec change waits on:
+	// a claim, a batch of claims, a session's lease grant, a history or spec
+	// write, a trigger's removal. It is well past a healthy etcd's worst
+	// commit (an election of its raft leader takes about a second), and short
+	// enough that a tick retried after it still runs within its misfire grace.
+	etcdTimeout = 5 * time.Second
+	// closeTimeout bounds the revocation of a session's lease as it closes.
+	// Past it, the lease expires by itself after its TTL.
+	closeTimeout = 3 * time.Second
+	// resignWait bounds how long Stop waits for the leader's resignation to
+	// reach etcd; past it, the lease expires by itself after the TTL.
+	resignWait = 3 * time.Second
+	// withdrawTimeout bounds the return of a tick claimed ahead. It is
+	// shorter than etcdTimeout because the term ends meanwhile: the
+	// successor waits for the withdrawals before it finds the ticks free.
+	withdrawTimeout = 2 * time.Second
+)
+
+// Retry paces: each doubles from the first value to the second.
+const (
+	// Claims and spec writes while etcd does not answer: fast enough that a
+	// tick runs within a second of etcd's return, slow enough that a thousand
+	// jobs retrying do not flood it.
+	retryBackoff    = 100 * time.Millisecond
+	maxRetryBackoff = 2 * time.Second
+	// Connection attempts of a Cron that makes its client from the
+	// environment. An attempt itself lasts up to the dial timeout.
+	connectBackoff    = 250 * time.Millisecond
+	maxConnectBackoff = 2 * time.Second
+	// Releases of a run's marker that etcd did not answer: nothing waits on
+	// them but the next run of a Forbid job, and the marker's lease bounds
+	// them anyway.
+	releaseBackoff    = 500 * time.Millisecond
+	maxReleaseBackoff = 5 * time.Second
+	// watchRetry is the pause before the trigger watch reads again after a
+	// failed read.
+	watchRetry = time.Second
+)
+
+// skipTolerance is how long, under Skip, a tick's claim is retried while etcd
+// does not answer: a tick held up by one slow commit still runs.
+const skipTolerance = time.Second
+
+// Concurrency limits.
+const (
+	// maxClaims bounds the single claims in flight, so that thousands of jobs
+	// due on one tick queue here rather than time out on a saturated
+	// connection.
+	maxClaims = 64
+	// maxFlushers bounds the batches of claims in flight: a few keep etcd's
+	// pipeline full while each batch waits for its commit.
+	maxFlushers = 4
+	// maxFinishes bounds the runs being recorded at once: bookkeeping yields
+	// to the next tick's claims.
+	maxFinishes = 8
+	// withdrawers bounds the withdrawals in flight when a term ends.
+	withdrawers = 32
+)
+
+// Sizes of one transaction, within etcd's default limit of 128 operations
+// (--max-txn-ops).
+const (
+	// batchSize is the claims of one batch: at most four compares each.
+	batchSize = 30
+	// recordBatch is the runs one transaction records: two nested
+	// transactions each.
+	recordBatch = 32
+	// specBatch is the jobs whose specs one transaction compares and writes.
+	specBatch = 64
+)
+
+// Claiming ahead (see preclaim.go).
+const (
+	// preclaimMin is the jobs due on one tick before the leader claims ahead:
+	// below it, claims at the tick start every run within a few milliseconds.
+	preclaimMin = 100
+	// preclaimLead is how far ahead: etcd commits a few thousand claims a
+	// second, so the claims of ten thousand jobs are done by the tick.
+	preclaimLead = 2 * time.Second
+	// staleAfter is how long past its tick a claim made ahead and not acted
+	// on is taken for that of a removed job, and withdrawn.
+	staleAfter = time.Second
+)
+
+// reloadWindow is how long a removed coordinated job keeps its place for a
+// job added again under its name (see reload.go): long enough for a process
+// that removes and re-adds its jobs on a configuration reload.
+const reloadWindow = 10 * time.Second

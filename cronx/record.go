@@ -1,0 +1,274 @@
+package cronx
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// recorder does the bookkeeping of a coordinated Cron in etcd: it releases
+// each ended run's marker and appends the run to its job's history, and it
+// publishes the specs of the jobs (publish.go). Its work yields to claims.
+type recorder struct {
+	identity string
+	keys     layout
+	client   func() *clientv3.Client
+	logger   Logger
+	runs     *jobWaiter // work the client must outlive
+	cronRuns *jobWaiter // work Stop's context waits for
+	// entries returns the Cron's entries, whose specs are published.
+	entries func() []Entry
+	// publishing returns the context to publish under, false when this
+	// replica does not publish now.
+	publishing func() (context.Context, bool)
+
+	finishes finishQueue // runs ended and not yet recorded
+	specs    specQueue   // spec keys to write
+}
+
+func newRecorder(co *coordinator) *recorder {
+	return &recorder{
+		identity:   co.identity,
+		keys:       co.keys,
+		client:     co.etcd,
+		logger:     co.logger,
+		runs:       &co.runs,
+		cronRuns:   co.cronRuns,
+		entries:    co.host.Entries,
+		publishing: co.publishing,
+	}
+}
+
+// finishItem is a run that ended, to be recorded.
+type finishItem struct {
+	r          run
+	claim      election.Claim
+	sess       *election.Session // holds the claim's marker
+	start, end time.Time
+	err        error
+}
+
+// finishQueue holds ended runs for at most maxFinishes recorders, in the
+// order they ended. Bookkeeping yields to claims: when many runs end
+// together, the next tick's claims must not queue behind their history
+// writes. And a run's goroutine ends with its job rather than wait here, so
+// that ten thousand runs on one tick are not ten thousand parked stacks
+// for the garbage collector to scan while the last of them start.
+type finishQueue struct {
+	mu        sync.Mutex
+	items     []finishItem
+	recorders int
+	// recording holds the jobs whose runs a recorder is writing: another
+	// recorder leaves their later runs queued, so each history is appended
+	// to in order.
+	recording map[string]bool
+}
+
+// finishLater queues an ended run for recording. Stop's context and the
+// etcd client wait for it.
+func (rc *recorder) finishLater(it finishItem) {
+	rc.cronRuns.add()
+	rc.runs.add()
+	q := &rc.finishes
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	start := q.recorders < maxFinishes
+	if start {
+		q.recorders++
+	}
+	q.mu.Unlock()
+	if start {
+		go rc.record()
+	}
+}
+
+// record records queued runs until none is left, up to recordBatch of
+// them at a time.
+func (rc *recorder) record() {
+	q := &rc.finishes
+	for {
+		q.mu.Lock()
+		if len(q.items) == 0 {
+			q.recorders--
+			q.items = nil // let a burst's backing array go
+			q.mu.Unlock()
+			return
+		}
+		// The oldest runs of distinct jobs that no other recorder is
+		// writing: a job's later run waits, so that its history is appended
+		// to in order.
+		if q.recording == nil {
+			q.recording = map[string]bool{}
+		}
+		var batch, later []finishItem
+		seen := map[string]bool{}
+		n := 0
+		for ; n < len(q.items) && len(batch) < recordBatch; n++ {
+			it := q.items[n]
+			if seen[it.r.job] || q.recording[it.r.job] {
+				later = append(later, it)
+				continue
+			}
+			seen[it.r.job] = true
+			batch = append(batch, it)
+		}
+		if len(batch) == 0 {
+			// All are runs of jobs being recorded; their recorders take them
+			// next.
+			q.recorders--
+			q.mu.Unlock()
+			return
+		}
+		for _, it := range batch {
+			q.recording[it.r.job] = true
+		}
+		clear(q.items[:n-len(later)])
+		q.items = q.items[n-len(later):]
+		copy(q.items, later)
+		q.mu.Unlock()
+		rc.recordAll(batch)
+		q.mu.Lock()
+		for _, it := range batch {
+			delete(q.recording, it.r.job)
+		}
+		q.mu.Unlock()
+		for range batch {
+			rc.runs.done()
+			rc.cronRuns.done()
+		}
+	}
+}
+
+// recordAll releases the runs' markers and appends them to their jobs'
+// histories in two round trips: one transaction reads every history, and
+// one transaction of nested transactions releases each marker that is
+// still the run's own and writes each history not changed since it was
+// read. A history changed meanwhile (a run of the job on another replica)
+// is appended to again on its own.
+func (rc *recorder) recordAll(batch []finishItem) {
+	if len(batch) == 1 {
+		rc.finish(batch[0])
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
+	defer cancel()
+	gets := make([]clientv3.Op, len(batch))
+	for i, it := range batch {
+		gets[i] = clientv3.OpGet(rc.keys.history(it.r.job))
+	}
+	cli := rc.client()
+	read, err := cli.Txn(ctx).Then(gets...).Commit()
+	if err != nil {
+		for _, it := range batch {
+			rc.finish(it)
+		}
+		return
+	}
+	var ops []clientv3.Op
+	var history []int // index in ops of each run's history write
+	for i, it := range batch {
+		if f := it.claim.Fence; f.Key != "" {
+			ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil))
+		}
+		key := rc.keys.history(it.r.job)
+		hist, rev := decodeHistory(read.Responses[i].GetResponseRange().Kvs)
+		history = append(history, len(ops))
+		ops = append(ops, clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)},
+			[]clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, rc.record1(it)))}, nil))
+	}
+	wrote, err := cli.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		// It may have committed: releases are conditional, and a record
+		// already in a history is not appended again.
+		for _, it := range batch {
+			rc.finish(it)
+		}
+		return
+	}
+	for i, it := range batch {
+		if !wrote.Responses[history[i]].GetResponseTxn().Succeeded {
+			actx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
+			rc.appendHistory(actx, it)
+			cancel()
+		}
+	}
+}
+
+// finish releases one run's marker and records it in its job's history.
+func (rc *recorder) finish(it finishItem) {
+	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
+	defer cancel()
+	if err := election.Release(ctx, rc.client(), it.claim); err != nil {
+		rc.logger.Error(err, "cronx: release run marker", "job", it.r.job)
+		rc.releaseLater(it)
+	}
+	rc.appendHistory(ctx, it)
+}
+
+// releaseLater retries the release of a run's marker that etcd did not
+// answer, for as long as the session holding it lives: left behind, the
+// marker would keep a Forbid job busy on every replica while this one
+// runs. Once the session has ended, its lease expires and takes the marker.
+func (rc *recorder) releaseLater(it finishItem) {
+	if it.sess == nil || it.claim.Fence.Key == "" {
+		return
+	}
+	rc.runs.add() // the client outlives it
+	go func() {
+		defer rc.runs.done()
+		sctx := it.sess.Context()
+		for backoff := releaseBackoff; sctx.Err() == nil; backoff = min(2*backoff, maxReleaseBackoff) {
+			sleep(sctx, backoff)
+			ctx, cancel := context.WithTimeout(sctx, etcdTimeout)
+			err := election.Release(ctx, rc.client(), it.claim)
+			cancel()
+			if err == nil {
+				return
+			}
+		}
+	}()
+}
+
+// record1 is the history record of one ended run.
+func (rc *recorder) record1(it finishItem) Record {
+	rec := Record{Tick: it.r.tick, Instance: rc.identity, Start: it.start, Duration: it.end.Sub(it.start), Triggered: it.r.triggered != 0}
+	if it.err != nil {
+		rec.Error = it.err.Error()
+	}
+	return rec
+}
+
+// appendHistory appends a run to its job's history, unless it is there
+// already, retrying while other replicas write the history too.
+func (rc *recorder) appendHistory(ctx context.Context, it finishItem) {
+	rec := rc.record1(it)
+	key := rc.keys.history(it.r.job)
+	for range 3 {
+		resp, err := rc.client().Get(ctx, key)
+		if err != nil {
+			rc.logger.Error(err, "cronx: record run", "job", it.r.job)
+			return
+		}
+		hist, rev := decodeHistory(resp.Kvs)
+		for _, h := range hist {
+			if h.Tick.Equal(rec.Tick) && h.Instance == rec.Instance && h.Start.Equal(rec.Start) && h.Triggered == rec.Triggered {
+				return
+			}
+		}
+		tr, err := rc.client().Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+			Then(clientv3.OpPut(key, encodeHistory(hist, rec))).Commit()
+		if err != nil {
+			rc.logger.Error(err, "cronx: record run", "job", it.r.job)
+			return
+		}
+		if tr.Succeeded {
+			return
+		}
+	}
+	rc.logger.Error(errors.New("the history kept changing under the write"), "cronx: record run", "job", it.r.job, "tick", it.r.tick)
+}
