@@ -328,4 +328,19 @@
 // at least once. A Forbid job's in-progress marker is bound to its
 // runner's lease, so a runner that dies, pauses or is cut off mid-run keeps
 // the job busy until the lease expires, up to the TTL.
+//
+// # Job policies
+//
+// A job's policy is set by JobOptions: given to Named for that job, or to
+// WithJobOptions for every job of a Cron (a job's own options win). Each
+// holds for the job in the whole cluster, not in one process:
+//
+//	c.AddJob("0 2 * * *", cronx.Named("nightly", cronx.ContextFunc(run),
+//		cronx.WithOverlap(cronx.Forbid), cronx.WithTimeout(time.Hour)))
+//
+// WithTimeout(d) ends each run's context d after it started, on the
+// replica that runs it, with ErrTimeout as the cause; the run is recorded
+// in the history with TimedOut set. It does not stop a job that ignores its
+// context: a plain Job runs on, and is recorded as timed out when it
+// returns.
 package cronx

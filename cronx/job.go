@@ -53,14 +53,6 @@ const (
 	Forbid
 )
 
-// JobOption configures a job given to Named.
-type JobOption func(*namedJob)
-
-// WithOverlap sets the job's overlap policy; the default is Allow.
-func WithOverlap(o Overlap) JobOption {
-	return func(j *namedJob) { j.overlap = o }
-}
-
 // Named gives job a name that is the same in every replica, under which its
 // ticks are claimed, paused, triggered and reported:
 //
@@ -71,19 +63,13 @@ func WithOverlap(o Overlap) JobOption {
 // a name get one derived from their function and spec (see the package
 // documentation).
 func Named(name string, job Job, opts ...JobOption) Job {
-	j := &namedJob{name: name, job: job}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(j)
-		}
-	}
-	return j
+	return &namedJob{name: name, job: job, opts: opts}
 }
 
 type namedJob struct {
-	name    string
-	job     Job
-	overlap Overlap
+	name string
+	job  Job
+	opts []JobOption // applied over the Cron's WithJobOptions (policy.go)
 }
 
 func (j *namedJob) Run() { j.job.Run() }

@@ -103,6 +103,9 @@ type Record struct {
 	Duration  time.Duration `json:"duration"`
 	Error     string        `json:"error,omitempty"`
 	Triggered bool          `json:"triggered,omitempty"`
+	// TimedOut is true for a run that reached its timeout (WithTimeout);
+	// Error then says so too.
+	TimedOut bool `json:"timed_out,omitempty"`
 }
 
 // decodeHistory reads a history key's records and revision (0 if absent).

@@ -82,7 +82,7 @@ func (co *coordinator) preclaim(group []*Entry, tick time.Time) {
 		cl.pre = map[preclaimKey]*preclaim{}
 	}
 	for _, e := range group {
-		r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: overlapOf(e.Job), plain: plainJob(e.WrappedJob)}
+		r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: e.policy.overlap, policy: e.policy, plain: plainJob(e.WrappedJob)}
 		if r.overlap == Forbid {
 			continue
 		}

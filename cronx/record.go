@@ -50,6 +50,7 @@ type finishItem struct {
 	sess       *election.Session // holds the claim's marker
 	start, end time.Time
 	err        error
+	timedOut   bool
 }
 
 // finishQueue holds ended runs for at most maxFinishes recorders, in the
@@ -236,7 +237,8 @@ func (rc *recorder) releaseLater(it finishItem) {
 
 // record1 is the history record of one ended run.
 func (rc *recorder) record1(it finishItem) Record {
-	rec := Record{Tick: it.r.tick, Instance: rc.identity, Start: it.start, Duration: it.end.Sub(it.start), Triggered: it.r.triggered != 0}
+	rec := Record{Tick: it.r.tick, Instance: rc.identity, Start: it.start, Duration: it.end.Sub(it.start), Triggered: it.r.triggered != 0,
+		TimedOut: it.timedOut}
 	if it.err != nil {
 		rec.Error = it.err.Error()
 	}

@@ -13,6 +13,7 @@ type run struct {
 	tick      time.Time
 	wrapped   Job
 	overlap   Overlap
+	policy    jobPolicy
 	catchUp   bool
 	triggered int64 // the trigger's revision, for a triggered run
 	// plain: nothing in wrapped can see its context's cancellation, so
@@ -52,7 +53,7 @@ func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
 		}()
 		return
 	}
-	r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: overlapOf(e.Job), catchUp: catchUp, plain: plainJob(e.WrappedJob)}
+	r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: e.policy.overlap, policy: e.policy, catchUp: catchUp, plain: plainJob(e.WrappedJob)}
 	co.cronRuns.add()
 	co.runs.add()
 	go func() {
@@ -60,13 +61,6 @@ func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
 		defer co.runs.done()
 		co.claimAndRun(r, ts)
 	}()
-}
-
-func overlapOf(j Job) Overlap {
-	if nj, ok := j.(*namedJob); ok {
-		return nj.overlap
-	}
-	return Allow
 }
 
 // claimAndRun claims r in etcd and, if the claim holds, runs it.
@@ -123,9 +117,11 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 		defer stop()
 	}
 	start := co.clock.Now()
+	ctx, timeout := withRunTimeout(ctx, co.clock, r.policy.timeout)
 	runErr := runJob(ctx, r.wrapped)
+	timedOut, runErr := timeout.stop(runErr)
 	end := co.clock.Now()
-	co.rec.finishLater(finishItem{r, claim, sess, start, end, runErr})
+	co.rec.finishLater(finishItem{r: r, claim: claim, sess: sess, start: start, end: end, err: runErr, timedOut: timedOut})
 }
 
 // latestTick returns the latest activation of s in (now-grace, now], or the

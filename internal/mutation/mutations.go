@@ -87,4 +87,10 @@ var mutations = []mutation{
 		Edits:  []edit{{Marker: "once-claim", Old: "!resp.Succeeded", New: "false"}},
 		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestRunOnce"}},
 	},
+	{
+		Name:   "timeout-ignored",
+		Breaks: "a run goes on past its timeout",
+		Edits:  []edit{{Marker: "timeout", Old: "cancel(ErrTimeout)", New: "_ = ErrTimeout"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestTimeoutEndsTheRunAndRecordsIt$"}},
+	},
 }

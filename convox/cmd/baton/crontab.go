@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -53,6 +54,17 @@ assignment after the schedule (* * * * * FOO=1 cmd) to set it for one job.
 TZ=ZONE on a line of its own sets the commands' TZ; schedules follow
 CRON_TZ. A line is at most 1 MiB.
 
+Options in square brackets after the name set that entry's policy over
+the flags, as KEY=VALUE separated by spaces or commas:
+
+  report: [timeout=10m overlap=forbid] 0 3 * * * node report.js
+
+  overlap=allow|forbid   as --overlap
+  timeout=DURATION       as --timeout
+
+A run that reaches its timeout gets SIGTERM, then SIGKILL after --grace,
+and is recorded as timed out (baton status shows it).
+
 Each command gets BATON_JOB, BATON_TICK (the nominal tick, RFC 3339),
 BATON_ID (the replica) and BATON_FENCE (the run's fencing token: it grows
 with every claim and stays valid until the run ends, also after a SIGTERM's
@@ -84,6 +96,7 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	name := fs.String("name", "crontab", "scheduler name: replicas with the same name share ticks; status, pause and trigger use it")
 	mode := fs.String("mode", "leader", "leader (the elected replica runs every job) or claim (every replica schedules, the first claim runs)")
 	overlap := fs.String("overlap", "allow", "allow, or forbid: skip a tick while a run of the same job is in progress anywhere")
+	timeout := fs.Duration("timeout", 0, "end each run after this long: SIGTERM, then SIGKILL after --grace; recorded as timed out (0: no timeout)")
 	misfire := fs.String("misfire", "run-once", "a tick missed while no replica led: run-once (within --misfire-grace) or skip")
 	misfireGrace := fs.Duration("misfire-grace", cronx.DefaultMisfireGrace, "how late a missed tick may still run")
 	seconds := fs.Bool("seconds", false, "schedules have six fields, seconds first")
@@ -105,16 +118,16 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	if !ok {
 		return usageError(env, fs, "--mode %q: want leader or claim", *mode)
 	}
-	over, ok := oneOf(*overlap, "allow", cronx.Allow, "forbid", cronx.Forbid)
-	if !ok {
-		return usageError(env, fs, "--overlap %q: want allow or forbid", *overlap)
+	over, err := parseOverlap(*overlap)
+	if err != nil {
+		return usageError(env, fs, "--overlap %v", err)
 	}
 	policy, ok := oneOf(*misfire, "run-once", cronx.RunOnce, "skip", cronx.Skip)
 	if !ok {
 		return usageError(env, fs, "--misfire %q: want run-once or skip", *misfire)
 	}
-	if *grace < 0 || *misfireGrace < 0 {
-		return usageError(env, fs, "--grace and --misfire-grace must not be negative")
+	if *grace < 0 || *misfireGrace < 0 || *timeout < 0 {
+		return usageError(env, fs, "--grace, --misfire-grace and --timeout must not be negative")
 	}
 
 	file := fs.Arg(0)
@@ -130,7 +143,11 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	}
 	if *check {
 		for _, e := range entries {
-			fmt.Fprintf(env.stdout, "%s:%d\t%s\t%s\t%s\n", file, e.line, e.name, e.spec, e.command)
+			command := e.command
+			if e.options != "" {
+				command = e.options + "\t" + command
+			}
+			fmt.Fprintf(env.stdout, "%s:%d\t%s\t%s\t%s\n", file, e.line, e.name, e.spec, command)
 		}
 		return exitOK
 	}
@@ -191,13 +208,14 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		cronx.WithMisfire(policy, *misfireGrace),
 		cronx.WithElection(eopts...),
 		cronx.WithSlog(logger),
+		cronx.WithJobOptions(cronx.WithOverlap(over), cronx.WithTimeout(*timeout)),
 	)
 	var stopping atomic.Bool
 	add := func(entries []crontabEntry) ([]cronx.EntryID, error) {
 		var ids []cronx.EntryID
 		for _, e := range entries {
 			job := crontabJob{entry: e, shell: *shell, env: env, grace: *grace, stopping: &stopping, logger: logger}
-			id, err := c.AddJob(e.spec, cronx.Named(e.name, job, cronx.WithOverlap(over)))
+			id, err := c.AddJob(e.spec, cronx.Named(e.name, job, e.opts...))
 			if err != nil {
 				return ids, fmt.Errorf("%s:%d: %w", file, e.line, err)
 			}
@@ -292,6 +310,10 @@ func (j crontabJob) RunContext(ctx context.Context) error {
 	case <-p.done:
 	case <-ctx.Done():
 		if j.stopping.Load() {
+			p.stop(j.grace)
+		} else if cause := context.Cause(ctx); errors.Is(cause, cronx.ErrTimeout) {
+			j.logger.Warn("baton crontab: the command reached its timeout; stopping it", "job", j.entry.name,
+				"tick", info.Tick, "grace", j.grace.String())
 			p.stop(j.grace)
 		} else {
 			j.logger.Warn("baton crontab: lost the right to run; stopping the command", "job", j.entry.name,

@@ -61,7 +61,8 @@ none.
                                last_by?, last_run?, running[] (replicas
                                running it now), next?, history[]
   last_run, history[]          tick, instance, start, duration_seconds,
-                               error? (the run failed), triggered?
+                               error? (the run failed), triggered?,
+                               timed_out? (the run reached its timeout)
   etcd_came_back_empty?        at, by, why: the last time a replica found
                                that etcd had lost its data, and with it ` + election.EmptyEtcdLost + `
 
@@ -170,6 +171,7 @@ type runReport struct {
 	DurationSeconds float64   `json:"duration_seconds"`
 	Error           string    `json:"error,omitempty"`
 	Triggered       bool      `json:"triggered,omitempty"`
+	TimedOut        bool      `json:"timed_out,omitempty"`
 }
 
 // readStatus reads the elections, locks and schedulers under prefix; only
@@ -311,7 +313,7 @@ func readScheduler(ctx context.Context, cli *clientv3.Client, prefix, name strin
 		}
 		for _, h := range j.History {
 			r.History = append(r.History, runReport{Tick: h.Tick, Instance: h.Instance, Start: h.Start,
-				DurationSeconds: h.Duration.Seconds(), Error: h.Error, Triggered: h.Triggered})
+				DurationSeconds: h.Duration.Seconds(), Error: h.Error, Triggered: h.Triggered, TimedOut: h.TimedOut})
 		}
 		if n := len(r.History); n > 0 {
 			last := r.History[n-1]
@@ -423,6 +425,9 @@ func (j jobReport) lastRun() (tick time.Time, by, result string) {
 		result = "ok"
 		if h.Error != "" {
 			result = "failed: " + oneLine(h.Error, 60)
+		}
+		if h.TimedOut {
+			result = "timed out"
 		}
 		result += ", " + roundDuration(h.DurationSeconds)
 		if h.Triggered {
