@@ -162,6 +162,7 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 	if c.coord != nil {
 		published = spec
 	}
+	schedule = withDST(schedule, policy.dst)
 	c.runningMu.Lock()
 	defer c.runningMu.Unlock()
 	c.nextID++

@@ -343,4 +343,13 @@
 // in the history with TimedOut set. It does not stop a job that ignores its
 // context: a plain Job runs on, and is recorded as timed out when it
 // returns.
+//
+// WithDST(DSTOnce) changes what a job at given hours does on the nights its
+// zone's clocks change: a time the clocks skip runs at the transition, and
+// a time they show twice runs once, at its first occurrence, as in Vixie
+// cron. The default, DSTAsRobfig, is robfig/cron's: a skipped time does not
+// run and a repeated one runs twice. A job whose hour field is * runs every
+// real hour under either rule. The rule is a function of the zone data, so
+// every replica names the moved tick alike and it is claimed once; replicas
+// with different tzdata versions may disagree about a transition.
 package cronx

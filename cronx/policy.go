@@ -14,7 +14,8 @@ import (
 type jobPolicy struct {
 	overlap Overlap
 	timeout time.Duration // 0: none
-	errs    []error       // options given values they cannot take
+	dst     DST
+	errs    []error // options given values they cannot take
 }
 
 // JobOption sets a part of a job's policy: given to Named for one job, or

@@ -61,9 +61,13 @@ the flags, as KEY=VALUE separated by spaces or commas:
 
   overlap=allow|forbid   as --overlap
   timeout=DURATION       as --timeout
+  dst=robfig|once        as --dst
 
 A run that reaches its timeout gets SIGTERM, then SIGKILL after --grace,
-and is recorded as timed out (baton status shows it).
+and is recorded as timed out (baton status shows it). With --dst once, a
+job at given hours whose time the clocks skip runs at the transition, and
+a time the clocks show twice runs once, at its first occurrence (as Vixie
+cron does); jobs whose hour field is * run every real hour either way.
 
 Each command gets BATON_JOB, BATON_TICK (the nominal tick, RFC 3339),
 BATON_ID (the replica) and BATON_FENCE (the run's fencing token: it grows
@@ -96,6 +100,7 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	name := fs.String("name", "crontab", "scheduler name: replicas with the same name share ticks; status, pause and trigger use it")
 	mode := fs.String("mode", "leader", "leader (the elected replica runs every job) or claim (every replica schedules, the first claim runs)")
 	overlap := fs.String("overlap", "allow", "allow, or forbid: skip a tick while a run of the same job is in progress anywhere")
+	dst := fs.String("dst", "robfig", "on daylight-saving nights: robfig (a skipped time does not run, a repeated one runs twice) or once (a skipped time runs at the transition, a repeated one once)")
 	timeout := fs.Duration("timeout", 0, "end each run after this long: SIGTERM, then SIGKILL after --grace; recorded as timed out (0: no timeout)")
 	misfire := fs.String("misfire", "run-once", "a tick missed while no replica led: run-once (within --misfire-grace) or skip")
 	misfireGrace := fs.Duration("misfire-grace", cronx.DefaultMisfireGrace, "how late a missed tick may still run")
@@ -125,6 +130,10 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	policy, ok := oneOf(*misfire, "run-once", cronx.RunOnce, "skip", cronx.Skip)
 	if !ok {
 		return usageError(env, fs, "--misfire %q: want run-once or skip", *misfire)
+	}
+	dstRule, err := parseDST(*dst)
+	if err != nil {
+		return usageError(env, fs, "--dst %v", err)
 	}
 	if *grace < 0 || *misfireGrace < 0 || *timeout < 0 {
 		return usageError(env, fs, "--grace, --misfire-grace and --timeout must not be negative")
@@ -208,7 +217,7 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		cronx.WithMisfire(policy, *misfireGrace),
 		cronx.WithElection(eopts...),
 		cronx.WithSlog(logger),
-		cronx.WithJobOptions(cronx.WithOverlap(over), cronx.WithTimeout(*timeout)),
+		cronx.WithJobOptions(cronx.WithOverlap(over), cronx.WithTimeout(*timeout), cronx.WithDST(dstRule)),
 	)
 	var stopping atomic.Bool
 	add := func(entries []crontabEntry) ([]cronx.EntryID, error) {

@@ -35,12 +35,18 @@ func entryOption(kv string) (cronx.JobOption, error) {
 			return nil, fmt.Errorf("option %s: %w", kv, err)
 		}
 		return cronx.WithTimeout(d), nil
+	case "dst":
+		rule, err := parseDST(value)
+		if err != nil {
+			return nil, fmt.Errorf("option %s: %w", kv, err)
+		}
+		return cronx.WithDST(rule), nil
 	}
 	return nil, fmt.Errorf("option %q: unknown; want one of %s", key, optionKeys)
 }
 
 // optionKeys lists the keys entryOption knows, for its errors.
-const optionKeys = "overlap, timeout"
+const optionKeys = "overlap, timeout, dst"
 
 // entryOptions reads the options between an entry's brackets, and returns
 // them and their text as --check prints it.
@@ -69,6 +75,17 @@ func parseOverlap(v string) (cronx.Overlap, error) {
 		return cronx.Forbid, nil
 	}
 	return 0, fmt.Errorf("%q: want allow or forbid", v)
+}
+
+// parseDST reads a daylight-saving rule, as --dst and dst= take it.
+func parseDST(v string) (cronx.DST, error) {
+	switch v {
+	case "robfig":
+		return cronx.DSTAsRobfig, nil
+	case "once":
+		return cronx.DSTOnce, nil
+	}
+	return 0, fmt.Errorf("%q: want robfig or once", v)
 }
 
 // nonNegative reads a duration of 0 or more.
