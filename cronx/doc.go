@@ -352,4 +352,16 @@
 // real hour under either rule. The rule is a function of the zone data, so
 // every replica names the moved tick alike and it is claimed once; replicas
 // with different tzdata versions may disagree about a transition.
+//
+// WithJitter(max) spreads jobs due on the same tick: each run is claimed
+// and started at its tick plus a delay under max, a hash of the job's name
+// and the tick, so every replica computes the same delay and the tick is
+// still claimed once, under its nominal time (Info.Tick). The claims spread
+// too: ten thousand jobs on one minute with a ten-second jitter are a
+// thousand claims a second, not ten thousand at once (BENCHMARKS.md). A
+// leader that stops with delays pending leaves those ticks to its
+// successor's catch-up (misfire RunOnce; under Skip they are not run). A
+// jitter longer than the time between the job's ticks can make a tick come
+// after the next one's claim, and it is then not run. Triggers are not
+// delayed.
 package cronx

@@ -15,7 +15,8 @@ type jobPolicy struct {
 	overlap Overlap
 	timeout time.Duration // 0: none
 	dst     DST
-	errs    []error // options given values they cannot take
+	jitter  time.Duration // 0: none
+	errs    []error       // options given values they cannot take
 }
 
 // JobOption sets a part of a job's policy: given to Named for one job, or

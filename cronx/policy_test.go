@@ -2,6 +2,7 @@ package cronx
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func newPolicyCluster(t *testing.T, name string, start time.Time, mode Mode, add
 	pc := &policyCluster{t: t, cli: srv.Client(t), name: name}
 	for _, id := range []string{"a", "b", "c"} {
 		fake := clock.NewFake(start)
-		c := New(append([]Option{withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger), WithEtcd(pc.cli),
+		c := New(append([]Option{withClock(fake), WithLocation(time.UTC), WithLogger(testLogger{t, id}), WithEtcd(pc.cli),
 			WithName(name), WithMode(mode), WithElection(election.WithIdentity(id), election.WithTTL(2*time.Second))}, opts...)...)
 		add(id, c)
 		c.Start()
@@ -135,4 +136,18 @@ func noStart(t *testing.T, ch <-chan started, d time.Duration, what string) {
 		t.Fatalf("%s: a run of %v started on %s", what, s.info.Tick, s.info.Instance)
 	case <-time.After(d):
 	}
+}
+
+type testLogger struct {
+	t  *testing.T
+	id string
+}
+
+func (l testLogger) Info(msg string, kv ...any) {
+	if strings.HasPrefix(msg, "cronx") {
+		l.t.Logf("%s: %s %v", l.id, msg, kv)
+	}
+}
+func (l testLogger) Error(err error, msg string, kv ...any) {
+	l.t.Logf("%s: %s: %v %v", l.id, msg, err, kv)
 }

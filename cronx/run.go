@@ -14,6 +14,7 @@ type run struct {
 	wrapped   Job
 	overlap   Overlap
 	policy    jobPolicy
+	delay     time.Duration // the jitter: the run is claimed at tick+delay
 	catchUp   bool
 	triggered int64 // the trigger's revision, for a triggered run
 	// plain: nothing in wrapped can see its context's cancellation, so
@@ -53,7 +54,8 @@ func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
 		}()
 		return
 	}
-	r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: e.policy.overlap, policy: e.policy, catchUp: catchUp, plain: plainJob(e.WrappedJob)}
+	r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: e.policy.overlap, policy: e.policy, catchUp: catchUp, plain: plainJob(e.WrappedJob),
+		delay: jitterOf(e.name, tick, e.policy.jitter)}
 	co.cronRuns.add()
 	co.runs.add()
 	go func() {
@@ -73,6 +75,9 @@ func (co *coordinator) claimAndRun(r run, ts *termState) {
 		base = co.ctx
 		co.mu.Unlock()
 	}
+	if !co.awaitJitter(base, r) {
+		return
+	}
 	claim, sess, err := co.claims.claim(base, r, ts, co.deadline(r))
 	co.runClaimed(base, r, ts, claim, sess, err)
 }
@@ -81,9 +86,9 @@ func (co *coordinator) claimAndRun(r run, ts *termState) {
 // its tick plus skipTolerance, under RunOnce the misfire grace; a triggered
 // run has the grace from now.
 func (co *coordinator) deadline(r run) time.Time {
-	latest := r.tick.Add(skipTolerance)
+	latest := r.tick.Add(r.delay + skipTolerance)
 	if co.misfire == RunOnce { // mutation:misfire-grace
-		latest = r.tick.Add(max(co.grace, skipTolerance))
+		latest = r.tick.Add(r.delay + max(co.grace, skipTolerance))
 	}
 	if r.triggered != 0 {
 		latest = co.clock.Now().Add(co.grace)

@@ -61,10 +61,15 @@ the flags, as KEY=VALUE separated by spaces or commas:
 
   overlap=allow|forbid   as --overlap
   timeout=DURATION       as --timeout
+  jitter=DURATION        as --jitter
   dst=robfig|once        as --dst
 
 A run that reaches its timeout gets SIGTERM, then SIGKILL after --grace,
-and is recorded as timed out (baton status shows it). With --dst once, a
+and is recorded as timed out (baton status shows it). With --jitter, each
+run starts up to that long after its tick, at a delay derived from the
+job's name and the tick, the same on every replica; BATON_TICK is still
+the nominal tick, claimed once. Keep it shorter than the time between the
+job's ticks. With --dst once, a
 job at given hours whose time the clocks skip runs at the transition, and
 a time the clocks show twice runs once, at its first occurrence (as Vixie
 cron does); jobs whose hour field is * run every real hour either way.
@@ -100,6 +105,7 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	name := fs.String("name", "crontab", "scheduler name: replicas with the same name share ticks; status, pause and trigger use it")
 	mode := fs.String("mode", "leader", "leader (the elected replica runs every job) or claim (every replica schedules, the first claim runs)")
 	overlap := fs.String("overlap", "allow", "allow, or forbid: skip a tick while a run of the same job is in progress anywhere")
+	jitter := fs.Duration("jitter", 0, "start each run up to this long after its tick, by a hash of the job and the tick that every replica computes alike (0: at the tick)")
 	dst := fs.String("dst", "robfig", "on daylight-saving nights: robfig (a skipped time does not run, a repeated one runs twice) or once (a skipped time runs at the transition, a repeated one once)")
 	timeout := fs.Duration("timeout", 0, "end each run after this long: SIGTERM, then SIGKILL after --grace; recorded as timed out (0: no timeout)")
 	misfire := fs.String("misfire", "run-once", "a tick missed while no replica led: run-once (within --misfire-grace) or skip")
@@ -135,8 +141,8 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	if err != nil {
 		return usageError(env, fs, "--dst %v", err)
 	}
-	if *grace < 0 || *misfireGrace < 0 || *timeout < 0 {
-		return usageError(env, fs, "--grace, --misfire-grace and --timeout must not be negative")
+	if *grace < 0 || *misfireGrace < 0 || *timeout < 0 || *jitter < 0 {
+		return usageError(env, fs, "--grace, --misfire-grace, --timeout and --jitter must not be negative")
 	}
 
 	file := fs.Arg(0)
@@ -217,7 +223,8 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		cronx.WithMisfire(policy, *misfireGrace),
 		cronx.WithElection(eopts...),
 		cronx.WithSlog(logger),
-		cronx.WithJobOptions(cronx.WithOverlap(over), cronx.WithTimeout(*timeout), cronx.WithDST(dstRule)),
+		cronx.WithJobOptions(cronx.WithOverlap(over), cronx.WithTimeout(*timeout), cronx.WithJitter(*jitter),
+			cronx.WithDST(dstRule)),
 	)
 	var stopping atomic.Bool
 	add := func(entries []crontabEntry) ([]cronx.EntryID, error) {

@@ -35,6 +35,12 @@ func entryOption(kv string) (cronx.JobOption, error) {
 			return nil, fmt.Errorf("option %s: %w", kv, err)
 		}
 		return cronx.WithTimeout(d), nil
+	case "jitter":
+		d, err := nonNegative(value)
+		if err != nil {
+			return nil, fmt.Errorf("option %s: %w", kv, err)
+		}
+		return cronx.WithJitter(d), nil
 	case "dst":
 		rule, err := parseDST(value)
 		if err != nil {
@@ -46,7 +52,7 @@ func entryOption(kv string) (cronx.JobOption, error) {
 }
 
 // optionKeys lists the keys entryOption knows, for its errors.
-const optionKeys = "overlap, timeout, dst"
+const optionKeys = "overlap, timeout, jitter, dst"
 
 // entryOptions reads the options between an entry's brackets, and returns
 // them and their text as --check prints it.

@@ -17,14 +17,14 @@ import (
 // line of a bad one.
 func TestParseCrontabOptions(t *testing.T) {
 	good := "report: [timeout=10m, overlap=forbid dst=once] 0 3 * * * node report.js\n" +
-		"[timeout=1s] TZ=Europe/Berlin */5 * * * * ./bin/sweep\n"
+		"[timeout=1s,jitter=30s] TZ=Europe/Berlin */5 * * * * ./bin/sweep\n"
 	entries, err := parseCrontab(strings.NewReader(good), "crontab", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(entries) != 2 || entries[0].options != "[timeout=10m overlap=forbid dst=once]" || len(entries[0].opts) != 3 ||
 		entries[0].spec != "0 3 * * *" || entries[0].command != "node report.js" ||
-		entries[1].options != "[timeout=1s]" || entries[1].spec != "CRON_TZ=Europe/Berlin */5 * * * *" || entries[1].command != "./bin/sweep" {
+		entries[1].options != "[timeout=1s jitter=30s]" || entries[1].spec != "CRON_TZ=Europe/Berlin */5 * * * *" || entries[1].command != "./bin/sweep" {
 		t.Fatalf("entries %+v", entries)
 	}
 	for _, tc := range []struct{ line, want string }{
@@ -33,6 +33,7 @@ func TestParseCrontabOptions(t *testing.T) {
 		{"a: [overlap=sometimes] * * * * * x", `"sometimes": want allow or forbid`},
 		{"a: [colour=red] * * * * * x", `option "colour": unknown`},
 		{"a: [dst=twice] * * * * * x", `"twice": want robfig or once`},
+		{"a: [jitter=-5s] * * * * * x", "must not be negative"},
 		{"a: [timeout] * * * * * x", "want KEY=VALUE"},
 		{"a: [timeout=1s * * * * * x", "not closed"},
 		{"a: [] * * * * * x", "empty options"},
