@@ -364,4 +364,15 @@
 // jitter longer than the time between the job's ticks can make a tick come
 // after the next one's claim, and it is then not run. Triggers are not
 // delayed.
+//
+// WithRetries(attempts, backoff) runs a run that failed (a ContextJob's
+// error, a timeout included) again, up to attempts runs in all, after
+// backoff and twice as long before each next one. The replica that holds
+// the tick's claim retries it, under the same claim and in-progress marker
+// (Info.Fence, Info.Attempt), and only while that claim and, in leader
+// mode, its term hold; each attempt is a record of the history. A Forbid
+// job keeps its marker through the backoff, so its next tick is skipped
+// rather than run beside a retry. A replica that stops, crashes or loses
+// its lease between attempts does not hand the rest to another: the tick
+// runs at most once, and its remaining attempts are lost.
 package cronx

@@ -94,6 +94,9 @@ type Info struct {
 	Fence election.Fence
 	// Triggered is true for a run started by Trigger rather than the schedule.
 	Triggered bool
+	// Attempt counts the run's attempts from 1; a failed run of a job with
+	// WithRetries is run again under the same claim, Fence included.
+	Attempt int
 }
 
 type infoKey struct{}

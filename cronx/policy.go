@@ -16,7 +16,8 @@ type jobPolicy struct {
 	timeout time.Duration // 0: none
 	dst     DST
 	jitter  time.Duration // 0: none
-	errs    []error       // options given values they cannot take
+	retry   retryPolicy
+	errs    []error // options given values they cannot take
 }
 
 // JobOption sets a part of a job's policy: given to Named for one job, or

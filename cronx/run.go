@@ -106,7 +106,8 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 	// The run's fence is its in-progress marker, in leader mode too: bound
 	// to the runners' lease, it outlives a term given up on Stop until the
 	// run ends, and dies with the lease of a leader deposed while paused.
-	info := Info{Job: r.job, Tick: r.tick, Instance: co.identity, Fence: claim.Fence, Triggered: r.triggered != 0}
+	info := Info{Job: r.job, Tick: r.tick, Instance: co.identity, Fence: claim.Fence, Triggered: r.triggered != 0, Attempt: 1}
+	term := base // a retry waits for nothing once the term or the Cron's run has ended
 	if base.Err() != nil {
 		// Claimed as the Cron stopped or the term ended: the claim was sent
 		// before, and it holds, so the run goes ahead as one already started
@@ -121,12 +122,7 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 		defer cancel(nil)
 		defer stop()
 	}
-	start := co.clock.Now()
-	ctx, timeout := withRunTimeout(ctx, co.clock, r.policy.timeout)
-	runErr := runJob(ctx, r.wrapped)
-	timedOut, runErr := timeout.stop(runErr)
-	end := co.clock.Now()
-	co.rec.finishLater(finishItem{r: r, claim: claim, sess: sess, start: start, end: end, err: runErr, timedOut: timedOut})
+	co.runAttempts(ctx, term, r, info, claim, sess)
 }
 
 // latestTick returns the latest activation of s in (now-grace, now], or the

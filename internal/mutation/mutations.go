@@ -93,4 +93,14 @@ var mutations = []mutation{
 		Edits:  []edit{{Marker: "timeout", Old: "cancel(ErrTimeout)", New: "_ = ErrTimeout"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestTimeoutEndsTheRunAndRecordsIt$"}},
 	},
+	{
+		Name:   "retry-after-claim-lost",
+		Breaks: "a failed run is retried after its claim or term ended (the runner stopped in the backoff)",
+		Edits: []edit{
+			{Marker: "retry-holds", Old: "ctx.Err() == nil && term.Err() == nil", New: "true"},
+			{Marker: "retry-claim", Old: "case <-ctx.Done():", New: "case <-make(chan struct{}):"},
+			{Marker: "retry-term", Old: "case <-term.Done():", New: "case <-make(chan struct{}):"},
+		},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestRetriesKeepOneClaim$"}},
+	},
 }

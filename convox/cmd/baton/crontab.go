@@ -61,6 +61,8 @@ the flags, as KEY=VALUE separated by spaces or commas:
 
   overlap=allow|forbid   as --overlap
   timeout=DURATION       as --timeout
+  attempts=N             as --attempts
+  backoff=DURATION       as --retry-backoff
   jitter=DURATION        as --jitter
   dst=robfig|once        as --dst
 
@@ -69,12 +71,20 @@ and is recorded as timed out (baton status shows it). With --jitter, each
 run starts up to that long after its tick, at a delay derived from the
 job's name and the tick, the same on every replica; BATON_TICK is still
 the nominal tick, claimed once. Keep it shorter than the time between the
-job's ticks. With --dst once, a
+job's ticks. With --attempts N, a command that exits non-zero (or times
+out) runs again, up to N runs in all, after --retry-backoff and twice as
+long before each next one: on the replica that holds the tick's claim,
+under the same BATON_FENCE, with BATON_ATTEMPT counting from 1, and only
+while that replica keeps its claim and, in leader mode, leads. A replica
+that stops or dies between attempts does not hand them to another: the
+tick runs at most once. Under --overlap forbid the next tick is skipped
+while a run is being retried. With --dst once, a
 job at given hours whose time the clocks skip runs at the transition, and
 a time the clocks show twice runs once, at its first occurrence (as Vixie
 cron does); jobs whose hour field is * run every real hour either way.
 
 Each command gets BATON_JOB, BATON_TICK (the nominal tick, RFC 3339),
+BATON_ATTEMPT (1, or the retry's number with --attempts),
 BATON_ID (the replica) and BATON_FENCE (the run's fencing token: it grows
 with every claim and stays valid until the run ends, also after a SIGTERM's
 resignation) in its environment, and its output is printed with a "[JOB] "
@@ -105,6 +115,8 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	name := fs.String("name", "crontab", "scheduler name: replicas with the same name share ticks; status, pause and trigger use it")
 	mode := fs.String("mode", "leader", "leader (the elected replica runs every job) or claim (every replica schedules, the first claim runs)")
 	overlap := fs.String("overlap", "allow", "allow, or forbid: skip a tick while a run of the same job is in progress anywhere")
+	attempts := fs.Int("attempts", 1, "run a command that exits non-zero (or times out) again, up to this many runs in all, on the replica that holds the tick's claim")
+	retryBackoff := fs.Duration("retry-backoff", 10*time.Second, "the wait before a command's second attempt, doubled before each next one")
 	jitter := fs.Duration("jitter", 0, "start each run up to this long after its tick, by a hash of the job and the tick that every replica computes alike (0: at the tick)")
 	dst := fs.String("dst", "robfig", "on daylight-saving nights: robfig (a skipped time does not run, a repeated one runs twice) or once (a skipped time runs at the transition, a repeated one once)")
 	timeout := fs.Duration("timeout", 0, "end each run after this long: SIGTERM, then SIGKILL after --grace; recorded as timed out (0: no timeout)")
@@ -141,8 +153,11 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	if err != nil {
 		return usageError(env, fs, "--dst %v", err)
 	}
-	if *grace < 0 || *misfireGrace < 0 || *timeout < 0 || *jitter < 0 {
-		return usageError(env, fs, "--grace, --misfire-grace, --timeout and --jitter must not be negative")
+	if *grace < 0 || *misfireGrace < 0 || *timeout < 0 || *jitter < 0 || *retryBackoff < 0 {
+		return usageError(env, fs, "--grace, --misfire-grace, --timeout, --jitter and --retry-backoff must not be negative")
+	}
+	if *attempts < 1 {
+		return usageError(env, fs, "--attempts %d: want 1 or more", *attempts)
 	}
 
 	file := fs.Arg(0)
@@ -231,7 +246,8 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		var ids []cronx.EntryID
 		for _, e := range entries {
 			job := crontabJob{entry: e, shell: *shell, env: env, grace: *grace, stopping: &stopping, logger: logger}
-			id, err := c.AddJob(e.spec, cronx.Named(e.name, job, e.opts...))
+			opts := append([]cronx.JobOption{e.retry.retries(*attempts, *retryBackoff)}, e.opts...)
+			id, err := c.AddJob(e.spec, cronx.Named(e.name, job, opts...))
 			if err != nil {
 				return ids, fmt.Errorf("%s:%d: %w", file, e.line, err)
 			}
@@ -317,6 +333,7 @@ func (j crontabJob) RunContext(ctx context.Context) error {
 		"BATON_TICK="+info.Tick.Format(time.RFC3339),
 		"BATON_ID="+info.Instance,
 		"BATON_FENCE="+strconv.FormatInt(info.Fence.Revision, 10),
+		"BATON_ATTEMPT="+strconv.Itoa(max(info.Attempt, 1)),
 	)
 	p, err := startProc([]string{j.shell, "-c", j.entry.command}, env, nil, j.env.stdout, j.env.stderr, "["+j.entry.name+"] ")
 	if err != nil {

@@ -44,6 +44,7 @@ type crontabEntry struct {
 	command string
 	env     []string // NAME=value lines above the entry
 	opts    []cronx.JobOption
+	retry   retrySetting
 	options string // the options as written, normalized; "" when none
 }
 
@@ -129,12 +130,12 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 				bad(n, "%q: options opened with '[' are not closed with ']'", text)
 				continue
 			}
-			opts, norm, err := entryOptions(text[from+1 : from+end])
+			opts, rs, norm, err := entryOptions(text[from+1 : from+end])
 			if err != nil {
 				bad(n, "%v", err)
 				continue
 			}
-			e.opts, e.options = opts, norm
+			e.opts, e.retry, e.options = opts, rs, norm
 			for i < len(toks) && toks[i][0] < from+end+1 {
 				i++
 			}

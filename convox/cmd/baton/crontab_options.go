@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,8 +17,28 @@ import (
 // Options are KEY=VALUE, separated by spaces or commas; every one is
 // checked when the file is read.
 
-// entryOption reads one KEY=VALUE of an entry's options.
-func entryOption(kv string) (cronx.JobOption, error) {
+// retrySetting is an entry's attempts= and backoff=, each unset (nil)
+// unless given: they combine with the flags into one cronx.WithRetries.
+type retrySetting struct {
+	attempts *int
+	backoff  *time.Duration
+}
+
+// retries returns the WithRetries of the flags' attempts and backoff,
+// overridden by what the entry gives.
+func (s retrySetting) retries(attempts int, backoff time.Duration) cronx.JobOption {
+	if s.attempts != nil {
+		attempts = *s.attempts
+	}
+	if s.backoff != nil {
+		backoff = *s.backoff
+	}
+	return cronx.WithRetries(attempts, backoff)
+}
+
+// entryOption reads one KEY=VALUE of an entry's options into its JobOption
+// or, for attempts= and backoff=, into rs.
+func entryOption(kv string, rs *retrySetting) (cronx.JobOption, error) {
 	key, value, ok := strings.Cut(kv, "=")
 	if !ok || value == "" {
 		return nil, fmt.Errorf("option %q: want KEY=VALUE, KEY one of %s", kv, optionKeys)
@@ -35,6 +56,20 @@ func entryOption(kv string) (cronx.JobOption, error) {
 			return nil, fmt.Errorf("option %s: %w", kv, err)
 		}
 		return cronx.WithTimeout(d), nil
+	case "attempts":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("option %s: want a whole number of 1 or more", kv)
+		}
+		rs.attempts = &n
+		return nil, nil
+	case "backoff":
+		d, err := nonNegative(value)
+		if err != nil {
+			return nil, fmt.Errorf("option %s: %w", kv, err)
+		}
+		rs.backoff = &d
+		return nil, nil
 	case "jitter":
 		d, err := nonNegative(value)
 		if err != nil {
@@ -52,24 +87,27 @@ func entryOption(kv string) (cronx.JobOption, error) {
 }
 
 // optionKeys lists the keys entryOption knows, for its errors.
-const optionKeys = "overlap, timeout, jitter, dst"
+const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst"
 
 // entryOptions reads the options between an entry's brackets, and returns
 // them and their text as --check prints it.
-func entryOptions(inner string) ([]cronx.JobOption, string, error) {
+func entryOptions(inner string) ([]cronx.JobOption, retrySetting, string, error) {
+	var rs retrySetting
 	words := strings.FieldsFunc(inner, func(r rune) bool { return r == ' ' || r == '\t' || r == ',' })
 	if len(words) == 0 {
-		return nil, "", fmt.Errorf("empty options []: write KEY=VALUE inside the brackets, or leave them out")
+		return nil, rs, "", fmt.Errorf("empty options []: write KEY=VALUE inside the brackets, or leave them out")
 	}
 	var opts []cronx.JobOption
 	for _, w := range words {
-		opt, err := entryOption(w)
+		opt, err := entryOption(w, &rs)
 		if err != nil {
-			return nil, "", err
+			return nil, rs, "", err
 		}
-		opts = append(opts, opt)
+		if opt != nil {
+			opts = append(opts, opt)
+		}
 	}
-	return opts, "[" + strings.Join(words, " ") + "]", nil
+	return opts, rs, "[" + strings.Join(words, " ") + "]", nil
 }
 
 // parseOverlap reads an overlap policy, as --overlap and overlap= take it.

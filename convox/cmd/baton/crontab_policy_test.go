@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,14 +20,15 @@ import (
 // line of a bad one.
 func TestParseCrontabOptions(t *testing.T) {
 	good := "report: [timeout=10m, overlap=forbid dst=once] 0 3 * * * node report.js\n" +
-		"[timeout=1s,jitter=30s] TZ=Europe/Berlin */5 * * * * ./bin/sweep\n"
+		"[timeout=1s,jitter=30s attempts=3 backoff=1m] TZ=Europe/Berlin */5 * * * * ./bin/sweep\n"
 	entries, err := parseCrontab(strings.NewReader(good), "crontab", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(entries) != 2 || entries[0].options != "[timeout=10m overlap=forbid dst=once]" || len(entries[0].opts) != 3 ||
 		entries[0].spec != "0 3 * * *" || entries[0].command != "node report.js" ||
-		entries[1].options != "[timeout=1s jitter=30s]" || entries[1].spec != "CRON_TZ=Europe/Berlin */5 * * * *" || entries[1].command != "./bin/sweep" {
+		entries[1].options != "[timeout=1s jitter=30s attempts=3 backoff=1m]" || *entries[1].retry.attempts != 3 || *entries[1].retry.backoff != time.Minute ||
+		entries[0].retry.attempts != nil || entries[1].spec != "CRON_TZ=Europe/Berlin */5 * * * *" || entries[1].command != "./bin/sweep" {
 		t.Fatalf("entries %+v", entries)
 	}
 	for _, tc := range []struct{ line, want string }{
@@ -34,6 +38,8 @@ func TestParseCrontabOptions(t *testing.T) {
 		{"a: [colour=red] * * * * * x", `option "colour": unknown`},
 		{"a: [dst=twice] * * * * * x", `"twice": want robfig or once`},
 		{"a: [jitter=-5s] * * * * * x", "must not be negative"},
+		{"a: [attempts=0] * * * * * x", "want a whole number of 1 or more"},
+		{"a: [backoff=x] * * * * * x", `invalid duration "x"`},
 		{"a: [timeout] * * * * * x", "want KEY=VALUE"},
 		{"a: [timeout=1s * * * * * x", "not closed"},
 		{"a: [] * * * * * x", "empty options"},
@@ -121,5 +127,114 @@ func TestCrontabTimeoutStopsTheCommand(t *testing.T) {
 		if l == "start "+tick && l != lines[0] {
 			t.Errorf("the tick %s started twice: %q", tick, readLines(log))
 		}
+	}
+}
+
+// attemptLine is one line a retried command appended to the ledger.
+type attemptLine struct {
+	what, tick, attempt, instance, fence string
+	at                                   time.Time
+}
+
+func readAttempts(t *testing.T, path string) []attemptLine {
+	t.Helper()
+	var out []attemptLine
+	for _, l := range readLines(path) {
+		f := strings.Fields(l)
+		if len(f) != 6 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[5], 10, 64)
+		if err != nil {
+			t.Fatalf("ledger line %q: %v", l, err)
+		}
+		out = append(out, attemptLine{f[0], f[1], f[2], f[3], f[4], time.Unix(0, ns)})
+	}
+	return out
+}
+
+// TestCrontabRetriesStayWithTheClaim runs three replicas of a Forbid job
+// that always fails, with three attempts, and stops the replica that runs
+// it in its second attempt: by kill -9 (a crash) or SIGTERM (a deploy).
+// No other replica retries that tick, no two runs ever overlap, each
+// tick's attempts share one claim, and a later tick runs on another replica.
+func TestCrontabRetriesStayWithTheClaim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	for _, how := range []string{"kill", "term"} {
+		t.Run(how, func(t *testing.T) {
+			etcd := etcdtest.Start(t)
+			dir := t.TempDir()
+			ledger := filepath.Join(dir, "ledger")
+			file := filepath.Join(dir, "crontab")
+			line := `echo "%s $BATON_TICK $BATON_ATTEMPT $BATON_ID $BATON_FENCE $(date +%%s%%N)" >> ` + ledger
+			os.WriteFile(file, []byte(`flaky: */6 * * * * * `+fmt.Sprintf(line, "start")+`; sleep 0.5; `+fmt.Sprintf(line, "end")+"; exit 1\n"), 0o644)
+			replicas := map[string]*process{}
+			for _, id := range []string{"r1", "r2", "r3"} {
+				replicas[id] = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
+					"crontab", "--seconds", "--ttl", "2", "--overlap", "forbid", "--attempts", "3", "--retry-backoff", "1s", "--grace", "1s", file)
+			}
+			var victim attemptLine
+			until(t, 30*time.Second, "a second attempt to start", func() bool {
+				for _, l := range readAttempts(t, ledger) {
+					if l.what == "start" && l.attempt == "2" {
+						victim = l
+						return true
+					}
+				}
+				return false
+			})
+			p := replicas[victim.instance]
+			signalled := time.Now()
+			if how == "kill" {
+				p.cmd.Process.Kill()
+			} else {
+				p.cmd.Process.Signal(syscall.SIGTERM)
+			}
+			p.wait(10 * time.Second)
+			stopped := time.Now()
+			until(t, 30*time.Second, "a later tick on another replica", func() bool {
+				for _, l := range readAttempts(t, ledger) {
+					if l.what == "start" && l.instance != victim.instance && l.at.After(stopped) {
+						return true
+					}
+				}
+				return false
+			})
+			lines := readAttempts(t, ledger)
+			fence := map[string]string{}
+			var last attemptLine // the latest start or end
+			running := false
+			for _, l := range lines {
+				k := l.tick
+				if l.what == "start" {
+					if f, ok := fence[k]; ok && f != l.fence+" "+l.instance {
+						t.Errorf("tick %s: attempt %s on %s fence %s, earlier attempts on %s", k, l.attempt, l.instance, l.fence, f)
+					}
+					fence[k] = l.fence + " " + l.instance
+					if running && !(last.instance == victim.instance && last.tick == victim.tick) {
+						t.Errorf("%s attempt %s started on %s while %s attempt %s ran on %s", k, l.attempt, l.instance, last.tick, last.attempt, last.instance)
+					}
+					if k == victim.tick && l.instance != victim.instance {
+						t.Errorf("tick %s retried on %s after %s stopped", k, l.instance, victim.instance)
+					}
+					if k == victim.tick && l.attempt == "3" {
+						t.Errorf("tick %s: a third attempt after its runner stopped in the second", k)
+					}
+					if running && last.instance == victim.instance && last.tick == victim.tick && l.at.Before(signalled) {
+						t.Errorf("%s started on %s beside the stopped replica's run", k, l.instance)
+					}
+					running = true
+				} else {
+					running = false
+				}
+				last = l
+			}
+			if t.Failed() {
+				b, _ := os.ReadFile(ledger)
+				t.Logf("ledger:\n%s", b)
+			}
+		})
 	}
 }

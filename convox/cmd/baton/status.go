@@ -62,7 +62,8 @@ none.
                                running it now), next?, history[]
   last_run, history[]          tick, instance, start, duration_seconds,
                                error? (the run failed), triggered?,
-                               timed_out? (the run reached its timeout)
+                               timed_out? (the run reached its timeout),
+                               attempt? (its number, for a job with retries)
   etcd_came_back_empty?        at, by, why: the last time a replica found
                                that etcd had lost its data, and with it ` + election.EmptyEtcdLost + `
 
@@ -172,6 +173,7 @@ type runReport struct {
 	Error           string    `json:"error,omitempty"`
 	Triggered       bool      `json:"triggered,omitempty"`
 	TimedOut        bool      `json:"timed_out,omitempty"`
+	Attempt         int       `json:"attempt,omitempty"`
 }
 
 // readStatus reads the elections, locks and schedulers under prefix; only
@@ -313,7 +315,7 @@ func readScheduler(ctx context.Context, cli *clientv3.Client, prefix, name strin
 		}
 		for _, h := range j.History {
 			r.History = append(r.History, runReport{Tick: h.Tick, Instance: h.Instance, Start: h.Start,
-				DurationSeconds: h.Duration.Seconds(), Error: h.Error, Triggered: h.Triggered, TimedOut: h.TimedOut})
+				DurationSeconds: h.Duration.Seconds(), Error: h.Error, Triggered: h.Triggered, TimedOut: h.TimedOut, Attempt: h.Attempt})
 		}
 		if n := len(r.History); n > 0 {
 			last := r.History[n-1]
@@ -432,6 +434,9 @@ func (j jobReport) lastRun() (tick time.Time, by, result string) {
 		result += ", " + roundDuration(h.DurationSeconds)
 		if h.Triggered {
 			result += " (triggered)"
+		}
+		if h.Attempt > 1 {
+			result += fmt.Sprintf(" (attempt %d)", h.Attempt)
 		}
 		return h.Tick, h.Instance, result
 	}
