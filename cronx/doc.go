@@ -338,6 +338,17 @@
 //	c.AddJob("0 2 * * *", cronx.Named("nightly", cronx.ContextFunc(run),
 //		cronx.WithOverlap(cronx.Forbid), cronx.WithTimeout(time.Hour)))
 //
+// WithOverlap(Replace) stops the run in progress when the next tick comes:
+// the new tick is claimed beside it, the running run's context is
+// cancelled with ErrReplaced on whichever replica runs it, and the new run
+// starts once the old one has returned and released its marker, or once
+// the lease of a replica that died running it has expired (up to the
+// TTL). Two runs never overlap, and every tick is claimed once. A job must
+// return when its context ends: one that does not keeps its successors
+// waiting, and a run still waiting when an even later tick is claimed
+// gives way to that tick without starting. A trigger of a Replace job is
+// claimed as under Forbid, and replaces nothing.
+//
 // WithTimeout(d) ends each run's context d after it started, on the
 // replica that runs it, with ErrTimeout as the cause; the run is recorded
 // in the history with TimedOut set. It does not stop a job that ignores its

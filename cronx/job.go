@@ -51,6 +51,10 @@ const (
 	// replica. The in-progress marker is bound to the runner's lease, so a
 	// crashed runner does not block the job for longer than its TTL.
 	Forbid
+	// Replace cancels the run in progress, on whichever replica runs it,
+	// when the next tick comes, and starts the new run once the old one
+	// has ended; two runs never overlap. See the package documentation.
+	Replace
 )
 
 // Named gives job a name that is the same in every replica, under which its

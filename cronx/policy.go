@@ -27,7 +27,7 @@ type JobOption func(*jobPolicy)
 // WithOverlap sets the job's overlap policy; the default is Allow.
 func WithOverlap(o Overlap) JobOption {
 	return func(p *jobPolicy) {
-		if o < Allow || o > Forbid {
+		if o < Allow || o > Replace {
 			p.errs = append(p.errs, fmt.Errorf("WithOverlap(%d): not an overlap policy", int(o)))
 			return
 		}

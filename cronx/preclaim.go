@@ -83,7 +83,7 @@ func (co *coordinator) preclaim(group []*Entry, tick time.Time) {
 	}
 	for _, e := range group {
 		r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: e.policy.overlap, policy: e.policy, plain: plainJob(e.WrappedJob)}
-		if r.overlap == Forbid || r.policy.jitter > 0 {
+		if r.overlap != Allow || r.policy.jitter > 0 {
 			continue // claimed at the tick, or at its delay after
 		}
 		prev := tick.UnixNano() - 1

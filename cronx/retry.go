@@ -51,7 +51,7 @@ func (co *coordinator) runAttempts(ctx, term context.Context, r run, info Info, 
 		start := co.clock.Now()
 		actx, timeout := withRunTimeout(actx, co.clock, r.policy.timeout)
 		err := runJob(actx, r.wrapped)
-		timedOut, err := timeout.stop(err)
+		timedOut, err := timeout.stop(replacedError(actx, err))
 		end := co.clock.Now()
 		it := finishItem{r: r, claim: claim, sess: sess, start: start, end: end, err: err, timedOut: timedOut}
 		if retries {

@@ -122,6 +122,15 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 		defer cancel(nil)
 		defer stop()
 	}
+	if r.overlap == Replace && r.triggered == 0 {
+		var release func()
+		var ok bool
+		if ctx, release, ok = co.replacing(ctx, r, claim); !ok {
+			co.giveUp(r, claim, sess)
+			return
+		}
+		defer release()
+	}
 	co.runAttempts(ctx, term, r, info, claim, sess)
 }
 

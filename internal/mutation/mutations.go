@@ -103,4 +103,16 @@ var mutations = []mutation{
 		},
 		Tests: []tests{{Pkg: "cronx", Run: "^TestRetriesKeepOneClaim$"}},
 	},
+	{
+		Name:   "replace-not-cancelled",
+		Breaks: "Replace: a later tick does not cancel the run in progress",
+		Edits:  []edit{{Marker: "replace-cancel", Old: "cancel(ErrReplaced)", New: "_ = ErrReplaced"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestReplaceCancelsTheRunInProgress$"}},
+	},
+	{
+		Name:   "replace-overlaps",
+		Breaks: "Replace: the new run starts while the run it replaces still runs",
+		Edits:  []edit{{Marker: "replace-wait", Old: "others == 0", New: "true"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestReplaceCancelsTheRunInProgress$"}},
+	},
 }

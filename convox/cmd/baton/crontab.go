@@ -59,13 +59,19 @@ the flags, as KEY=VALUE separated by spaces or commas:
 
   report: [timeout=10m overlap=forbid] 0 3 * * * node report.js
 
-  overlap=allow|forbid   as --overlap
-  timeout=DURATION       as --timeout
-  attempts=N             as --attempts
-  backoff=DURATION       as --retry-backoff
-  jitter=DURATION        as --jitter
-  dst=robfig|once        as --dst
+  overlap=allow|forbid|replace   as --overlap
+  timeout=DURATION               as --timeout
+  attempts=N                     as --attempts
+  backoff=DURATION               as --retry-backoff
+  jitter=DURATION                as --jitter
+  dst=robfig|once                as --dst
 
+With --overlap replace, a tick that comes while a run of the job is in
+progress on any replica stops that run (SIGTERM, then SIGKILL after
+--grace, on whichever replica runs it) and starts once it has ended, or
+once the lease of a replica that died running it has expired (up to
+--ttl): two runs never overlap. A run still waiting to start when a later
+tick comes gives way to it; a trigger waits for no run and stops none.
 A run that reaches its timeout gets SIGTERM, then SIGKILL after --grace,
 and is recorded as timed out (baton status shows it). With --jitter, each
 run starts up to that long after its tick, at a delay derived from the
@@ -114,7 +120,7 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	conn := addConnFlags(fs, true, true)
 	name := fs.String("name", "crontab", "scheduler name: replicas with the same name share ticks; status, pause and trigger use it")
 	mode := fs.String("mode", "leader", "leader (the elected replica runs every job) or claim (every replica schedules, the first claim runs)")
-	overlap := fs.String("overlap", "allow", "allow, or forbid: skip a tick while a run of the same job is in progress anywhere")
+	overlap := fs.String("overlap", "allow", "allow; forbid: skip a tick while a run of the same job is in progress anywhere; or replace: stop that run (SIGTERM, SIGKILL after --grace) and start the tick's once it has ended")
 	attempts := fs.Int("attempts", 1, "run a command that exits non-zero (or times out) again, up to this many runs in all, on the replica that holds the tick's claim")
 	retryBackoff := fs.Duration("retry-backoff", 10*time.Second, "the wait before a command's second attempt, doubled before each next one")
 	jitter := fs.Duration("jitter", 0, "start each run up to this long after its tick, by a hash of the job and the tick that every replica computes alike (0: at the tick)")
@@ -344,9 +350,9 @@ func (j crontabJob) RunContext(ctx context.Context) error {
 	case <-ctx.Done():
 		if j.stopping.Load() {
 			p.stop(j.grace)
-		} else if cause := context.Cause(ctx); errors.Is(cause, cronx.ErrTimeout) {
-			j.logger.Warn("baton crontab: the command reached its timeout; stopping it", "job", j.entry.name,
-				"tick", info.Tick, "grace", j.grace.String())
+		} else if cause := context.Cause(ctx); errors.Is(cause, cronx.ErrTimeout) || errors.Is(cause, cronx.ErrReplaced) {
+			j.logger.Warn("baton crontab: stopping the command", "job", j.entry.name, "tick", info.Tick,
+				"cause", cause, "grace", j.grace.String())
 			p.stop(j.grace)
 		} else {
 			j.logger.Warn("baton crontab: lost the right to run; stopping the command", "job", j.entry.name,

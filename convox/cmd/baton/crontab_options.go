@@ -117,8 +117,10 @@ func parseOverlap(v string) (cronx.Overlap, error) {
 		return cronx.Allow, nil
 	case "forbid":
 		return cronx.Forbid, nil
+	case "replace":
+		return cronx.Replace, nil
 	}
-	return 0, fmt.Errorf("%q: want allow or forbid", v)
+	return 0, fmt.Errorf("%q: want allow, forbid or replace", v)
 }
 
 // parseDST reads a daylight-saving rule, as --dst and dst= take it.

@@ -34,7 +34,7 @@ func TestParseCrontabOptions(t *testing.T) {
 	for _, tc := range []struct{ line, want string }{
 		{"a: [timeout=-1s] * * * * * x", "must not be negative"},
 		{"a: [timeout=soon] * * * * * x", `invalid duration "soon"`},
-		{"a: [overlap=sometimes] * * * * * x", `"sometimes": want allow or forbid`},
+		{"a: [overlap=sometimes] * * * * * x", `"sometimes": want allow, forbid or replace`},
 		{"a: [colour=red] * * * * * x", `option "colour": unknown`},
 		{"a: [dst=twice] * * * * * x", `"twice": want robfig or once`},
 		{"a: [jitter=-5s] * * * * * x", "must not be negative"},
@@ -230,6 +230,93 @@ func TestCrontabRetriesStayWithTheClaim(t *testing.T) {
 					running = false
 				}
 				last = l
+			}
+			if t.Failed() {
+				b, _ := os.ReadFile(ledger)
+				t.Logf("ledger:\n%s", b)
+			}
+		})
+	}
+}
+
+// TestCrontabReplaceNeverOverlaps runs three replicas of a Replace job whose
+// command outlasts the tick and takes half a second to stop on SIGTERM;
+// then the replica running it is stopped mid-run, by kill -9 or SIGTERM.
+// Each tick stops the run before it, on whichever replica, and two runs
+// never overlap; the ticks go on, on the other replicas.
+func TestCrontabReplaceNeverOverlaps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	for _, how := range []string{"kill", "term"} {
+		t.Run(how, func(t *testing.T) {
+			etcd := etcdtest.Start(t)
+			dir := t.TempDir()
+			ledger := filepath.Join(dir, "ledger")
+			file := filepath.Join(dir, "crontab")
+			line := `echo "%s $BATON_TICK $BATON_ATTEMPT $BATON_ID $BATON_FENCE $(date +%%s%%N)" >> ` + ledger
+			os.WriteFile(file, []byte(`long: [overlap=replace] */2 * * * * * `+fmt.Sprintf(line, "start")+
+				`; trap 'sleep 0.5; `+fmt.Sprintf(line, "end")+`; exit 0' TERM; while true; do sleep 0.05; done`+"\n"), 0o644)
+			replicas := map[string]*process{}
+			for _, id := range []string{"r1", "r2", "r3"} {
+				replicas[id] = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
+					"crontab", "--seconds", "--ttl", "2", "--mode", "claim", "--grace", "3s", file)
+			}
+			// Three runs replaced, then the runner of the fourth is stopped.
+			var victim attemptLine
+			until(t, 30*time.Second, "four runs", func() bool {
+				starts := 0
+				for _, l := range readAttempts(t, ledger) {
+					if l.what == "start" {
+						starts++
+						victim = l
+					}
+				}
+				return starts >= 4
+			})
+			p := replicas[victim.instance]
+			signalled := time.Now()
+			if how == "kill" {
+				p.cmd.Process.Kill()
+			} else {
+				p.cmd.Process.Signal(syscall.SIGTERM)
+			}
+			p.wait(10 * time.Second)
+			until(t, 30*time.Second, "two runs after the stop", func() bool {
+				n := 0
+				for _, l := range readAttempts(t, ledger) {
+					if l.what == "start" && l.at.After(signalled) {
+						n++
+					}
+				}
+				return n >= 2
+			})
+			// Runs alternate start, end; a killed run has no end, and ends
+			// when its replica was signalled.
+			lines := readAttempts(t, ledger)
+			var open *attemptLine
+			replaced := 0
+			for i, l := range lines {
+				switch {
+				case l.what == "start" && open != nil:
+					killed := open.tick == victim.tick && open.instance == victim.instance && how == "kill"
+					if !killed || l.at.Before(signalled) {
+						t.Errorf("%s started on %s while %s ran on %s", l.tick, l.instance, open.tick, open.instance)
+					}
+					open = &lines[i]
+				case l.what == "start":
+					open = &lines[i]
+				case open == nil || l.tick != open.tick || l.instance != open.instance:
+					t.Errorf("end of %s on %s, not of the run in progress", l.tick, l.instance)
+				default:
+					if l.tick != victim.tick {
+						replaced++
+					}
+					open = nil
+				}
+			}
+			if replaced < 3 {
+				t.Errorf("%d runs ended on SIGTERM before the stop, want the 3 replaced", replaced)
 			}
 			if t.Failed() {
 				b, _ := os.ReadFile(ledger)
