@@ -333,7 +333,11 @@
 //
 // A job's policy is set by JobOptions: given to Named for that job, or to
 // WithJobOptions for every job of a Cron (a job's own options win). Each
-// holds for the job in the whole cluster, not in one process:
+// holds for the job in the whole cluster, not in one process. They are
+// policies of coordinated runs: a Cron without etcd applies WithDST, and
+// runs its jobs as robfig/cron does otherwise (robfig's wrappers, such as
+// SkipIfStillRunning, serve it). A value an option cannot take is an error
+// of AddJob naming the job.
 //
 //	c.AddJob("0 2 * * *", cronx.Named("nightly", cronx.ContextFunc(run),
 //		cronx.WithOverlap(cronx.Forbid), cronx.WithTimeout(time.Hour)))
