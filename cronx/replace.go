@@ -32,23 +32,12 @@ var ErrReplaced = errors.New("cronx: run replaced by a later tick")
 // ended. It returns ok false, having released the watch, if the run must
 // not start: ctx ended or a later tick was claimed first.
 func (co *coordinator) replacing(ctx context.Context, r run, claim election.Claim) (context.Context, func(), bool) {
-	cli := co.etcd()
 	ctx, cancel := context.WithCancelCause(ctx)
 	wctx, stopWatch := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		// Every put of the claim key after this run's claim is a later
-		// tick's claim (a claim never writes a lower one).
-		for wr := range cli.Watch(clientv3.WithRequireLeader(wctx), co.keys.last(r.job), clientv3.WithRev(claim.Revision+1)) {
-			if len(wr.Events) > 0 {
-				cancel(ErrReplaced) // mutation:replace-cancel
-				return
-			}
-			if err := wr.Err(); err != nil {
-				co.logger.Error(err, "cronx: watching for a later tick", "job", r.job, "tick", r.tick)
-			}
-		}
+		co.watchLaterClaim(wctx, r, claim.Revision, func() { cancel(ErrReplaced) }) // mutation:replace-cancel
 	}()
 	release := func() {
 		stopWatch()
@@ -60,6 +49,38 @@ func (co *coordinator) replacing(ctx context.Context, r run, claim election.Clai
 		return nil, nil, false
 	}
 	return ctx, release, true
+}
+
+// watchLaterClaim calls replaced once the job's claim key is written after
+// rev, or returns when ctx ends. Every such write is a later tick's claim:
+// a claim never writes a lower one, and the ticks of a Replace job are
+// never claimed ahead (and so never withdrawn). A watch that etcd ends
+// (compacted past its revision, or lost) is followed by a read of the key
+// and a new watch from that read.
+func (co *coordinator) watchLaterClaim(ctx context.Context, r run, rev int64, replaced func()) {
+	cli, key := co.etcd(), co.keys.last(r.job)
+	from := rev + 1
+	for ctx.Err() == nil {
+		for wr := range cli.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(from)) {
+			if len(wr.Events) > 0 {
+				replaced()
+				return
+			}
+			if err := wr.Err(); err != nil && ctx.Err() == nil {
+				co.logger.Info("cronx: watch for a later tick ended; reading the claim", "job", r.job, "tick", r.tick, "err", err)
+			}
+		}
+		resp, err := cli.Get(ctx, key)
+		if err != nil {
+			sleep(ctx, retryBackoff)
+			continue
+		}
+		if len(resp.Kvs) > 0 && resp.Kvs[0].ModRevision > rev {
+			replaced()
+			return
+		}
+		from = resp.Header.Revision + 1
+	}
 }
 
 // giveUp releases the marker of a run that a later tick replaced before it

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/internal/etcdtest"
 )
 
 // TestReplaceCancelsTheRunInProgress runs a Replace job whose runs outlast
@@ -86,5 +88,41 @@ func TestOverlapOptionErrors(t *testing.T) {
 	_, err := New().AddJob("* * * * *", Named("report", FuncJob(func() {}), WithOverlap(Overlap(9))))
 	if err == nil || !strings.Contains(err.Error(), `job "report"`) || !strings.Contains(err.Error(), "WithOverlap(9)") {
 		t.Errorf("WithOverlap(9): %v, want an error naming the job and the option", err)
+	}
+}
+
+// TestReplaceWatchSurvivesCompaction: a run whose watch would start at a
+// revision etcd has compacted away (a long run, and auto-compaction) still
+// learns of the later claim that happened meanwhile, and is replaced.
+func TestReplaceWatchSurvivesCompaction(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t)
+	c := New(WithEtcd(cli), WithName("compact"), WithLogger(DiscardLogger))
+	co := c.coord
+	ctx := context.Background()
+	key := co.keys.last("long")
+	resp, err := cli.Put(ctx, key, "claim of the run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := resp.Header.Revision
+	if _, err := cli.Put(ctx, key, "a later claim"); err != nil {
+		t.Fatal(err)
+	}
+	last, err := cli.Put(ctx, "/other", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Compact(ctx, last.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	replaced := make(chan struct{})
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	co.watchLaterClaim(wctx, run{job: "long"}, claimed, func() { close(replaced) })
+	select {
+	case <-replaced:
+	default:
+		t.Fatal("a later claim made before the compaction went unseen")
 	}
 }
