@@ -31,6 +31,13 @@ func TestParseCrontabOptions(t *testing.T) {
 		entries[0].retry.attempts != nil || entries[1].spec != "CRON_TZ=Europe/Berlin */5 * * * *" || entries[1].command != "./bin/sweep" {
 		t.Fatalf("entries %+v", entries)
 	}
+	// --check prints each entry's options beside its command.
+	file := filepath.Join(t.TempDir(), "crontab")
+	os.WriteFile(file, []byte(good), 0o644)
+	if code, out := runBaton(t, nil, "crontab", "--check", file); code != 0 ||
+		!strings.Contains(out, "\treport\t0 3 * * *\t[timeout=10m overlap=forbid dst=once]\tnode report.js\n") {
+		t.Errorf("--check: exit %d, output:\n%s", code, out)
+	}
 	for _, tc := range []struct{ line, want string }{
 		{"a: [timeout=-1s] * * * * * x", "must not be negative"},
 		{"a: [timeout=soon] * * * * * x", `invalid duration "soon"`},
