@@ -163,12 +163,14 @@ func (co *coordinator) campaign(ctx context.Context) {
 
 // lead is the Cron's work for one term: schedule until the term ends.
 func (co *coordinator) lead(ctx context.Context, term election.Term) {
+	// Before the term can claim, so that its claims do not hide the gap;
+	// and before it counts as scheduling, which promises a resync.
+	co.reportGap(ctx)
 	co.mu.Lock()
 	co.term = &termState{term: term, ctx: ctx}
 	co.mu.Unlock()
 	co.logger.Info("cronx: leading", "scheduler", co.name, "instance", co.identity, "fence", term.Revision)
 	co.leadershipChanged(term, true, nil)
-	co.reportGap(ctx)
 	co.host.requestResync()
 	co.rec.publishAll()
 	co.watchTriggers(ctx, &term)
