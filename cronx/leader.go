@@ -163,6 +163,7 @@ func (co *coordinator) campaign(ctx context.Context) {
 
 // lead is the Cron's work for one term: schedule until the term ends.
 func (co *coordinator) lead(ctx context.Context, term election.Term) {
+	co.leadershipChanged(term, true, nil)
 	// Before the term can claim, so that its claims do not hide the gap;
 	// and before it counts as scheduling, which promises a resync.
 	co.reportGap(ctx)
@@ -170,7 +171,6 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	co.term = &termState{term: term, ctx: ctx}
 	co.mu.Unlock()
 	co.logger.Info("cronx: leading", "scheduler", co.name, "instance", co.identity, "fence", term.Revision)
-	co.leadershipChanged(term, true, nil)
 	co.host.requestResync()
 	co.rec.publishAll()
 	co.watchTriggers(ctx, &term)

@@ -19,7 +19,10 @@ func TestCrashGapIsReportedAsNoLeader(t *testing.T) {
 	proxy := etcdtest.NewProxy(t, srv.Addr())
 	l := newLedger()
 	ea, eb := newEventLog(), newEventLog()
-	startReplica(t, etcdtest.NewClient(t, proxy.Endpoint()), "a", l, LeaderMode, observed(ea)...)
+	// a's lease outlives it by at least 2⅔ s, so that more ticks fall in
+	// the gap than the one b catches up.
+	startReplica(t, etcdtest.NewClient(t, proxy.Endpoint()), "a", l, LeaderMode,
+		append(observed(ea), WithElection(election.WithTTL(4*time.Second)))...)
 	waitFor[leadershipGained](t, ea, 10*time.Second, "leadership of a", nil)
 	b := startReplica(t, srv.Client(t), "b", l, LeaderMode, observed(eb)...)
 	l.waitTicks(t, 2, 10*time.Second)
