@@ -89,11 +89,12 @@ func (co *coordinator) watchSession(s *election.Session) {
 	})
 }
 
-// runLocal runs job for tick without coordination, telling the observers.
-func (c *Cron) runLocal(job Job, tick time.Time) {
+// runLocal runs job, named name (empty unless Named), for tick without
+// coordination, telling the observers.
+func (c *Cron) runLocal(name string, job Job, tick time.Time) {
 	start := c.clock.Now()
-	started := RunStarted{Tick: tick, Start: start, Lateness: start.Sub(tick)}
+	started := RunStarted{Job: name, Tick: tick, Start: start, Lateness: start.Sub(tick)}
 	c.observers.emit(started)
-	job.Run()
-	c.observers.emit(runEnded(started, c.clock.Now(), nil))
+	err := runJob(context.Background(), job) // as job.Run would, keeping the error
+	c.observers.emit(runEnded(started, c.clock.Now(), err))
 }
