@@ -1,6 +1,7 @@
 package cronx
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -120,6 +121,9 @@ func (q *observerQueue) drain() {
 			q.o.OnDropped(dropped)
 		}
 		q.deliver(ev)
+		// Runs that are starting go first: an observer's work may wait,
+		// a run's start may not.
+		runtime.Gosched()
 	}
 }
 
