@@ -67,8 +67,9 @@ type Claim struct {
 
 // ClaimSeq claims seq at key once for the whole cluster: it commits, in one
 // transaction, only if every sequence claimed at key before is lower, and
-// only while the options' conditions hold. It returns ErrClaimed,
-// ErrNotLeader or ErrBusy when a condition fails. seq must not be negative.
+// only while the options' conditions hold. It returns ErrClaimed (a
+// *ClaimedError naming who claimed) when seq or a later one was claimed, and
+// ErrNotLeader when UnderTerm's term has ended. seq must not be negative.
 func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int64, opts ...ClaimOption) (Claim, error) {
 	if client == nil {
 		return Claim{}, errors.New("election: nil etcd client")
