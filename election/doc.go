@@ -62,19 +62,20 @@
 //
 // ClaimSeq claims a sequence number (a tick of a schedule, a batch, a
 // version) once for the whole cluster: the first claim of a sequence wins,
-// and so does no claim of a lower one after it. ClaimedBy records who
-// claimed, for LastClaim and ClaimedError; UnderTerm makes the claim commit
-// only while a term is current. ClaimOnce runs a piece of work once for a
-// key however often it is asked to: the claim is held by a session while
-// the work runs, and only a success is recorded, for a window; CheckOnceKey
-// validates such a key.
+// and a claim of a lower sequence after it fails. The Claim it returns
+// carries the claim's revision, a fencing token. Its ClaimOption values are
+// ClaimedBy, which records who claimed, for LastClaim and ClaimedError, and
+// UnderTerm, which makes the claim commit only while a term is current.
+// ClaimOnce runs a piece of work once for a key however often it is asked
+// to: the claim is held by a session while the work runs, and only a
+// success is recorded, for a window; CheckOnceKey validates such a key.
 //
 // Errors are values to branch on with errors.Is: ErrNoLeader,
 // ErrLeadershipLost and ErrClientClosed of elections; ErrLocked,
 // ErrNotLocked and ErrAlreadyLocked of locks; ErrSessionExpired,
 // ErrLeaseLost, ErrSessionClosed and ErrTTLBelowMinimum of sessions (the
 // cause of a session's, and so of a term's or a hold's, context); ErrClaimed
-// (a *ClaimedError), ErrNotLeader and ErrBusy of claims; ErrDone and
+// (a *ClaimedError) and ErrNotLeader of claims; ErrDone, ErrBusy and
 // ErrClaimLost of once-claims, whose ErrDone and ErrBusy come as a
 // *OnceError.
 //
@@ -88,7 +89,8 @@
 // BATON_ETCD_* variables give a Connection (ConnectionFromEnv, dialling
 // within DefaultDialTimeout unless told otherwise), and BATON_PREFIX, BATON_ID
 // and BATON_TTL (whole seconds, "10" or "10s", up to MaxTTL; see ParseTTL)
-// the defaults of WithPrefix, WithIdentity and WithTTL, which are
+// the defaults of the Option values WithPrefix, WithIdentity and WithTTL
+// (taken by New, NewMutex, NewSession, ClaimOnce and Resolve), which are
 // DefaultPrefix, DefaultIdentity and DefaultTTL. Resolve returns the
 // Settings they give; WithMargin and WithLogger tune the safe deadline and
 // the logging; CheckName validates a name.
