@@ -25,13 +25,15 @@ type ClaimItem struct {
 const maxClaimCompares = 128
 
 // ErrClaimConflict means ClaimAll committed nothing because a condition of
-// at least one item failed; ClaimSeq on each item tells which and why.
+// at least one item failed; election.ClaimSeq on each item tells which and
+// why.
 var ErrClaimConflict = errors.New("election: a claim of the batch failed")
 
 // ClaimAll claims every item in one transaction, or none, with the same
-// conditions ClaimSeq would check for each; conditions shared by items, such
-// as one term, are compared once. It lets a leader claim many jobs due on
-// one tick in a few round trips. On ErrClaimConflict nothing was claimed.
+// conditions election.ClaimSeq would check for each; conditions shared by
+// items, such as one term, are compared once. It lets a leader claim many
+// jobs due on one tick in a few round trips. On ErrClaimConflict nothing was
+// claimed.
 func ClaimAll(ctx context.Context, client *clientv3.Client, items []ClaimItem) ([]election.Claim, error) {
 	if client == nil {
 		return nil, errors.New("election: nil etcd client")
