@@ -7,11 +7,17 @@ import (
 	"testing"
 )
 
-// The SDK packages an app imports, and what each may not link.
+// The SDK packages an app imports, and the internal ones they link, and what
+// each may not link. election exports what an application needs and links
+// none of the machinery only cronx uses.
 var sdk = map[string][]string{
-	"./election": {"go.etcd.io/etcd/server/v3", "github.com/robfig/cron/v3", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
-	"./cronx":    {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox"},
-	"./convox":   {"go.etcd.io/etcd/server/v3"},
+	"./election": {"go.etcd.io/etcd/server/v3", "github.com/robfig/cron/v3", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox",
+		"github.com/batonhq/baton/internal/claims", "github.com/batonhq/baton/internal/emptyetcd"},
+	"./internal/claimcond": {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/election", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
+	"./internal/claims":    {"go.etcd.io/etcd/server/v3", "github.com/robfig/cron/v3", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
+	"./internal/emptyetcd": {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/election", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
+	"./cronx":              {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox"},
+	"./convox":             {"go.etcd.io/etcd/server/v3"},
 }
 
 // TestSDKDoesNotLinkAnEtcdServer checks the dependency rules of DESIGN.md:

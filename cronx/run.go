@@ -42,7 +42,7 @@ func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
 	if ts == nil {
 		co.claims.fired.note(e.name, tick)
 	}
-	if !catchUp && co.clock.Now().After(co.deadline(run{tick: tick})) { // mutation:misfire-skip
+	if !catchUp && co.clock.Now().After(co.deadline(run{tick: tick})) {
 		// The loop woke up past the misfire deadline: the process stalled
 		// or its clock jumped.
 		co.notRun(e.name, tick, ReasonMisfireSkipped, nil)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/batonhq/baton/cronx"
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/emptyetcd"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -63,7 +64,7 @@ none.
   last_run, history[]          tick, instance, start, duration_seconds,
                                error? (the run failed), triggered?
   etcd_came_back_empty?        at, by, why: the last time a replica found
-                               that etcd had lost its data, and with it ` + election.EmptyEtcdLost + `
+                               that etcd had lost its data, and with it ` + emptyetcd.Lost + `
 
 fence is the etcd create revision of the leader's or holder's key: the
 fencing token its work gets.`
@@ -100,7 +101,7 @@ func runStatus(ctx context.Context, env *environ, args []string) int {
 	if err != nil {
 		return fail(env, "status", err)
 	}
-	if e, ok, _ := election.LastEmpty(ctx, cli, prefix); ok {
+	if e, ok, _ := emptyetcd.Last(ctx, cli, prefix); ok {
 		rep.EmptyEtcd = &e
 	}
 	if *asJSON {
@@ -120,11 +121,11 @@ func runStatus(ctx context.Context, env *environ, args []string) int {
 // statusReport is what `baton status` shows; its JSON is documented in
 // statusSynopsis and must not change incompatibly.
 type statusReport struct {
-	Prefix     string              `json:"prefix"`
-	Elections  []electionStatus    `json:"elections"`
-	Locks      []lockStatus        `json:"locks"`
-	Schedulers []schedulerStatus   `json:"schedulers"`
-	EmptyEtcd  *election.EmptyEtcd `json:"etcd_came_back_empty,omitempty"`
+	Prefix     string            `json:"prefix"`
+	Elections  []electionStatus  `json:"elections"`
+	Locks      []lockStatus      `json:"locks"`
+	Schedulers []schedulerStatus `json:"schedulers"`
+	EmptyEtcd  *emptyetcd.Event  `json:"etcd_came_back_empty,omitempty"`
 }
 
 type electionStatus struct {
@@ -367,7 +368,7 @@ func parsePublished(p cronx.Parser, spec string) (sched cronx.Schedule, err erro
 func (r *statusReport) print(out io.Writer) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	if e := r.EmptyEtcd; e != nil {
-		fmt.Fprintf(w, "etcd came back empty: found at %s by %s (%s); lost with its data: %s.\n\n", when(e.At), e.By, e.Why, election.EmptyEtcdLost)
+		fmt.Fprintf(w, "etcd came back empty: found at %s by %s (%s); lost with its data: %s.\n\n", when(e.At), e.By, e.Why, emptyetcd.Lost)
 	}
 	if len(r.Elections) == 0 {
 		fmt.Fprintf(w, "No elections under %s.\n", r.Prefix)
