@@ -12,7 +12,6 @@ import (
 	"github.com/batonhq/baton/internal/etcdtest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // value reads the metric name with exactly labels from reg: a counter's or
@@ -28,7 +27,11 @@ func value(t *testing.T, reg *prometheus.Registry, name string, labels map[strin
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if !sameLabels(m.GetLabel(), labels) {
+			same := len(m.GetLabel()) == len(labels)
+			for _, l := range m.GetLabel() {
+				same = same && labels[l.GetName()] == l.GetValue()
+			}
+			if !same {
 				continue
 			}
 			switch {
@@ -42,18 +45,6 @@ func value(t *testing.T, reg *prometheus.Registry, name string, labels map[strin
 		}
 	}
 	return -1
-}
-
-func sameLabels(got []*dto.LabelPair, want map[string]string) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for _, l := range got {
-		if v, ok := want[l.GetName()]; !ok || v != l.GetValue() {
-			return false
-		}
-	}
-	return true
 }
 
 // waitValue waits until cond holds of the metric's value.
