@@ -18,12 +18,17 @@ import (
 type rpcCount struct {
 	mu    sync.Mutex
 	calls map[string]int
+	// notRun counts the requests that name a notrun key.
+	notRun int
 }
 
-func (c *rpcCount) add(method string) {
+func (c *rpcCount) add(method string, req any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls[method]++
+	if req != nil && strings.Contains(fmt.Sprint(req), "/notrun") {
+		c.notRun++
+	}
 }
 
 func (c *rpcCount) snapshot() map[string]int {
@@ -42,11 +47,11 @@ func countedClient(t *testing.T, endpoint string) (*clientv3.Client, *rpcCount) 
 	cfg := etcdtest.ClientConfig(endpoint)
 	cfg.DialOptions = []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			c.add(method)
+			c.add(method, req)
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}),
 		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-			c.add(method)
+			c.add(method, nil)
 			return streamer(ctx, desc, cc, method, opts...)
 		}),
 	}
@@ -108,5 +113,34 @@ func TestIdleObservedFollowerSendsOnlyKeepalives(t *testing.T) {
 	}
 	if evs := fev.notRun("held", ReasonPaused); len(evs) != 0 {
 		t.Errorf("the follower reported %d ticks not run", len(evs))
+	}
+}
+
+// TestTicksThatRunCostNoNotRunRequest: with an observer on, a leader whose
+// ticks all run sends etcd no request about ticks not run, and once a job
+// is paused it does.
+func TestTicksThatRunCostNoNotRunRequest(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cli, counter := countedClient(t, srv.Endpoint())
+	l := newLedger()
+	ev := newEventLog()
+	r := startReplica(t, cli, "a", l, LeaderMode, observed(ev)...)
+	l.waitTicks(t, 4, 10*time.Second)
+	counter.mu.Lock()
+	n := counter.notRun
+	counter.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d requests about ticks not run while every tick ran", n)
+	}
+	// The same client does send them once a tick is not run: the count
+	// above can see them.
+	if err := r.cron.Pause(context.Background(), "tick"); err != nil {
+		t.Fatal(err)
+	}
+	waitNotRunCount(t, r.cron, "tick", ReasonPaused, 1)
+	counter.mu.Lock()
+	defer counter.mu.Unlock()
+	if counter.notRun == 0 {
+		t.Error("no request about ticks not run seen after a paused tick; the count cannot see them")
 	}
 }

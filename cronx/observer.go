@@ -13,7 +13,7 @@ import (
 //
 // An observer cannot slow the scheduler. Each observer given to
 // WithObserver has a queue of QueueSize events (DefaultObserverQueue when
-// zero) and a goroutine of its own that calls its functions one at a time,
+// not above zero) and a goroutine of its own that calls its functions one at a time,
 // in the order the events happened on this replica, while events wait. When
 // an observer is so slow that its queue is full, further events are dropped,
 // never waited for: OnDropped, when set, is then told how many, before the
@@ -35,7 +35,8 @@ type Observer struct {
 	QueueSize int
 }
 
-// DefaultObserverQueue is an observer's queue size when QueueSize is zero:
+// DefaultObserverQueue is an observer's queue size when QueueSize is not
+// above zero:
 // a burst of ten thousand runs on one tick emits twice as many events.
 const DefaultObserverQueue = 1 << 15
 
