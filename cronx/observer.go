@@ -13,12 +13,13 @@ import (
 //
 // An observer cannot slow the scheduler. Each observer given to
 // WithObserver has a queue of QueueSize events (DefaultObserverQueue when
-// not above zero) and a goroutine of its own that calls its functions one at a time,
-// in the order the events happened on this replica, while events wait. When
-// an observer is so slow that its queue is full, further events are dropped,
-// never waited for: OnDropped, when set, is then told how many, before the
-// next event it gets. The goroutine ends once the queue is empty, so none
-// outlives the events of a stopped Cron.
+// not above zero) and a goroutine of its own that calls its functions one
+// at a time, in the order the events happened on this replica, while
+// events wait, and yields to the runs after each. When an observer is so
+// slow that its queue is full, further events are dropped, never waited
+// for: OnDropped, when set, is then told how many, before the next event it
+// gets. The goroutine ends once the queue is empty, so none outlives the
+// events of a stopped Cron.
 type Observer struct {
 	OnRunStarted       func(RunStarted)
 	OnRunEnded         func(RunEnded)
