@@ -16,7 +16,8 @@ var sdk = map[string][]string{
 	"./internal/claimcond": {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/election", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
 	"./internal/claims":    {"go.etcd.io/etcd/server/v3", "github.com/robfig/cron/v3", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
 	"./internal/emptyetcd": {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/election", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
-	"./cronx":              {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox"},
+	"./cronx":              {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox", "github.com/batonhq/baton/metrics"},
+	"./metrics":            {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox"},
 	"./convox":             {"go.etcd.io/etcd/server/v3"},
 }
 
@@ -70,7 +71,8 @@ func TestExamplesUseThePublicPackagesOnly(t *testing.T) {
 
 // allowedModules are the modules baton may require directly: etcd (whose
 // client API also brings zap for its logger and gRPC for dial options),
-// robfig/cron, pflag, and yaml.v3 for editing convox.yml with its comments.
+// robfig/cron, pflag, yaml.v3 for editing convox.yml with its comments, and
+// Prometheus's client_golang for the metrics package.
 var allowedModules = []string{
 	"go.etcd.io/etcd/",
 	"go.uber.org/zap",
@@ -78,6 +80,7 @@ var allowedModules = []string{
 	"github.com/robfig/cron/v3",
 	"github.com/spf13/pflag",
 	"gopkg.in/yaml.v3",
+	"github.com/prometheus/client_golang",
 }
 
 func TestDirectDependenciesAreTheAgreedOnes(t *testing.T) {

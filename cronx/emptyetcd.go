@@ -22,6 +22,7 @@ func (co *coordinator) watchEmpty(ctx context.Context) (stop func()) {
 		emptyetcd.Watch(ctx, client, co.prefix, co.identity, func(e emptyetcd.Event) {
 			co.logger.Error(errors.New(e.Why), "cronx: etcd came back empty; lost with its data: "+emptyetcd.Lost,
 				"scheduler", co.name, "instance", co.identity)
+			co.obs.emit(EtcdEmpty{Scheduler: co.name, Instance: co.identity, Why: e.Why})
 		})
 	}()
 	return func() { cancel(); <-done }
