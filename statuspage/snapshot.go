@@ -186,13 +186,15 @@ type queue struct {
 	count  int
 }
 
-// readQueues lists the elections or locks (kind) under prefix by their keys
-// alone, then asks election who leads or holds each one. A name is all of a
+// readQueues lists the elections or locks (kind) under prefix with their
+// keys' leases and revisions (a keys-only read would leave the leases out),
+// then asks election who leads or holds each one, leaving the values to
+// the package that wrote them. A name is all of a
 // key but its last segment, the lease; a name that baton could not have
 // made (etcdctl allows slashes) is shown by its holder's lease.
 func readQueues(ctx context.Context, client *clientv3.Client, prefix, kind string) ([]queue, error) {
 	dir := prefix + "/" + kind + "/"
-	resp, err := client.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	resp, err := client.Get(ctx, dir, clientv3.WithPrefix())
 	if err != nil {
 		return nil, fmt.Errorf("statuspage: read %s: %w", dir, err)
 	}

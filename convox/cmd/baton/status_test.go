@@ -393,18 +393,3 @@ func TestStatusPauseResumeTriggerHelp(t *testing.T) {
 		}
 	}
 }
-
-// A spec read from etcd is input: one that robfig/cron's parser panics on (a
-// time zone with no schedule after it) gives no next run instead of taking
-// `baton status` down.
-func TestNextRunOfUnparsableSpec(t *testing.T) {
-	now := time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
-	for _, spec := range []string{"TZ=UTC", "CRON_TZ=Europe/Paris", "*/5 * *"} {
-		if next := nextRun(spec, time.Time{}, now); !next.IsZero() {
-			t.Errorf("nextRun(%q) = %v, want none", spec, next)
-		}
-	}
-	if next, want := nextRun("CRON_TZ=UTC */5 * * * *", time.Time{}, now), now.Add(5*time.Minute); !next.Equal(want) {
-		t.Errorf("nextRun of a zoned spec = %v, want %v", next, want)
-	}
-}
