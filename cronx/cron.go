@@ -37,6 +37,7 @@ type Cron struct {
 
 	jobWaiter jobWaiter
 	names     jobNames
+	observers observers
 
 	// Cluster coordination: nil when the Cron runs alone. coordErr is a
 	// configuration error, returned by every Add.
