@@ -79,6 +79,27 @@ type Job struct {
 	// snapshot's time; zero when the spec does not parse.
 	Next    time.Time `json:"next,omitzero"`
 	History []Run     `json:"history"`
+	// NotRun counts the ticks no replica ran over the last day, by reason
+	// (cronx.Reason's String: "no_leader", "paused", ...); reasons with no
+	// tick are left out.
+	NotRun map[string]int `json:"not_run,omitempty"`
+}
+
+// NotRunCount is one reason's count of ticks not run.
+type NotRunCount struct {
+	Reason string
+	Count  int
+}
+
+// NotRunByReason is NotRun in the order of cronx.Reasons.
+func (j Job) NotRunByReason() []NotRunCount {
+	var out []NotRunCount
+	for _, r := range cronx.Reasons() {
+		if n := j.NotRun[r.String()]; n > 0 {
+			out = append(out, NotRunCount{Reason: r.String(), Count: n})
+		}
+	}
+	return out
 }
 
 // Run is one recorded run.
@@ -295,6 +316,14 @@ func newJob(j cronx.JobStatus, now time.Time) Job {
 	if n := len(r.History); n > 0 {
 		last := r.History[n-1]
 		r.LastRun = &last
+	}
+	for reason, n := range j.NotRun {
+		if n > 0 {
+			if r.NotRun == nil {
+				r.NotRun = map[string]int{}
+			}
+			r.NotRun[reason.String()] = n
+		}
 	}
 	r.Next = NextRun(j.Spec, j.LastTick, now)
 	return r

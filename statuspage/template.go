@@ -137,7 +137,7 @@ li{white-space:nowrap}
 <section class="scheduler" data-scheduler="{{.Name}}">
 <p><b>{{.Name}}</b>: {{if .Leader}}led by <span class="leader">{{.Leader}}</span>{{if not .LeaderSince.IsZero}} since {{stamp .LeaderSince}} ({{when .LeaderSince $now}}){{end}}{{else}}<span class="leader none">no leader</span> (claim mode, or between leaders){{end}}</p>
 <div class="scroll"><table>
-<thead><tr><th>Job</th><th>Schedule</th><th>State</th><th>Next tick</th><th>Last runs</th></tr></thead>
+<thead><tr><th>Job</th><th>Schedule</th><th>State</th><th>Next tick</th><th>Last runs</th><th>Not run, last day</th></tr></thead>
 <tbody>
 {{range .Jobs}}{{$o := outcome .}}
 <tr class="job" data-job="{{.Name}}">
@@ -147,8 +147,9 @@ li{white-space:nowrap}
 <td class="next">{{if .Next.IsZero}}-{{else}}{{stamp .Next}}<br><span class="meta">{{when .Next $now}}</span>{{end}}</td>
 <td class="runs">{{if $o.Outcome}}{{if not $o.Run}}<ul><li>{{stamp $o.Tick}} {{$o.By}} <b>{{$o.Outcome}}</b></li></ul>{{end}}{{end}}
 {{with latest .History}}<ul>{{range .}}<li class="run">{{stamp .Tick}} · {{.Instance}} · {{if .Error}}<span class="failed" title="{{.Error}}">failed: {{oneLine 60 .Error}}</span>{{else}}<span class="ok">ok</span>{{end}} · {{dur .Duration}}{{if .Triggered}} · triggered{{else}} · {{dur .Lateness}} late{{end}}</li>{{end}}</ul>{{else}}{{if not $o.Outcome}}<span class="none">no run yet</span>{{end}}{{end}}</td>
+<td class="notrun">{{with .NotRunByReason}}<ul>{{range .}}<li><span class="failed">{{.Count}}</span> {{.Reason}}</li>{{end}}</ul>{{else}}<span class="none">none</span>{{end}}</td>
 </tr>
-{{else}}<tr><td colspan="5" class="none">no jobs</td></tr>{{end}}
+{{else}}<tr><td colspan="6" class="none">no jobs</td></tr>{{end}}
 </tbody></table></div>
 </section>
 {{else}}<p class="none">No scheduler has published jobs under {{$.Prefix}}.</p>{{end}}

@@ -33,8 +33,11 @@ Shows what baton coordinates under the key prefix (--prefix): every
 election and who leads it, every lock and who holds it, and for every
 scheduler (or the one --scheduler names) each job's schedule, whether it
 is paused, its last run, who ran it and how it ended, where it runs now and
-when it runs next. A job appears once a replica has published it: the
-leader does so when elected, and in claim mode every replica.
+when it runs next, and how many of its ticks no replica ran over the last
+day, by reason (NOT RUN (1D): no_leader, misfire_skipped, overlap,
+paused, overtaken, etcd_unavailable; see cronx.Reason). A job appears once
+a replica has published it: the leader does so when elected, and in claim
+mode every replica.
 
 The next run is computed here from the job's spec (five fields, or six with
 seconds), after its last tick or now, in this machine's time zone unless
@@ -55,7 +58,9 @@ none.
   schedulers[]                 name, leader (empty when nobody leads), jobs[]
   schedulers[].jobs[]          name, spec, paused, paused_by?, last_tick?,
                                last_by?, last_run?, running[] (replicas
-                               running it now), next?, history[]
+                               running it now), next?, history[],
+                               not_run? (ticks not run over the last day,
+                               by reason: {"paused": 3, ...})
   last_run, history[]          tick, instance, start, duration_seconds,
                                error? (the run failed), triggered?
   etcd_came_back_empty?        at, by, why: the last time a replica found
@@ -138,10 +143,10 @@ func printStatus(out io.Writer, r *statuspage.Snapshot) error {
 		fmt.Fprintf(w, "No scheduler has published jobs under %s.\n", r.Prefix)
 		return w.Flush()
 	}
-	fmt.Fprintln(w, "SCHEDULER\tJOB\tSPEC\tPAUSED\tLAST RUN\tBY\tRESULT\tRUNNING ON\tNEXT RUN")
+	fmt.Fprintln(w, "SCHEDULER\tJOB\tSPEC\tPAUSED\tLAST RUN\tBY\tRESULT\tRUNNING ON\tNEXT RUN\tNOT RUN (1D)")
 	for _, s := range r.Schedulers {
 		if len(s.Jobs) == 0 {
-			fmt.Fprintf(w, "%s\t(no jobs)\t\t\t\t\t\t\t\n", s.Name)
+			fmt.Fprintf(w, "%s\t(no jobs)\t\t\t\t\t\t\t\t\n", s.Name)
 		}
 		for _, j := range s.Jobs {
 			paused := "no"
@@ -156,8 +161,16 @@ func printStatus(out io.Writer, r *statuspage.Snapshot) error {
 			if len(j.Running) > 0 {
 				running = strings.Join(j.Running, ",")
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-				s.Name, j.Name, j.Spec, paused, when(tick), dash(by), result, running, when(j.Next))
+			notRun := "-"
+			if counts := j.NotRunByReason(); len(counts) > 0 {
+				var parts []string
+				for _, c := range counts {
+					parts = append(parts, fmt.Sprintf("%s %d", c.Reason, c.Count))
+				}
+				notRun = strings.Join(parts, ",")
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+				s.Name, j.Name, j.Spec, paused, when(tick), dash(by), result, running, when(j.Next), notRun)
 		}
 	}
 	return w.Flush()

@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/cronx"
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/statuspage"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
@@ -391,5 +392,27 @@ func TestStatusPauseResumeTriggerHelp(t *testing.T) {
 		if code != exitOK || !strings.Contains(out, "Usage: baton "+cmd) || !strings.Contains(out, "--endpoints") {
 			t.Errorf("baton %s --help: exit %d, output:\n%s", cmd, code, out)
 		}
+	}
+}
+
+// TestStatusTextShowsTicksNotRun: the table's NOT RUN column lists a job's
+// ticks not run over the last day by reason, and "-" without any.
+func TestStatusTextShowsTicksNotRun(t *testing.T) {
+	snap := &statuspage.Snapshot{Prefix: "/baton", Schedulers: []statuspage.Scheduler{{Name: "crontab", Jobs: []statuspage.Job{
+		{Name: "report", Spec: "@hourly", NotRun: map[string]int{"paused": 2, "no_leader": 1}},
+		{Name: "sweep", Spec: "@hourly"},
+	}}}}
+	var out strings.Builder
+	if err := printStatus(&out, snap); err != nil {
+		t.Fatal(err)
+	}
+	if l := line(t, out.String(), "SCHEDULER"); !strings.HasSuffix(strings.TrimSpace(l), "NOT RUN (1D)") {
+		t.Errorf("header %q does not end with NOT RUN (1D)", l)
+	}
+	if l := line(t, out.String(), "crontab", "report"); !strings.HasSuffix(strings.TrimSpace(l), " no_leader 1,paused 2") {
+		t.Errorf("report's line %q does not end with its counts", l)
+	}
+	if l := line(t, out.String(), "crontab", "sweep"); !strings.HasSuffix(strings.TrimSpace(l), " -") {
+		t.Errorf("sweep's line %q does not end with -", l)
 	}
 }
