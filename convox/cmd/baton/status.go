@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/statuspage"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 func init() {
@@ -67,12 +69,23 @@ none.
                                that etcd had lost its data, and with it ` + election.EmptyEtcdLost + `
 
 fence is the etcd create revision of the leader's or holder's key: the
-fencing token its work gets.`
+fencing token its work gets.
+
+--serve ADDR serves the same as an HTML page, read afresh at each request
+and reloading itself every 5 s, for every scheduler of the prefix, from
+any machine that reaches etcd (a read-only etcd user is enough): GET /
+is the page, /healthz answers 200 while the process serves, /readyz 200
+while etcd answers a read (503 otherwise), /metrics the process's own
+metrics. It binds exactly ADDR (":8080" is every interface; give
+127.0.0.1:8080 to keep it on this machine) and runs until SIGTERM or
+SIGINT. A malformed ADDR exits 2; an ADDR that cannot be bound (in use,
+not an address of this machine) exits 1, naming it.`
 
 func runStatus(ctx context.Context, env *environ, args []string) int {
 	fs := flagSet(env, "status", statusSynopsis)
 	scheduler := fs.String("scheduler", "", "show the jobs of this scheduler only (default every scheduler)")
 	asJSON := fs.Bool("json", false, "print one JSON document instead of tables")
+	serve := fs.String("serve", "", "serve the status page of the whole prefix on ADDR (HOST:PORT or :PORT), with /healthz and /readyz, until SIGTERM or SIGINT")
 	conn := addConnFlags(fs, false, false)
 	conn.access = readOnly
 	if code, done := parse(env, fs, args); done {
@@ -80,6 +93,14 @@ func runStatus(ctx context.Context, env *environ, args []string) int {
 	}
 	if fs.NArg() > 0 {
 		return usageError(env, fs, "unexpected argument %q", fs.Arg(0))
+	}
+	if fs.Changed("serve") {
+		if err := checkHTTPAddr(*serve); err != nil {
+			return usageError(env, fs, "--serve %v", err)
+		}
+		if fs.Changed("json") || fs.Changed("scheduler") {
+			return usageError(env, fs, "--serve shows every scheduler as a page: it takes neither --json nor --scheduler")
+		}
 	}
 	if fs.Changed("scheduler") {
 		if err := election.CheckName("scheduler", *scheduler); err != nil {
@@ -94,6 +115,9 @@ func runStatus(ctx context.Context, env *environ, args []string) int {
 	prefix, _, err := resolveNames(cfg.ElectionOptions())
 	if err != nil {
 		return fail(env, "status", err)
+	}
+	if fs.Changed("serve") {
+		return serveStatus(ctx, env, *serve, prefix, cli)
 	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
@@ -111,6 +135,27 @@ func runStatus(ctx context.Context, env *environ, args []string) int {
 	}
 	if err := printStatus(env.stdout, rep); err != nil {
 		return fail(env, "status", err)
+	}
+	return exitOK
+}
+
+// serveStatus serves the status page of prefix on addr until a signal
+// or ctx stops it.
+func serveStatus(ctx context.Context, env *environ, addr, prefix string, cli *clientv3.Client) int {
+	logger := slog.New(slog.NewTextHandler(env.stderr, nil))
+	srv, err := startOpsServer("--serve", addr, prefix, newRegistry(), func(context.Context) error { return nil }, logger)
+	if err != nil {
+		return fail(env, "status", err)
+	}
+	defer srv.stop()
+	if err := srv.connected(cli); err != nil {
+		return fail(env, "status", err)
+	}
+	fmt.Fprintf(env.stderr, "baton status: serving the status page of %s on http://%s/\n", prefix, srv.Addr())
+	select {
+	case s := <-env.signals:
+		fmt.Fprintf(env.stderr, "baton status: %v; stopping\n", stopSignal{s})
+	case <-ctx.Done():
 	}
 	return exitOK
 }
