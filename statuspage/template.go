@@ -77,9 +77,13 @@ func roughly(d time.Duration) string {
 	case d < time.Minute:
 		return d.Round(time.Second).String()
 	case d < time.Hour:
-		return d.Round(time.Minute).String()
+		return fmt.Sprintf("%dm", int(d.Round(time.Minute).Minutes()))
 	case d < 48*time.Hour:
-		return d.Round(time.Hour).String()
+		d = d.Round(time.Minute)
+		if m := int(d.Minutes()) % 60; m != 0 {
+			return fmt.Sprintf("%dh%dm", int(d.Hours()), m)
+		}
+		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
@@ -117,7 +121,7 @@ h1{font-size:1.3em;margin:16px 0 4px}h2{font-size:1.1em;margin:20px 0 6px}
 table{border-collapse:collapse;width:100%;min-width:560px}
 th,td{text-align:left;vertical-align:top;padding:6px 8px;border-bottom:1px solid #ddd}
 th{background:#f4f4f4;font-weight:600;white-space:nowrap}
-code{font-size:.95em}
+code{font-size:.95em;white-space:nowrap}
 ul{margin:0;padding:0;list-style:none}
 li{white-space:nowrap}
 .ok{color:#176b2c}.failed{color:#b00020;font-weight:600}.paused{color:#8a5a00;font-weight:600}
@@ -144,7 +148,7 @@ li{white-space:nowrap}
 <td><b>{{.Name}}</b></td>
 <td><code>{{.Spec}}</code></td>
 <td class="state">{{if .Paused}}<span class="paused">paused</span>{{if .PausedBy}} by {{.PausedBy}}{{end}}{{else}}active{{end}}{{if notEmpty .Running}}<br>running on {{join .Running ", "}}{{end}}</td>
-<td class="next">{{if .Next.IsZero}}-{{else}}{{stamp .Next}}<br><span class="meta">{{when .Next $now}}</span>{{end}}</td>
+<td class="next">{{if .Next.IsZero}}-{{else}}{{stamp .Next}}<br><span class="meta">{{when .Next $now}}{{if .Paused}}, if resumed{{end}}</span>{{end}}</td>
 <td class="runs">{{if $o.Outcome}}{{if not $o.Run}}<ul><li>{{stamp $o.Tick}} {{$o.By}} <b>{{$o.Outcome}}</b></li></ul>{{end}}{{end}}
 {{with latest .History}}<ul>{{range .}}<li class="run">{{stamp .Tick}} · {{.Instance}} · {{if .Error}}<span class="failed" title="{{.Error}}">failed: {{oneLine 60 .Error}}</span>{{else}}<span class="ok">ok</span>{{end}} · {{dur .Duration}}{{if .Triggered}} · triggered{{else}} · {{dur .Lateness}} late{{end}}</li>{{end}}</ul>{{else}}{{if not $o.Outcome}}<span class="none">no run yet</span>{{end}}{{end}}</td>
 <td class="notrun">{{with .NotRunByReason}}<ul>{{range .}}<li><span class="failed">{{.Count}}</span> {{.Reason}}</li>{{end}}</ul>{{else}}<span class="none">none</span>{{end}}</td>

@@ -32,3 +32,24 @@ func TestPageShowsTicksNotRunByReason(t *testing.T) {
 		t.Error("a page with Refresh 0 reloads itself")
 	}
 }
+
+func TestWhen(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{2 * time.Second, "in 2s"},
+		{-90 * time.Second, "2m ago"},
+		{15 * time.Hour, "in 15h"},
+		{15*time.Hour + 20*time.Minute, "in 15h20m"},
+		{-72 * time.Hour, "3d ago"},
+	} {
+		if got := when(now.Add(tc.d), now); got != tc.want {
+			t.Errorf("when(now%+v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+	if got := when(time.Time{}, now); got != "" {
+		t.Errorf("when(zero) = %q, want empty", got)
+	}
+}
