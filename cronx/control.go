@@ -182,6 +182,8 @@ func (k *Control) Status(ctx context.Context) (Status, error) {
 			}
 		case leaf == "history":
 			j.History = parseHistory(kv.Value)
+		case leaf == "notrun":
+			j.NotRun = parseNotRun(kv.Value).counts(time.Now())
 		case strings.HasPrefix(leaf, "running/"):
 			j.Running = append(j.Running, markerHolder(string(kv.Value)))
 		}

@@ -203,6 +203,11 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 	co.identity = settings.Identity
 	co.prefix = settings.Prefix
 	co.keys = newLayout(co.prefix, co.name)
+	co.obs = c.observers
+	co.tally = newNotRunTally(co)
+	if c.flushEvery > 0 {
+		co.tally.every = c.flushEvery
+	}
 	co.claims = newClaimer(co)
 	co.rec = newRecorder(co)
 	if co.ownsClient {

@@ -54,6 +54,9 @@ type Cron struct {
 	// fireHook, when set, sees every run that fire starts, with the tick it
 	// was given. Tests use it to check that runs carry nominal ticks.
 	fireHook func(e Entry, tick time.Time)
+	// flushEvery, when set, replaces notRunFlush, so that tests read the
+	// counts of ticks not run soon.
+	flushEvery time.Duration
 }
 
 // New returns a stopped Cron configured by opts. Without options it

@@ -22,6 +22,7 @@ func (co *coordinator) watchEmpty(ctx context.Context) (stop func()) {
 		election.WatchEmpty(ctx, client, co.prefix, co.identity, func(e election.EmptyEtcd) {
 			co.logger.Error(errors.New(e.Why), "cronx: etcd came back empty; lost with its data: "+election.EmptyEtcdLost,
 				"scheduler", co.name, "instance", co.identity)
+			co.obs.emit(EtcdEmpty{Scheduler: co.name, Instance: co.identity, Why: e.Why})
 		})
 	}()
 	return func() { cancel(); <-done }

@@ -22,6 +22,10 @@ func (c *Cron) fire(e *Entry, tick time.Time) {
 	c.jobWaiter.add()
 	go func() {
 		defer c.jobWaiter.done()
+		if len(c.observers) > 0 {
+			c.runLocal(job, tick)
+			return
+		}
 		job.Run()
 	}()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/election"
@@ -20,6 +21,8 @@ type host interface {
 	entryByName(name string) (Entry, bool)
 	// Entries returns a snapshot of the entries.
 	Entries() []Entry
+	// now reads the Cron's clock in the Cron's time zone.
+	now() time.Time
 }
 
 // coordinator is the leader loop of a coordinated Cron: it connects,
@@ -59,6 +62,10 @@ type coordinator struct {
 
 	claims *claimer
 	rec    *recorder
+
+	obs         observers    // the Cron's
+	tally       *notRunTally // ticks not run, to count in etcd
+	sessionDown atomic.Bool  // a session was lost and none regained since
 }
 
 // termState is one term of leadership and its context, which ends with it.
@@ -160,6 +167,8 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	co.term = &termState{term: term, ctx: ctx}
 	co.mu.Unlock()
 	co.logger.Info("cronx: leading", "scheduler", co.name, "instance", co.identity, "fence", term.Revision)
+	co.leadershipChanged(term, true, nil)
+	co.reportGap(ctx)
 	co.host.requestResync()
 	co.rec.publishAll()
 	co.watchTriggers(ctx, &term)
@@ -170,6 +179,14 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	// Before the resignation, so the successor finds the ticks unclaimed.
 	co.claims.withdrawAll(ts)
 	co.host.requestResync()
+	co.mu.Lock()
+	stopping := co.ctx.Err() != nil
+	co.mu.Unlock()
+	var cause error
+	if !stopping {
+		cause = context.Cause(ctx)
+	}
+	co.leadershipChanged(term, false, cause)
 }
 
 // stop stops coordinating and waits, briefly, for the leader to resign, so

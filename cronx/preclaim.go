@@ -28,9 +28,10 @@ type preclaim struct {
 	prev int64 // the sequence to withdraw to: the job's previous tick
 	done chan struct{}
 	// Set before done closes.
-	claim election.Claim
-	sess  *election.Session
-	err   error
+	claim   election.Claim
+	sess    *election.Session
+	err     error
+	latency time.Duration
 }
 
 type preclaimKey struct {
@@ -96,7 +97,9 @@ func (co *coordinator) preclaim(group []*Entry, tick time.Time) {
 		go func() {
 			defer co.runs.done()
 			defer close(p.done)
+			asked := co.clock.Now()
 			p.claim, p.sess, p.err = cl.claim(ts.ctx, r, ts, co.deadline(r))
+			p.latency = co.clock.Now().Sub(asked)
 		}()
 	}
 	cl.premu.Unlock()
@@ -124,7 +127,7 @@ func (co *coordinator) runPreclaimed(p *preclaim) {
 		co.claims.withdraw(p)
 		return
 	}
-	co.runClaimed(p.ts.ctx, p.r, p.ts, p.claim, p.sess, p.err)
+	co.runClaimed(p.ts.ctx, p.r, p.ts, p.claim, p.sess, p.err, p.latency)
 }
 
 // withdrawAll gives back every claim made ahead under ts and not acted on.

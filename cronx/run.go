@@ -42,6 +42,12 @@ func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
 	if ts == nil {
 		co.claims.fired.note(e.name, tick)
 	}
+	if !catchUp && co.clock.Now().After(co.deadline(run{tick: tick})) { // mutation:misfire-skip
+		// The loop woke up past the misfire deadline: the process stalled
+		// or its clock jumped.
+		co.notRun(e.name, tick, ReasonMisfireSkipped, nil)
+		return
+	}
 	if p := co.claims.takePreclaim(e.name, tick, ts); p != nil && ts != nil {
 		co.cronRuns.add()
 		co.runs.add()
@@ -79,8 +85,9 @@ func (co *coordinator) claimAndRun(r run, ts *termState) {
 		base = co.ctx
 		co.mu.Unlock()
 	}
+	asked := co.clock.Now()
 	claim, sess, err := co.claims.claim(base, r, ts, co.deadline(r))
-	co.runClaimed(base, r, ts, claim, sess, err)
+	co.runClaimed(base, r, ts, claim, sess, err, co.clock.Now().Sub(asked))
 }
 
 // deadline is the last moment at which r may still be claimed: under Skip
@@ -98,8 +105,9 @@ func (co *coordinator) deadline(r run) time.Time {
 }
 
 // runClaimed runs r if its claim succeeded, and has it recorded; a claim
-// that failed goes to the claimer's triage.
-func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, claim election.Claim, sess *election.Session, err error) {
+// that failed goes to the claimer's triage. latency is how long the claim
+// took.
+func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, claim election.Claim, sess *election.Session, err error, latency time.Duration) {
 	if err != nil {
 		co.claims.triage(base, r, err)
 		return
@@ -122,10 +130,18 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 		defer cancel(nil)
 		defer stop()
 	}
+	var started RunStarted
+	if len(co.obs) > 0 {
+		started = co.runStarted(r, claim, latency)
+		co.obs.emit(started)
+	}
 	start := co.clock.Now()
 	runErr := runJob(ctx, r.wrapped)
 	end := co.clock.Now()
 	co.rec.finishLater(finishItem{r, claim, sess, start, end, runErr})
+	if len(co.obs) > 0 {
+		co.obs.emit(runEnded(started, end, runErr))
+	}
 }
 
 // latestTick returns the latest activation of s in (now-grace, now], or the
