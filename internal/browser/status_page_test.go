@@ -136,7 +136,8 @@ func waitText(t *testing.T, ctx context.Context, sel, what string, d time.Durati
 
 // TestStatusPageInABrowser: three replicas of a crontab on one etcd; the
 // page of one of them shows the jobs, a new run without anyone reloading
-// it, the next leader after the leader's SIGTERM, and a pause.
+// it, the next leader after the leader's SIGTERM, and a pause with the
+// ticks it keeps from running.
 func TestStatusPageInABrowser(t *testing.T) {
 	browserPath := chromium(t)
 	dir := t.TempDir()
@@ -207,6 +208,8 @@ func TestStatusPageInABrowser(t *testing.T) {
 	}
 	waitText(t, ctx, `tr[data-job="tick"] .state`, "tick paused", 20*time.Second, func(s string) bool { return strings.HasPrefix(s, "paused by ops") })
 	waitText(t, ctx, `tr[data-job="report"] .state`, "report still active", 5*time.Second, func(s string) bool { return strings.HasPrefix(s, "active") })
+	// Its ticks from then on are counted as not run, with their reason.
+	waitText(t, ctx, `tr[data-job="tick"] td.notrun`, "tick's paused ticks counted", 20*time.Second, func(s string) bool { return strings.Contains(s, " paused") })
 
 	// On a phone's width the page itself does not scroll sideways: only
 	// the tables do, inside their boxes.
