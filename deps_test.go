@@ -9,9 +9,10 @@ import (
 
 // The SDK packages an app imports, and what each may not link.
 var sdk = map[string][]string{
-	"./election": {"go.etcd.io/etcd/server/v3", "github.com/robfig/cron/v3", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
-	"./cronx":    {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox"},
-	"./convox":   {"go.etcd.io/etcd/server/v3"},
+	"./election":   {"go.etcd.io/etcd/server/v3", "github.com/robfig/cron/v3", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
+	"./cronx":      {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox"},
+	"./convox":     {"go.etcd.io/etcd/server/v3"},
+	"./statuspage": {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox"},
 }
 
 // TestSDKDoesNotLinkAnEtcdServer checks the dependency rules of DESIGN.md:
