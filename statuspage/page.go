@@ -48,9 +48,6 @@ func WithTimeout(d time.Duration) Option { return func(p *Page) { p.timeout = d 
 // discards it (the page shows it).
 func WithLogger(l *slog.Logger) Option { return func(p *Page) { p.logger = l } }
 
-// withClock sets the clock next ticks and ages are computed from; tests use it.
-func withClock(now func() time.Time) Option { return func(p *Page) { p.now = now } }
-
 // New returns the status page of the key prefix (BATON_PREFIX, else
 // "/baton", when empty) read through client, which the caller keeps and
 // closes.
