@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
 )
 
@@ -248,4 +251,133 @@ func firstNotRun(l *eventLog, reason Reason) <-chan TickNotRun {
 		}
 	}()
 	return ch
+}
+
+// TestLateWakeUpIsMisfireSkipped: a leader whose loop wakes up past a
+// tick's misfire grace (a stalled process; here the injected clock jumps)
+// skips the tick and reports it, while a tick it wakes up for on time runs.
+func TestLateWakeUpIsMisfireSkipped(t *testing.T) {
+	srv := etcdtest.Start(t)
+	start := time.Now().Truncate(time.Minute).Add(30 * time.Second)
+	fake := clock.NewFake(start)
+	ev := newEventLog()
+	l := newLedger()
+	c := New(append(observed(ev), WithSeconds(), WithEtcd(srv.Client(t)), WithName("late"), withClock(fake),
+		WithMisfire(RunOnce, 5*time.Second), WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))...)
+	mustAdd(t, c, "0 * * * * *", Named("minute", l.job("a", nil)))
+	c.Start()
+	r := &replica{id: "a", cron: c, cli: srv.Client(t)}
+	t.Cleanup(func() { r.stop(t) })
+	waitFor[leadershipGained](t, ev, 10*time.Second, "leadership", nil)
+
+	tick := start.Add(30 * time.Second)
+	armed := func(at time.Time) func() (bool, string) {
+		return func() (bool, string) {
+			due, ok := fake.NextDue()
+			return ok && due.Equal(at), fmt.Sprintf("next wake-up %v (%v), want %v", due, ok, at)
+		}
+	}
+	eventually(t, 10*time.Second, armed(tick))
+	fake.Set(tick.Add(10 * time.Second)) // 10 s late, past the 5 s grace
+	e := waitNotRun(t, ev, "minute", ReasonMisfireSkipped, 10*time.Second)
+	if !e.Tick.Equal(tick) {
+		t.Errorf("misfire reported for %v, want %v", e.Tick, tick)
+	}
+
+	next := tick.Add(time.Minute)
+	eventually(t, 10*time.Second, armed(next))
+	fake.Set(next)
+	if got := runAfter(t, l.ch, tick.Add(-time.Second), 10*time.Second, "the on-time tick"); !got.Tick.Equal(next) {
+		t.Errorf("ran tick %v, want %v (and not the late %v)", got.Tick, next, tick)
+	}
+	waitNotRunCount(t, c, "minute", ReasonMisfireSkipped, 1)
+}
+
+// TestSlowObserverDoesNotSlowTheScheduler: an observer that does not
+// return holds up no run; its queue fills and the events past it are
+// dropped and counted, and told to it once it returns.
+func TestSlowObserverDoesNotSlowTheScheduler(t *testing.T) {
+	start := time.Now().Truncate(time.Minute)
+	fake := clock.NewFake(start)
+	block := make(chan struct{})
+	var delivered, dropped atomic.Int64
+	obs := Observer{
+		QueueSize:    8,
+		OnRunStarted: func(RunStarted) { <-block; delivered.Add(1) },
+		OnRunEnded:   func(RunEnded) { <-block; delivered.Add(1) },
+		OnDropped:    func(n int) { dropped.Add(int64(n)) },
+	}
+	c := New(WithSeconds(), withClock(fake), WithObserver(obs))
+	const jobs, ticks = 20, 3
+	runs := make(chan time.Time, jobs*ticks)
+	for range jobs {
+		if _, err := c.AddFunc("* * * * * *", func() { runs <- fake.Now() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Start()
+	defer func() { <-c.Stop().Done() }()
+	var once sync.Once
+	release := func() { once.Do(func() { close(block) }) }
+	defer release() // before Stop waits for the runs
+	for i := 1; i <= ticks; i++ {
+		fake.WaitTimers(1, 10*time.Second)
+		fake.Set(start.Add(time.Duration(i) * time.Second))
+		for n := range jobs {
+			select {
+			case <-runs:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("tick %d: %d of %d jobs ran while the observer was blocked", i, n, jobs)
+			}
+		}
+	}
+	release()
+	eventually(t, 10*time.Second, func() (bool, string) {
+		d, x := delivered.Load(), dropped.Load()
+		return d+x == 2*jobs*ticks, fmt.Sprintf("%d events delivered and %d dropped, want %d in all", d, x, 2*jobs*ticks)
+	})
+	if d := delivered.Load(); d > int64(obs.QueueSize)+1 {
+		t.Errorf("%d events delivered to an observer blocked with a queue of %d", d, obs.QueueSize)
+	}
+}
+
+// TestMergeNotRunCountsEachTickOnceAndOnlyIfNobodyRanIt is the tally's
+// rule, case by case.
+func TestMergeNotRunCountsEachTickOnceAndOnlyIfNobodyRanIt(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 30, 0, 0, time.UTC)
+	at := func(d time.Duration) int64 { return now.Add(d).UnixNano() }
+	one := func(d time.Duration, r Reason, strict bool) notRunEntry {
+		return notRunEntry{tick: at(d), hour: hourOf(now.Add(d)), reason: r, n: 1, strict: strict}
+	}
+	old := notRunValue{Upto: at(-2 * time.Minute), Hours: []notRunHour{
+		{Hour: hourOf(now.Add(-30 * time.Hour)), Counts: map[string]int{"paused": 7}},
+		{Hour: hourOf(now), Counts: map[string]int{"paused": 1}},
+	}}
+	ran := []Record{{Tick: now.Add(-40 * time.Second)}}
+	for _, tc := range []struct {
+		name    string
+		entries []notRunEntry
+		last    int64
+		want    map[Reason]int
+	}{
+		{"a new tick counts", []notRunEntry{one(-time.Minute, ReasonPaused, false)}, -1, map[Reason]int{ReasonPaused: 2}},
+		{"a tick counted already does not", []notRunEntry{one(-2*time.Minute, ReasonPaused, false)}, -1, map[Reason]int{ReasonPaused: 1}},
+		{"the last claimed tick ran", []notRunEntry{one(-time.Minute, ReasonOverlap, false)}, at(-time.Minute), map[Reason]int{ReasonPaused: 1}},
+		{"a tick in the history ran", []notRunEntry{one(-40*time.Second, ReasonOverlap, false)}, -1, map[Reason]int{ReasonPaused: 1}},
+		{"strict: a later tick was claimed", []notRunEntry{one(-time.Minute, ReasonEtcdUnavailable, true)}, at(0), map[Reason]int{ReasonPaused: 1}},
+		{"strict: nothing claimed since", []notRunEntry{one(-time.Minute, ReasonEtcdUnavailable, true)}, at(-5 * time.Minute), map[Reason]int{ReasonPaused: 1, ReasonEtcdUnavailable: 1}},
+		{"a gap's hour counts whole", []notRunEntry{{tick: at(-time.Minute), hour: hourOf(now), reason: ReasonNoLeader, n: 25}}, -1, map[Reason]int{ReasonPaused: 1, ReasonNoLeader: 25}},
+		{"the same tick twice counts once", []notRunEntry{one(-time.Minute, ReasonPaused, false), one(-time.Minute, ReasonPaused, false)}, -1, map[Reason]int{ReasonPaused: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := parseNotRun([]byte(encodeNotRun(old)))
+			mergeNotRun(&v, tc.entries, tc.last, ran, now)
+			if got := v.counts(now); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("counts %v, want %v", got, tc.want)
+			}
+			if len(v.Hours) != 1 {
+				t.Errorf("hours %v: the hour older than a day was kept", v.Hours)
+			}
+		})
+	}
 }
