@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/cronx"
+	"github.com/batonhq/baton/metrics"
 )
 
 func init() {
@@ -233,7 +234,7 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		defer srv.stop() // before the client closes
 	}
 
-	c := cronx.New(
+	opts := []cronx.Option{
 		cronx.WithParser(cronParser(*seconds)),
 		cronx.WithEtcd(cli),
 		cronx.WithName(*name),
@@ -241,7 +242,16 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		cronx.WithMisfire(policy, *misfireGrace),
 		cronx.WithElection(eopts...),
 		cronx.WithSlog(logger),
-	)
+	}
+	if srv != nil {
+		// Metrics only when something serves them: an observer is work.
+		obs, err := metrics.New(reg)
+		if err != nil {
+			return fail(env, "crontab", err)
+		}
+		opts = append(opts, cronx.WithObserver(obs))
+	}
+	c := cronx.New(opts...)
 	var stopping atomic.Bool
 	add := func(entries []crontabEntry) ([]cronx.EntryID, error) {
 		var ids []cronx.EntryID

@@ -83,8 +83,9 @@ func closedPort(t *testing.T) string {
 }
 
 // TestCrontabServesHTTP: baton crontab --http serves /healthz, /readyz,
-// /metrics and the status page with its jobs and leader; the page is
-// read-only; the server goes with the process.
+// /metrics with baton's metrics of its runs and leadership, and the status
+// page with its jobs and leader; the page is read-only; the server goes
+// with the process.
 func TestCrontabServesHTTP(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	dir := t.TempDir()
@@ -97,8 +98,10 @@ func TestCrontabServesHTTP(t *testing.T) {
 	waitFetch(t, base+"/healthz", http.StatusOK, "ok")
 	waitFetch(t, base+"/readyz", http.StatusOK, "ok")
 	waitFetch(t, base+"/", http.StatusOK, `data-job="tick"`, `led by <span class="leader">web-1</span>`, "· web-1 · <span class=\"ok\">ok</span>")
-	metrics := waitFetch(t, base+"/metrics", http.StatusOK, "go_goroutines ", "process_start_time_seconds ")
-	_ = metrics
+	waitFetch(t, base+"/metrics", http.StatusOK, "go_goroutines ", "process_start_time_seconds ",
+		`baton_job_runs_total{job="tick",outcome="success",scheduler="crontab"} `,
+		`baton_scheduler_leader{scheduler="crontab"} 1`,
+		`baton_job_tick_lateness_seconds_count{scheduler="crontab"} `)
 	if code, _ := fetch(t, http.MethodPost, base+"/"); code != http.StatusMethodNotAllowed {
 		t.Errorf("POST /: %d, want 405", code)
 	}
