@@ -109,7 +109,8 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	// No script runs and no other site frames the page, whatever etcd holds.
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	w.WriteHeader(code)
 	if r.Method == http.MethodGet {
 		w.Write(buf.Bytes())

@@ -98,6 +98,9 @@ func TestPageShowsLeaderJobsRunsAndPause(t *testing.T) {
 	if strings.Contains(body, "<script") {
 		t.Errorf("page has a script:\n%s", body)
 	}
+	if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Errorf("Content-Security-Policy %q lets scripts run or the page be framed", csp)
+	}
 	if code, _, body := get(t, page, http.MethodHead); code != http.StatusOK || body != "" {
 		t.Errorf("HEAD: %d, body %q; want 200 and none", code, body)
 	}
