@@ -44,3 +44,22 @@ func TestAlive(t *testing.T) {
 		t.Errorf("Alive of a stuck loop: %v, want the deadline exceeded", err)
 	}
 }
+
+// BenchmarkAliveTenThousandJobs is the cost of one health check of a
+// scheduler of ten thousand jobs: a turn of the loop and a copy of the
+// entries.
+func BenchmarkAliveTenThousandJobs(b *testing.B) {
+	c := New()
+	for range 10000 {
+		c.Schedule(Every(time.Hour), FuncJob(func() {}))
+	}
+	c.Start()
+	defer c.Stop()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Alive(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
