@@ -20,7 +20,8 @@ import (
 var ErrUnknownScheduler = errors.New("statuspage: no such scheduler")
 
 // Snapshot is what the status page shows of one key prefix. Its JSON is
-// that of `baton status --json`.
+// that of `baton status --json`, documented in its --help: scripts read
+// it, so fields are added, never renamed or removed.
 type Snapshot struct {
 	Prefix string `json:"prefix"`
 	// At is when the snapshot was read, by the reader's clock.

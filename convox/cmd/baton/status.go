@@ -57,7 +57,8 @@ none.
   elections[]                  name, leader, since?, lease (hex), fence,
                                candidates (the leader and those waiting)
   locks[]                      name, holder, lease (hex), fence, waiting
-  schedulers[]                 name, leader (empty when nobody leads), jobs[]
+  schedulers[]                 name, leader (empty when nobody leads),
+                               leader_since?, jobs[]
   schedulers[].jobs[]          name, spec, paused, paused_by?, last_tick?,
                                last_by?, last_run?, running[] (replicas
                                running it now), next?, history[],
