@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
 )
@@ -47,14 +48,14 @@ func BenchmarkClaim(b *testing.B) {
 		start := time.Now()
 		c, err := election.ClaimSeq(ctx, cli, "/bench/jobs/j/last", seq,
 			election.ClaimedBy("me"), election.UnderTerm(term),
-			election.UnlessExists("/bench/jobs/j/paused", ErrPaused),
-			election.WithMarker(fmt.Sprintf("/bench/jobs/j/running/%020d", seq), sess.Lease()))
+			claims.UnlessExists("/bench/jobs/j/paused", ErrPaused),
+			claims.WithMarker(fmt.Sprintf("/bench/jobs/j/running/%020d", seq), sess.Lease()))
 		samples = append(samples, time.Since(start))
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		election.Release(ctx, cli, c)
+		claims.Release(ctx, cli, c)
 		b.StartTimer()
 	}
 	b.StopTimer()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
 	"github.com/batonhq/baton/internal/clock"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -157,19 +158,19 @@ func (cl *claimer) claim(ctx context.Context, r run, ts *termState, latest time.
 		if serr == nil {
 			opts := []election.ClaimOption{
 				election.ClaimedBy(cl.identity),
-				election.WithMarker(marker, sess.Lease()),
+				claims.WithMarker(marker, sess.Lease()),
 			}
 			if r.triggered == 0 {
-				opts = append(opts, election.UnlessExists(cl.keys.paused(r.job), ErrPaused)) // mutation:pause
+				opts = append(opts, claims.UnlessExists(cl.keys.paused(r.job), ErrPaused)) // mutation:pause
 			}
 			if ts != nil {
 				opts = append(opts, election.UnderTerm(ts.term.Fence)) // mutation:under-term
 			}
 			if r.overlap == Forbid { // mutation:forbid
-				opts = append(opts, election.Exclusive(cl.keys.running(r.job)))
+				opts = append(opts, claims.Exclusive(cl.keys.running(r.job)))
 			}
 			if r.catchUp || claimMode && hadSession && sess != firedUnder {
-				opts = append(opts, election.IfClaimedBefore())
+				opts = append(opts, claims.IfClaimedBefore())
 			}
 			var c election.Claim
 			if ts != nil && !r.catchUp && r.triggered == 0 {
@@ -181,7 +182,7 @@ func (cl *claimer) claim(ctx context.Context, r run, ts *termState, latest time.
 				return c, sess, nil
 			}
 			if errors.Is(err, election.ErrClaimed) || errors.Is(err, election.ErrBusy) || errors.Is(err, ErrPaused) ||
-				errors.Is(err, election.ErrNotLeader) || errors.Is(err, election.ErrNeverClaimed) {
+				errors.Is(err, election.ErrNotLeader) || errors.Is(err, claims.ErrNeverClaimed) {
 				if try > 1 {
 					err = &retriedError{err}
 				}

@@ -17,12 +17,16 @@ import (
 
 // ledger records every run of every replica.
 type ledger struct {
-	mu   sync.Mutex
-	runs []Info
-	ch   chan Info
+	mu    sync.Mutex
+	runs  []Info
+	ch    chan Info
+	since time.Time // when the ledger was made or last reset
 }
 
-func newLedger() *ledger { return &ledger{ch: make(chan Info, 1024)} }
+func newLedger() *ledger {
+	stalls.start()
+	return &ledger{ch: make(chan Info, 1024), since: time.Now()}
+}
 
 func (l *ledger) job(instance string, hold func(ctx context.Context)) ContextFunc {
 	return func(ctx context.Context) error {
@@ -60,6 +64,7 @@ func (l *ledger) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.runs = nil
+	l.since = time.Now()
 	for len(l.ch) > 0 {
 		<-l.ch
 	}
@@ -80,6 +85,10 @@ func (l *ledger) waitTicks(t *testing.T, n int, d time.Duration) {
 		case r := <-l.ch:
 			seen[r.Tick] = true
 		case <-deadline:
+			l.mu.Lock()
+			since := l.since
+			l.mu.Unlock()
+			stalls.report(t, since)
 			t.Fatalf("saw %d ticks within %v, want %d", len(seen), d, n)
 		}
 	}
@@ -113,6 +122,7 @@ func (l *ledger) check(t *testing.T, step time.Duration) []time.Time {
 		for _, r := range l.runs {
 			t.Logf("ran %v on %s", r.Tick.Format(time.TimeOnly+".000"), r.Instance)
 		}
+		stalls.report(t, l.since)
 	}
 	return ticks
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 
-	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/emptyetcd"
 )
 
 // watchEmpty logs an error each time the coordinator's etcd is found to
-// have come back empty (election.WatchEmpty), until the returned function
+// have come back empty (emptyetcd.Watch), until the returned function
 // is called, which stops the watch and waits for it.
 func (co *coordinator) watchEmpty(ctx context.Context) (stop func()) {
 	client := co.etcd()
@@ -19,8 +19,8 @@ func (co *coordinator) watchEmpty(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		election.WatchEmpty(ctx, client, co.prefix, co.identity, func(e election.EmptyEtcd) {
-			co.logger.Error(errors.New(e.Why), "cronx: etcd came back empty; lost with its data: "+election.EmptyEtcdLost,
+		emptyetcd.Watch(ctx, client, co.prefix, co.identity, func(e emptyetcd.Event) {
+			co.logger.Error(errors.New(e.Why), "cronx: etcd came back empty; lost with its data: "+emptyetcd.Lost,
 				"scheduler", co.name, "instance", co.identity)
 			co.obs.emit(EtcdEmpty{Scheduler: co.name, Instance: co.identity, Why: e.Why})
 		})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
 )
 
 // When many jobs come due on one tick, claiming them at the tick makes the
@@ -170,8 +171,8 @@ func (cl *claimer) withdrawAll(ts *termState) {
 func (cl *claimer) withdraw(p *preclaim) {
 	ctx, cancel := context.WithTimeout(context.Background(), withdrawTimeout)
 	defer cancel()
-	err := election.Withdraw(ctx, cl.client(), cl.keys.last(p.r.job), p.claim, p.prev, cl.identity)
-	if err != nil && !errors.Is(err, election.ErrNotWithdrawn) {
+	err := claims.Withdraw(ctx, cl.client(), cl.keys.last(p.r.job), p.claim, p.prev, cl.identity)
+	if err != nil && !errors.Is(err, claims.ErrNotWithdrawn) {
 		cl.logger.Error(err, "cronx: a tick claimed ahead could not be given back; it will not run", "job", p.r.job, "tick", p.r.tick)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -203,7 +204,7 @@ func (rc *recorder) recordAll(batch []finishItem) {
 func (rc *recorder) finish(it finishItem) {
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
-	if err := election.Release(ctx, rc.client(), it.claim); err != nil {
+	if err := claims.Release(ctx, rc.client(), it.claim); err != nil {
 		rc.logger.Error(err, "cronx: release run marker", "job", it.r.job)
 		rc.releaseLater(it)
 	}
@@ -225,7 +226,7 @@ func (rc *recorder) releaseLater(it finishItem) {
 		for backoff := releaseBackoff; sctx.Err() == nil; backoff = min(2*backoff, maxReleaseBackoff) {
 			sleep(sctx, backoff)
 			ctx, cancel := context.WithTimeout(sctx, etcdTimeout)
-			err := election.Release(ctx, rc.client(), it.claim)
+			err := claims.Release(ctx, rc.client(), it.claim)
 			cancel()
 			if err == nil {
 				return

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
 )
 
 // triage reports a claim that failed: to the observers and the tally of
@@ -35,7 +36,7 @@ func (cl *claimer) triage(base context.Context, r run, err error) {
 	case errors.Is(err, errSuperseded):
 		reason = ReasonOvertaken
 		cl.logger.Info("cronx: skipped: "+err.Error(), "job", r.job, "tick", r.tick)
-	case errors.Is(err, election.ErrClaimed), errors.Is(err, election.ErrNeverClaimed):
+	case errors.Is(err, election.ErrClaimed), errors.Is(err, claims.ErrNeverClaimed):
 		// Another replica ran it, or a catch-up found nothing to resume.
 		if cl.mode == ClaimMode && !r.catchUp && errors.Is(err, election.ErrClaimed) {
 			reason = ReasonClaimedElsewhere

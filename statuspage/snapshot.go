@@ -11,6 +11,7 @@ import (
 
 	"github.com/batonhq/baton/cronx"
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/emptyetcd"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -25,11 +26,22 @@ var ErrUnknownScheduler = errors.New("statuspage: no such scheduler")
 type Snapshot struct {
 	Prefix string `json:"prefix"`
 	// At is when the snapshot was read, by the reader's clock.
-	At         time.Time           `json:"-"`
-	Elections  []Election          `json:"elections"`
-	Locks      []Lock              `json:"locks"`
-	Schedulers []Scheduler         `json:"schedulers"`
-	EmptyEtcd  *election.EmptyEtcd `json:"etcd_came_back_empty,omitempty"`
+	At         time.Time   `json:"-"`
+	Elections  []Election  `json:"elections"`
+	Locks      []Lock      `json:"locks"`
+	Schedulers []Scheduler `json:"schedulers"`
+	EmptyEtcd  *EmptyEtcd  `json:"etcd_came_back_empty,omitempty"`
+}
+
+// EmptyEtcd is the last time a replica found that etcd had come back
+// without its data, and with it pauses, run --once claims, run history,
+// held locks and leaderships.
+type EmptyEtcd struct {
+	// At is when it was found, By the identity that found it, Why what
+	// gave it away.
+	At  time.Time `json:"at"`
+	By  string    `json:"by"`
+	Why string    `json:"why"`
 }
 
 // Election is one election under the prefix and who leads it.
@@ -180,8 +192,8 @@ func Read(ctx context.Context, client *clientv3.Client, prefix, scheduler string
 		}
 		s.Schedulers = append(s.Schedulers, sc)
 	}
-	if e, ok, err := election.LastEmpty(ctx, client, prefix); err == nil && ok {
-		s.EmptyEtcd = &e
+	if e, ok, err := emptyetcd.Last(ctx, client, prefix); err == nil && ok {
+		s.EmptyEtcd = &EmptyEtcd{At: e.At, By: e.By, Why: e.Why}
 	}
 	return s, nil
 }

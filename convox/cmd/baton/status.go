@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/emptyetcd"
 	"github.com/batonhq/baton/statuspage"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -67,7 +68,7 @@ none.
   last_run, history[]          tick, instance, start, duration_seconds,
                                error? (the run failed), triggered?
   etcd_came_back_empty?        at, by, why: the last time a replica found
-                               that etcd had lost its data, and with it ` + election.EmptyEtcdLost + `
+                               that etcd had lost its data, and with it ` + emptyetcd.Lost + `
 
 fence is the etcd create revision of the leader's or holder's key: the
 fencing token its work gets.
@@ -165,7 +166,7 @@ func serveStatus(ctx context.Context, env *environ, addr, prefix string, cli *cl
 func printStatus(out io.Writer, r *statuspage.Snapshot) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	if e := r.EmptyEtcd; e != nil {
-		fmt.Fprintf(w, "etcd came back empty: found at %s by %s (%s); lost with its data: %s.\n\n", when(e.At), e.By, e.Why, election.EmptyEtcdLost)
+		fmt.Fprintf(w, "etcd came back empty: found at %s by %s (%s); lost with its data: %s.\n\n", when(e.At), e.By, e.Why, emptyetcd.Lost)
 	}
 	if len(r.Elections) == 0 {
 		fmt.Fprintf(w, "No elections under %s.\n", r.Prefix)

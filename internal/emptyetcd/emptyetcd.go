@@ -1,4 +1,18 @@
-package election
+// Package emptyetcd notices an etcd that came back without its data.
+//
+// An etcd that loses its data (a member on an emptyDir that restarted, a
+// data directory deleted) comes back as an empty store that answers like
+// the old one. baton survives it (new sessions, new elections, the next
+// tick runs), but what etcd held is gone: Lost. Watch notices it and says
+// so, and records it under P/etcd/empty, where Last (and `baton status`)
+// read it.
+//
+// It keeps a marker, P/etcd/born, and remembers the cluster ID, the
+// marker's create revision and the highest revision it has seen. The etcd
+// came back empty when the marker is gone or was created anew, when the
+// cluster ID changed, or when the revision went backwards. Deleting the
+// marker by hand looks the same, and is reported the same.
+package emptyetcd
 
 import (
 	"context"
@@ -9,24 +23,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// An etcd that loses its data (a member on an emptyDir that restarted, a
-// data directory deleted) comes back as an empty store that answers like
-// the old one. baton survives it (new sessions, new elections, the next
-// tick runs), but what etcd held is gone: EmptyEtcdLost. WatchEmpty notices
-// it and says so, and records it under P/etcd/empty, where LastEmpty (and
-// `baton status`) read it.
-//
-// It keeps a marker, P/etcd/born, and remembers the cluster ID, the
-// marker's create revision and the highest revision it has seen. The etcd
-// came back empty when the marker is gone or was created anew, when the
-// cluster ID changed, or when the revision went backwards. Deleting the
-// marker by hand looks the same, and is reported the same.
+// Lost is what baton loses with etcd's data.
+const Lost = "pauses, run --once claims (a retried run then runs again), run history, held locks and leaderships"
 
-// EmptyEtcdLost is what baton loses with etcd's data.
-const EmptyEtcdLost = "pauses, run --once claims (a retried run then runs again), run history, held locks and leaderships"
-
-// EmptyEtcd is an etcd found to have come back without its data.
-type EmptyEtcd struct {
+// Event is an etcd found to have come back without its data.
+type Event struct {
 	// At is when it was found, By the identity that found it.
 	At time.Time `json:"at"`
 	By string    `json:"by"`
@@ -34,22 +35,22 @@ type EmptyEtcd struct {
 	Why string `json:"why"`
 }
 
-// emptyCheckEvery is how often WatchEmpty looks: one read per interval.
+// emptyCheckEvery is how often Watch looks: one read per interval.
 const emptyCheckEvery = 5 * time.Second
 
 func bornKey(prefix string) string  { return prefix + "/etcd/born" }
 func emptyKey(prefix string) string { return prefix + "/etcd/empty" }
 
-// WatchEmpty checks the etcd of client under prefix every few seconds until
+// Watch checks the etcd of client under prefix every few seconds until
 // ctx is done, and calls found, from its own goroutine, each time it finds
-// that etcd came back empty, after recording it for LastEmpty. identity
+// that etcd came back empty, after recording it for Last. identity
 // names the caller in the record. It returns when ctx is done; a failed
 // read is retried at the next interval.
-func WatchEmpty(ctx context.Context, client *clientv3.Client, prefix, identity string, found func(EmptyEtcd)) {
-	watchEmpty(ctx, client, prefix, identity, emptyCheckEvery, found)
+func Watch(ctx context.Context, client *clientv3.Client, prefix, identity string, found func(Event)) {
+	watch(ctx, client, prefix, identity, emptyCheckEvery, found)
 }
 
-// etcdMemory is what WatchEmpty remembers of the etcd it watches.
+// etcdMemory is what Watch remembers of the etcd it watches.
 type etcdMemory struct {
 	known   bool
 	cluster uint64
@@ -57,11 +58,11 @@ type etcdMemory struct {
 	maxRev  int64
 }
 
-func watchEmpty(ctx context.Context, client *clientv3.Client, prefix, identity string, every time.Duration, found func(EmptyEtcd)) {
+func watch(ctx context.Context, client *clientv3.Client, prefix, identity string, every time.Duration, found func(Event)) {
 	var m etcdMemory
 	for {
 		if why := m.check(ctx, client, prefix, identity); why != "" {
-			e := EmptyEtcd{At: time.Now().UTC(), By: identity, Why: why}
+			e := Event{At: time.Now().UTC(), By: identity, Why: why}
 			if b, err := json.Marshal(e); err == nil {
 				_, _ = client.Put(ctx, emptyKey(prefix), string(b))
 			}
@@ -120,9 +121,9 @@ func (m *etcdMemory) check(ctx context.Context, client *clientv3.Client, prefix,
 	return ""
 }
 
-// LastEmpty returns the last time a watcher found the etcd of client empty
+// Last returns the last time a watcher found the etcd of client empty
 // under prefix; ok is false if none ever did.
-func LastEmpty(ctx context.Context, client *clientv3.Client, prefix string) (e EmptyEtcd, ok bool, err error) {
+func Last(ctx context.Context, client *clientv3.Client, prefix string) (e Event, ok bool, err error) {
 	resp, err := client.Get(ctx, emptyKey(prefix))
 	if err != nil || len(resp.Kvs) == 0 {
 		return e, false, err

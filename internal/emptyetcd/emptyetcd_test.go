@@ -1,4 +1,4 @@
-package election
+package emptyetcd
 
 import (
 	"context"
@@ -64,22 +64,22 @@ func TestEmptyEtcdFoundOnlyWhenTheDataIsGone(t *testing.T) {
 }
 
 // TestWatchEmptyRecordsAndReports: a watcher reports a wiped etcd to its
-// callback and records it, which LastEmpty then reads.
+// callback and records it, which Last then reads.
 func TestWatchEmptyRecordsAndReports(t *testing.T) {
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
 	defer cli.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	found := make(chan EmptyEtcd, 4)
+	found := make(chan Event, 4)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		watchEmpty(ctx, cli, "/p", "web-1", 20*time.Millisecond, func(e EmptyEtcd) { found <- e })
+		watch(ctx, cli, "/p", "web-1", 20*time.Millisecond, func(e Event) { found <- e })
 	}()
 	defer func() { cancel(); <-done }()
 
-	if _, ok, err := LastEmpty(ctx, cli, "/p"); ok || err != nil {
-		t.Fatalf("LastEmpty before any loss: %v, %v", ok, err)
+	if _, ok, err := Last(ctx, cli, "/p"); ok || err != nil {
+		t.Fatalf("Last before any loss: %v, %v", ok, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -93,7 +93,7 @@ func TestWatchEmptyRecordsAndReports(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	srv.Wipe(t)
-	var e EmptyEtcd
+	var e Event
 	select {
 	case e = <-found:
 	case <-time.After(20 * time.Second):
@@ -102,8 +102,8 @@ func TestWatchEmptyRecordsAndReports(t *testing.T) {
 	if e.By != "web-1" || e.Why == "" || time.Since(e.At) > time.Minute {
 		t.Errorf("reported %+v", e)
 	}
-	got, ok, err := LastEmpty(ctx, cli, "/p")
+	got, ok, err := Last(ctx, cli, "/p")
 	if !ok || err != nil || got.By != "web-1" || got.Why != e.Why {
-		t.Errorf("LastEmpty: %+v, %v, %v; want %+v", got, ok, err, e)
+		t.Errorf("Last: %+v, %v, %v; want %+v", got, ok, err, e)
 	}
 }
