@@ -19,6 +19,7 @@ var sdk = map[string][]string{
 	"./cronx":              {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox", "github.com/batonhq/baton/metrics"},
 	"./metrics":            {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox"},
 	"./convox":             {"go.etcd.io/etcd/server/v3"},
+	"./statuspage":         {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox"},
 }
 
 // TestSDKDoesNotLinkAnEtcdServer checks the dependency rules of DESIGN.md:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/batonhq/baton/cronx"
@@ -221,4 +222,22 @@ func (t *jobTarget) read(ctx context.Context, cli *clientv3.Client, prefix strin
 		t.pausedBy = string(p.Kvs[0].Value)
 	}
 	return nil
+}
+
+// schedulerNames lists the schedulers with keys under P/jobs/.
+func schedulerNames(ctx context.Context, cli *clientv3.Client, prefix string) ([]string, error) {
+	dir := prefix + "/jobs/"
+	resp, err := cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", dir, err)
+	}
+	var names []string
+	for _, kv := range resp.Kvs {
+		name, _, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), dir), "/")
+		if ok && name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
 }
