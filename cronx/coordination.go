@@ -168,6 +168,8 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 		client:   cfg.client,
 		elector:  cfg.elector,
 		logger:   c.logger,
+
+		emptyCheck: make(chan struct{}, 1),
 	}
 	switch {
 	case cfg.elector != nil && cfg.client != nil:

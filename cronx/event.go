@@ -147,8 +147,10 @@ type Session struct {
 	Err error
 }
 
-// EtcdEmpty reports that etcd came back without its data
-// (election.WatchEmpty): pauses, claims and histories were lost with it.
+// EtcdEmpty reports that etcd came back without its data: pauses, claims
+// and histories were lost with it. The replica that starts the next term
+// (in claim mode, that makes the next claim) finds it: every lease was lost
+// with the data, so one does.
 type EtcdEmpty struct {
 	Scheduler string
 	Instance  string

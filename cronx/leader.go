@@ -66,6 +66,8 @@ type coordinator struct {
 	obs         observers    // the Cron's
 	tally       *notRunTally // ticks not run, to count in etcd
 	sessionDown atomic.Bool  // a session was lost and none regained since
+	// emptyCheck asks the empty-etcd watch to look again (emptyetcd.go).
+	emptyCheck chan struct{}
 }
 
 // termState is one term of leadership and its context, which ends with it.
@@ -164,6 +166,7 @@ func (co *coordinator) campaign(ctx context.Context) {
 // lead is the Cron's work for one term: schedule until the term ends.
 func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	co.leadershipChanged(term, true, nil)
+	co.recheckEmpty() // a term follows every lost lease, a wiped etcd's too
 	// Before the term can claim, so that its claims do not hide the gap;
 	// and before it counts as scheduling, which promises a resync.
 	co.reportGap(ctx)

@@ -82,6 +82,7 @@ func (co *coordinator) sessionUp() {
 // watchSession reports s lost when it ends otherwise than by Close.
 func (co *coordinator) watchSession(s *election.Session) {
 	co.sessionUp()
+	co.recheckEmpty()
 	context.AfterFunc(s.Context(), func() {
 		if cause := context.Cause(s.Context()); !errors.Is(cause, election.ErrSessionClosed) {
 			co.sessionLost(cause)

@@ -12,6 +12,13 @@
 // came back empty when the marker is gone or was created anew, when the
 // cluster ID changed, or when the revision went backwards. Deleting the
 // marker by hand looks the same, and is reported the same.
+//
+// Watch does not poll: it looks once when it starts and then each time its
+// caller asks, which a caller does when it gets a new lease. An etcd that
+// lost its data lost every lease with it, so every holder of one finds out
+// at its next keepalive and makes a new one; a replica that only waits
+// costs etcd nothing more than its keepalives. A marker deleted by hand is
+// therefore noticed at the next new lease, not at once.
 package emptyetcd
 
 import (
@@ -35,19 +42,55 @@ type Event struct {
 	Why string `json:"why"`
 }
 
-// emptyCheckEvery is how often Watch looks: one read per interval.
-const emptyCheckEvery = 5 * time.Second
+// checkTimeout bounds one look; a look that fails is tried again after
+// retryMin, then less and less often, up to retryMax, until one answers.
+const (
+	checkTimeout = 5 * time.Second
+	retryMin     = time.Second
+	retryMax     = 30 * time.Second
+)
 
 func bornKey(prefix string) string  { return prefix + "/etcd/born" }
 func emptyKey(prefix string) string { return prefix + "/etcd/empty" }
 
-// Watch checks the etcd of client under prefix every few seconds until
-// ctx is done, and calls found, from its own goroutine, each time it finds
-// that etcd came back empty, after recording it for Last. identity
-// names the caller in the record. It returns when ctx is done; a failed
-// read is retried at the next interval.
-func Watch(ctx context.Context, client *clientv3.Client, prefix, identity string, found func(Event)) {
-	watch(ctx, client, prefix, identity, emptyCheckEvery, found)
+// Watch checks the etcd of client under prefix when it starts and then
+// once for each receive from recheck, until ctx is done, and calls found,
+// from its own goroutine, each time it finds that etcd came back empty,
+// after recording it for Last. identity names the caller in the record. A
+// look that etcd does not answer is tried again with backoff until one
+// does, so a recheck asked while etcd is out is not lost. It returns when
+// ctx is done.
+func Watch(ctx context.Context, client *clientv3.Client, prefix, identity string, recheck <-chan struct{}, found func(Event)) {
+	var m etcdMemory
+	for {
+		wait := retryMin
+		for {
+			why, err := m.check(ctx, client, prefix, identity)
+			if why != "" {
+				e := Event{At: time.Now().UTC(), By: identity, Why: why}
+				if b, err := json.Marshal(e); err == nil {
+					_, _ = client.Put(ctx, emptyKey(prefix), string(b))
+				}
+				found(e)
+				m = etcdMemory{}
+				continue // take the new etcd's measure at once
+			}
+			if err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, retryMax)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-recheck:
+		}
+	}
 }
 
 // etcdMemory is what Watch remembers of the etcd it watches.
@@ -58,34 +101,15 @@ type etcdMemory struct {
 	maxRev  int64
 }
 
-func watch(ctx context.Context, client *clientv3.Client, prefix, identity string, every time.Duration, found func(Event)) {
-	var m etcdMemory
-	for {
-		if why := m.check(ctx, client, prefix, identity); why != "" {
-			e := Event{At: time.Now().UTC(), By: identity, Why: why}
-			if b, err := json.Marshal(e); err == nil {
-				_, _ = client.Put(ctx, emptyKey(prefix), string(b))
-			}
-			found(e)
-			m = etcdMemory{}
-			continue // take the new etcd's measure at once
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(every):
-		}
-	}
-}
-
-// check reads the marker and returns why etcd came back empty, or "".
-func (m *etcdMemory) check(ctx context.Context, client *clientv3.Client, prefix, identity string) string {
+// check reads the marker and returns why etcd came back empty, or "" with
+// the error of a look that etcd did not answer.
+func (m *etcdMemory) check(ctx context.Context, client *clientv3.Client, prefix, identity string) (string, error) {
 	key := bornKey(prefix)
-	rctx, cancel := context.WithTimeout(ctx, emptyCheckEvery)
+	rctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	resp, err := client.Get(rctx, key)
 	if err != nil {
-		return ""
+		return "", err
 	}
 	h := resp.Header
 	switch {
@@ -98,7 +122,7 @@ func (m *etcdMemory) check(ctx context.Context, client *clientv3.Client, prefix,
 			t, err := client.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 				Then(clientv3.OpPut(key, value)).Else(clientv3.OpGet(key)).Commit()
 			if err != nil {
-				return ""
+				return "", err
 			}
 			h = t.Header
 			born = t.Header.Revision
@@ -107,18 +131,18 @@ func (m *etcdMemory) check(ctx context.Context, client *clientv3.Client, prefix,
 			}
 		}
 		*m = etcdMemory{known: true, cluster: h.ClusterId, born: born, maxRev: h.Revision}
-		return ""
+		return "", nil
 	case h.ClusterId != m.cluster:
-		return fmt.Sprintf("its cluster ID changed from %x to %x", m.cluster, h.ClusterId)
+		return fmt.Sprintf("its cluster ID changed from %x to %x", m.cluster, h.ClusterId), nil
 	case h.Revision < m.maxRev:
-		return fmt.Sprintf("its revision went back from %d to %d", m.maxRev, h.Revision)
+		return fmt.Sprintf("its revision went back from %d to %d", m.maxRev, h.Revision), nil
 	case len(resp.Kvs) == 0:
-		return fmt.Sprintf("baton's marker %s is gone", key)
+		return fmt.Sprintf("baton's marker %s is gone", key), nil
 	case resp.Kvs[0].CreateRevision != m.born:
-		return fmt.Sprintf("baton's marker %s was made anew (at revision %d, was %d)", key, resp.Kvs[0].CreateRevision, m.born)
+		return fmt.Sprintf("baton's marker %s was made anew (at revision %d, was %d)", key, resp.Kvs[0].CreateRevision, m.born), nil
 	}
 	m.maxRev = max(m.maxRev, h.Revision)
-	return ""
+	return "", nil
 }
 
 // Last returns the last time a watcher found the etcd of client empty

@@ -38,7 +38,10 @@ func TestEmptyEtcdFoundOnlyWhenTheDataIsGone(t *testing.T) {
 	check := func(what string, wantEmpty bool, why string) {
 		t.Helper()
 		reachable(t, cli)
-		got := m.check(ctx, cli, "/p", "w1")
+		got, err := m.check(ctx, cli, "/p", "w1")
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
 		if (got != "") != wantEmpty || !strings.Contains(got, why) {
 			t.Fatalf("%s: check says %q, want empty %v (%q)", what, got, wantEmpty, why)
 		}
@@ -63,18 +66,19 @@ func TestEmptyEtcdFoundOnlyWhenTheDataIsGone(t *testing.T) {
 	check("after a wipe", true, "cluster ID changed")
 }
 
-// TestWatchEmptyRecordsAndReports: a watcher reports a wiped etcd to its
-// callback and records it, which Last then reads.
+// TestWatchEmptyRecordsAndReports: a watcher asked to look again after a
+// wipe reports it to its callback and records it, which Last then reads.
 func TestWatchEmptyRecordsAndReports(t *testing.T) {
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
 	defer cli.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	found := make(chan Event, 4)
+	recheck := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		watch(ctx, cli, "/p", "web-1", 20*time.Millisecond, func(e Event) { found <- e })
+		Watch(ctx, cli, "/p", "web-1", recheck, func(e Event) { found <- e })
 	}()
 	defer func() { cancel(); <-done }()
 
@@ -93,11 +97,18 @@ func TestWatchEmptyRecordsAndReports(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	srv.Wipe(t)
+	select {
+	case e := <-found:
+		t.Fatalf("reported %+v before it was asked to look", e)
+	case recheck <- struct{}{}:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the watcher took no recheck within 20s")
+	}
 	var e Event
 	select {
 	case e = <-found:
 	case <-time.After(20 * time.Second):
-		t.Fatal("the wipe was not reported within 20s")
+		t.Fatal("the wipe was not reported within 20s of the recheck")
 	}
 	if e.By != "web-1" || e.Why == "" || time.Since(e.At) > time.Minute {
 		t.Errorf("reported %+v", e)
