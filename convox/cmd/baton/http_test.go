@@ -144,7 +144,9 @@ func TestRunServesHTTP(t *testing.T) {
 	waitFetch(t, base+"/healthz", http.StatusOK, "ok")
 	waitFetch(t, base+"/readyz", http.StatusOK, "ok")
 	waitFetch(t, base+"/", http.StatusOK, `<tr class="election" data-election="worker"><td>worker</td><td class="leader">worker-1</td>`)
-	waitFetch(t, base+"/metrics", http.StatusOK, "go_goroutines ")
+	waitFetch(t, base+"/metrics", http.StatusOK, "go_goroutines ",
+		`baton_scheduler_leader{scheduler="worker"} 1`,
+		`baton_scheduler_leadership_changes_total{change="gained",scheduler="worker"} 1`)
 	etcd.Stop()
 	waitFetch(t, base+"/readyz", http.StatusServiceUnavailable, "not ready: etcd: ")
 }

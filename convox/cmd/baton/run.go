@@ -11,7 +11,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/batonhq/baton/cronx"
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/metrics"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -53,7 +55,10 @@ etcd must answer within --dial-timeout, on any one of the endpoints, and
 let the user (--username, $BATON_ETCD_USERNAME) read and write under the
 prefix; otherwise baton exits 121 at once with the cause.
 
---http ADDR (or BATON_HTTP) serves /metrics (the process's metrics), /healthz
+--http ADDR (or BATON_HTTP) serves /metrics (the process's metrics, and
+baton's: baton_scheduler_leader and the leadership changes for --leader
+NAME, baton_job_runs_total and the run duration for COMMAND's run, under
+the name of the election, the lock or the --once KEY), /healthz
 (200 while baton's loop that waits for COMMAND answers within 2 s, and
 while baton waits to lead, to lock or to claim; 503 otherwise), /readyz
 (200 while etcd answers a read within 2 s) and / (the status page of the
@@ -130,6 +135,7 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 	addr := httpAddr()
 	var loop *waitLoop
 	var srv *opsServer
+	var obs *cronx.Observer
 	if addr != "" {
 		if err := checkHTTPAddr(addr); err != nil {
 			return usage("%s %v", httpSource(fs), err)
@@ -139,7 +145,14 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 			return usage("%v", err)
 		}
 		loop = &waitLoop{}
-		srv, err = startOpsServer(httpSource(fs), addr, prefix, newRegistry(), loop.alive, slog.New(slog.NewTextHandler(env.stderr, nil)))
+		reg := newRegistry()
+		o, err := metrics.New(reg)
+		if err != nil {
+			fmt.Fprintf(env.stderr, "baton run: %v\n", err)
+			return runFailure
+		}
+		obs = &o
+		srv, err = startOpsServer(httpSource(fs), addr, prefix, reg, loop.alive, slog.New(slog.NewTextHandler(env.stderr, nil)))
 		if err != nil {
 			fmt.Fprintf(env.stderr, "baton run: %v\n", err)
 			return runFailure
@@ -174,6 +187,9 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 		identity = election.DefaultIdentity()
 	}
 	r := runner{env: env, argv: argv, grace: *grace, identity: identity, stopping: stopping, loop: loop}
+	if obs != nil {
+		r.metrics = &runMetrics{obs: *obs, name: *leader + *lock + *once, identity: identity}
+	}
 	switch {
 	case *leader != "":
 		return r.leader(ctx, cli, *leader, eopts)
@@ -212,6 +228,8 @@ type runner struct {
 	stopping context.Context
 	// loop answers /healthz while COMMAND runs; nil without --http.
 	loop *waitLoop
+	// metrics counts terms and runs for /metrics; nil without --http.
+	metrics *runMetrics
 }
 
 // outcome is how a command's run ended.
@@ -225,7 +243,7 @@ const (
 
 // exec runs COMMAND with fence until it exits, fenced ends or baton is
 // asked to stop, and returns its exit status.
-func (r runner) exec(fenced context.Context, fence election.Fence) (int, outcome) {
+func (r runner) exec(fenced context.Context, fence election.Fence) (code int, how outcome) {
 	env := append(os.Environ(), "BATON_ID="+r.identity, "BATON_FENCE="+strconv.FormatInt(fence.Revision, 10))
 	p, err := startProc(r.argv, env, os.Stdin, r.env.stdout, r.env.stderr, "")
 	if err != nil {
@@ -234,6 +252,8 @@ func (r runner) exec(fenced context.Context, fence election.Fence) (int, outcome
 	}
 	ping, done := r.loop.serve()
 	defer done()
+	started := r.metrics.started(fence)
+	defer func() { r.metrics.ended(started, code, how, causeOf(fenced, r.stopping, how)) }()
 	for {
 		select {
 		case <-p.done:
@@ -285,7 +305,9 @@ func (r runner) leader(ctx context.Context, cli *clientv3.Client, name string, o
 		started = true
 		mu.Unlock()
 		fmt.Fprintf(r.env.stderr, "baton run: %s leads %q (fence %d); starting %s\n", term.Identity, name, term.Revision, r.argv[0])
+		r.metrics.gained(term)
 		code, how = r.exec(tctx, term.Fence)
+		r.metrics.lost(term, context.Cause(tctx))
 		cancel() // one term only: resign and exit after it
 	})
 	mu.Lock()
