@@ -32,8 +32,11 @@ type layout struct {
 }
 
 func newLayout(prefix, scheduler string) layout {
-	return layout{jobs: prefix + "/jobs/" + scheduler + "/"}
+	return layout{jobs: schedulersDir(prefix) + scheduler + "/"}
 }
+
+// schedulersDir holds every scheduler's keys: P/jobs/.
+func schedulersDir(prefix string) string { return prefix + "/jobs/" }
 
 // triggerDir holds manual triggers. Job names cannot start with '.', so it
 // never clashes with a job.

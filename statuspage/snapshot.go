@@ -171,7 +171,7 @@ func Read(ctx context.Context, client *clientv3.Client, prefix, scheduler string
 		s.Locks = append(s.Locks, Lock{Name: q.name, Holder: q.leader.Identity, Lease: q.lease, Fence: q.fence, Waiting: q.count - 1})
 	}
 
-	names, err := schedulerNames(ctx, client, prefix)
+	names, err := cronx.Schedulers(ctx, client, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -276,24 +276,6 @@ func holderOf(ctx context.Context, client *clientv3.Client, prefix, kind, name s
 		return election.Leader{}, err
 	}
 	return e.Leader(ctx)
-}
-
-// schedulerNames lists the schedulers with keys under P/jobs/.
-func schedulerNames(ctx context.Context, client *clientv3.Client, prefix string) ([]string, error) {
-	dir := prefix + "/jobs/"
-	resp, err := client.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		return nil, fmt.Errorf("statuspage: read %s: %w", dir, err)
-	}
-	var names []string
-	for _, kv := range resp.Kvs {
-		name, _, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), dir), "/")
-		if ok && name != "" && !slices.Contains(names, name) {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	return names, nil
 }
 
 func readScheduler(ctx context.Context, client *clientv3.Client, prefix, name string, now time.Time) (Scheduler, error) {

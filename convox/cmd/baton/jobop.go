@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/batonhq/baton/cronx"
@@ -142,13 +141,13 @@ func runJobOp(ctx context.Context, env *environ, args []string, op jobOp) int {
 	if err != nil {
 		return fail(env, op.name, err)
 	}
-	if err := t.read(ctx, cli, prefix); err != nil {
+	if err := t.read(ctx, ctl, cli, prefix); err != nil {
 		return fail(env, op.name, err)
 	}
 	msg, err := op.do(ctx, ctl, t)
 	if errors.Is(err, cronx.ErrUnknownJob) {
 		// Gone between the read and the operation.
-		err = t.read(ctx, cli, prefix)
+		err = t.read(ctx, ctl, cli, prefix)
 	}
 	if err != nil {
 		return fail(env, op.name, err)
@@ -185,27 +184,16 @@ func jobArg(fs *pflag.FlagSet, scheduler string) (jobTarget, error) {
 // read checks that the job was published and reads whether it is paused.
 // An unknown job is an error that lists the scheduler's jobs, or the
 // schedulers there are when it has none.
-func (t *jobTarget) read(ctx context.Context, cli *clientv3.Client, prefix string) error {
-	dir := prefix + "/jobs/" + t.scheduler + "/"
-	resp, err := cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+func (t *jobTarget) read(ctx context.Context, ctl *cronx.Control, cli *clientv3.Client, prefix string) error {
+	jobs, err := ctl.Jobs(ctx)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", dir, err)
+		return err
 	}
-	var jobs []string
-	known := false
-	for _, kv := range resp.Kvs {
-		job, ok := strings.CutSuffix(strings.TrimPrefix(string(kv.Key), dir), "/spec")
-		if !ok || strings.Contains(job, "/") {
-			continue
-		}
-		jobs = append(jobs, job)
-		known = known || job == t.job
-	}
-	if !known {
+	if !slices.Contains(jobs, t.job) {
 		if len(jobs) > 0 {
 			return fmt.Errorf("no job %q in scheduler %q under %s; its jobs: %s", t.job, t.scheduler, prefix, strings.Join(jobs, ", "))
 		}
-		names, err := schedulerNames(ctx, cli, prefix)
+		names, err := cronx.Schedulers(ctx, cli, prefix)
 		if err != nil {
 			return err
 		}
@@ -213,31 +201,6 @@ func (t *jobTarget) read(ctx context.Context, cli *clientv3.Client, prefix strin
 		return fmt.Errorf("no job %q: scheduler %q has published no jobs under %s%s", t.job, t.scheduler, prefix,
 			knownList("; schedulers there: ", names))
 	}
-	p, err := cli.Get(ctx, dir+t.job+"/paused")
-	if err != nil {
-		return fmt.Errorf("read %s: %w", dir+t.job+"/paused", err)
-	}
-	t.paused = len(p.Kvs) > 0
-	if t.paused {
-		t.pausedBy = string(p.Kvs[0].Value)
-	}
-	return nil
-}
-
-// schedulerNames lists the schedulers with keys under P/jobs/.
-func schedulerNames(ctx context.Context, cli *clientv3.Client, prefix string) ([]string, error) {
-	dir := prefix + "/jobs/"
-	resp, err := cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", dir, err)
-	}
-	var names []string
-	for _, kv := range resp.Kvs {
-		name, _, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), dir), "/")
-		if ok && name != "" && !slices.Contains(names, name) {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	return names, nil
+	t.pausedBy, t.paused, err = ctl.Paused(ctx, t.job)
+	return err
 }
