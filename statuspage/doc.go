@@ -1,6 +1,7 @@
 // Package statuspage shows what baton coordinates under one key prefix, for
 // people: a server-rendered HTML page, and the Snapshot it renders, which
-// `baton status` prints as text and JSON.
+// WriteText prints as the tables of `baton status` (which also prints it as
+// JSON).
 //
 // A Snapshot holds every election and lock under the prefix with who leads
 // or holds it and since when, and every scheduler with its leader and each

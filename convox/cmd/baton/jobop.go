@@ -50,7 +50,11 @@ etcd with who paused it (--id), so it outlasts replica restarts and deploys
 ` + jobOpArgs,
 	do: func(ctx context.Context, ctl *cronx.Control, t jobTarget) (string, error) {
 		if t.paused {
-			return fmt.Sprintf("%s is paused already (by %s)", t, dash(t.pausedBy)), nil
+			by := t.pausedBy
+			if by == "" {
+				by = "-"
+			}
+			return fmt.Sprintf("%s is paused already (by %s)", t, by), nil
 		}
 		if err := ctl.Pause(ctx, t.job, t.identity); err != nil {
 			return "", err

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/batonhq/baton/election"
@@ -135,7 +133,7 @@ func runStatus(ctx context.Context, env *environ, args []string) int {
 		}
 		return exitOK
 	}
-	if err := printStatus(env.stdout, rep); err != nil {
+	if err := rep.WriteText(env.stdout); err != nil {
 		return fail(env, "status", err)
 	}
 	return exitOK
@@ -160,130 +158,6 @@ func serveStatus(ctx context.Context, env *environ, addr, prefix string, cli *cl
 	case <-ctx.Done():
 	}
 	return exitOK
-}
-
-// printStatus writes the snapshot as aligned tables.
-func printStatus(out io.Writer, r *statuspage.Snapshot) error {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	if e := r.EmptyEtcd; e != nil {
-		fmt.Fprintf(w, "etcd came back empty: found at %s by %s (%s); lost with its data: %s.\n\n", when(e.At), e.By, e.Why, emptyetcd.Lost)
-	}
-	if len(r.Elections) == 0 {
-		fmt.Fprintf(w, "No elections under %s.\n", r.Prefix)
-	} else {
-		fmt.Fprintln(w, "ELECTION\tLEADER\tSINCE\tCANDIDATES")
-		for _, e := range r.Elections {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", e.Name, who(e.Leader, e.Lease), when(e.Since), e.Candidates)
-		}
-	}
-	fmt.Fprintln(w)
-	if len(r.Locks) == 0 {
-		fmt.Fprintf(w, "No locks under %s.\n", r.Prefix)
-	} else {
-		fmt.Fprintln(w, "LOCK\tHOLDER\tWAITING")
-		for _, l := range r.Locks {
-			fmt.Fprintf(w, "%s\t%s\t%d\n", l.Name, who(l.Holder, l.Lease), l.Waiting)
-		}
-	}
-	fmt.Fprintln(w)
-	if len(r.Schedulers) == 0 {
-		fmt.Fprintf(w, "No scheduler has published jobs under %s.\n", r.Prefix)
-		return w.Flush()
-	}
-	fmt.Fprintln(w, "SCHEDULER\tJOB\tSPEC\tPAUSED\tLAST RUN\tBY\tRESULT\tRUNNING ON\tNEXT RUN\tNOT RUN (1D)")
-	for _, s := range r.Schedulers {
-		if len(s.Jobs) == 0 {
-			fmt.Fprintf(w, "%s\t(no jobs)\t\t\t\t\t\t\t\t\n", s.Name)
-		}
-		for _, j := range s.Jobs {
-			paused := "no"
-			if j.Paused {
-				paused = "yes"
-				if j.PausedBy != "" {
-					paused += " (" + j.PausedBy + ")"
-				}
-			}
-			tick, by, result := lastRun(j)
-			running := "-"
-			if len(j.Running) > 0 {
-				running = strings.Join(j.Running, ",")
-			}
-			notRun := "-"
-			if counts := j.NotRunByReason(); len(counts) > 0 {
-				var parts []string
-				for _, c := range counts {
-					parts = append(parts, fmt.Sprintf("%s %d", c.Reason, c.Count))
-				}
-				notRun = strings.Join(parts, ",")
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-				s.Name, j.Name, j.Spec, paused, when(tick), dash(by), result, running, when(j.Next), notRun)
-		}
-	}
-	return w.Flush()
-}
-
-// lastRun is the job's most recent run as the table shows it.
-func lastRun(j statuspage.Job) (tick time.Time, by, result string) {
-	tick, by, outcome, h := j.Outcome()
-	switch {
-	case outcome == "":
-		return tick, by, "-"
-	case h == nil:
-		return tick, by, outcome
-	}
-	result = "ok"
-	if h.Error != "" {
-		result = "failed: " + oneLine(h.Error, 60)
-	}
-	result += ", " + roundDuration(h.DurationSeconds)
-	if h.Triggered {
-		result += " (triggered)"
-	}
-	return tick, by, result
-}
-
-func roundDuration(seconds float64) string {
-	d := time.Duration(seconds * float64(time.Second))
-	switch {
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond).String()
-	case d >= time.Millisecond:
-		return d.Round(time.Millisecond).String()
-	}
-	return d.String()
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = s[:n-3] + "..."
-	}
-	return s
-}
-
-func who(identity, lease string) string {
-	switch {
-	case identity != "":
-		return identity
-	case lease != "":
-		return "lease " + lease
-	}
-	return "-"
-}
-
-func when(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.Local().Format(time.RFC3339)
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // resolveNames returns the key prefix and this instance's identity, as the

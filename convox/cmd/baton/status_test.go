@@ -403,7 +403,7 @@ func TestStatusTextShowsTicksNotRun(t *testing.T) {
 		{Name: "sweep", Spec: "@hourly"},
 	}}}}
 	var out strings.Builder
-	if err := printStatus(&out, snap); err != nil {
+	if err := snap.WriteText(&out); err != nil {
 		t.Fatal(err)
 	}
 	if l := line(t, out.String(), "SCHEDULER"); !strings.HasSuffix(strings.TrimSpace(l), "NOT RUN (1D)") {
