@@ -7,11 +7,19 @@ import (
 	"testing"
 )
 
-// The SDK packages an app imports, and what each may not link.
+// The SDK packages an app imports, and the internal ones they link, and what
+// each may not link. election exports what an application needs and links
+// none of the machinery only cronx uses.
 var sdk = map[string][]string{
-	"./election": {"go.etcd.io/etcd/server/v3", "github.com/robfig/cron/v3", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
-	"./cronx":    {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox"},
-	"./convox":   {"go.etcd.io/etcd/server/v3"},
+	"./election": {"go.etcd.io/etcd/server/v3", "github.com/robfig/cron/v3", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox",
+		"github.com/batonhq/baton/internal/claims", "github.com/batonhq/baton/internal/emptyetcd"},
+	"./internal/claimcond": {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/election", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
+	"./internal/claims":    {"go.etcd.io/etcd/server/v3", "github.com/robfig/cron/v3", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
+	"./internal/emptyetcd": {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/election", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
+	"./cronx":              {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox", "github.com/batonhq/baton/metrics"},
+	"./metrics":            {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox"},
+	"./convox":             {"go.etcd.io/etcd/server/v3"},
+	"./statuspage":         {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox"},
 }
 
 // TestSDKDoesNotLinkAnEtcdServer checks the dependency rules of DESIGN.md:
@@ -64,7 +72,8 @@ func TestExamplesUseThePublicPackagesOnly(t *testing.T) {
 
 // allowedModules are the modules baton may require directly: etcd (whose
 // client API also brings zap for its logger and gRPC for dial options),
-// robfig/cron, pflag, and yaml.v3 for editing convox.yml with its comments.
+// robfig/cron, pflag, yaml.v3 for editing convox.yml with its comments, and
+// Prometheus's client_golang for the metrics package.
 var allowedModules = []string{
 	"go.etcd.io/etcd/",
 	"go.uber.org/zap",
@@ -72,6 +81,7 @@ var allowedModules = []string{
 	"github.com/robfig/cron/v3",
 	"github.com/spf13/pflag",
 	"gopkg.in/yaml.v3",
+	"github.com/prometheus/client_golang",
 }
 
 func TestDirectDependenciesAreTheAgreedOnes(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
 )
 
 // A leader with many jobs due on one tick claims them in batches: one
@@ -91,32 +92,32 @@ func (b *batcher) flush() {
 			b.mu.Unlock()
 			continue
 		}
-		items := make([]election.ClaimItem, len(batch))
+		items := make([]claims.ClaimItem, len(batch))
 		for i, r := range batch {
-			items[i] = election.ClaimItem{Key: r.key, Seq: r.seq, Opts: r.opts, Fresh: !b.known[r.key]}
+			items[i] = claims.ClaimItem{Key: r.key, Seq: r.seq, Opts: r.opts, Fresh: !b.known[r.key]}
 		}
 		b.mu.Unlock()
 		b.send(batch, items)
 	}
 }
 
-func (b *batcher) send(batch []*claimReq, items []election.ClaimItem) {
+func (b *batcher) send(batch []*claimReq, items []claims.ClaimItem) {
 	// Not cancelled with the term: the term's compare keeps a deposed
 	// leader from claiming, and the leader must learn whether a claim sent
 	// as it stopped committed.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), etcdTimeout)
-	claims, err := election.ClaimAll(ctx, b.cl.client(), items)
+	claimed, err := claims.ClaimAll(ctx, b.cl.client(), items)
 	cancel()
 	if err == nil {
 		b.mu.Lock()
 		for i, r := range batch {
 			b.known[r.key] = true
-			r.res <- claimRes{claim: claims[i]}
+			r.res <- claimRes{claim: claimed[i]}
 		}
 		b.mu.Unlock()
 		return
 	}
-	if !errors.Is(err, election.ErrClaimConflict) && batch[0].ctx.Err() != nil {
+	if !errors.Is(err, claims.ErrClaimConflict) && batch[0].ctx.Err() != nil {
 		for _, r := range batch {
 			r.res <- claimRes{err: err}
 		}

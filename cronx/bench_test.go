@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
 )
@@ -47,14 +48,14 @@ func BenchmarkClaim(b *testing.B) {
 		start := time.Now()
 		c, err := election.ClaimSeq(ctx, cli, "/bench/jobs/j/last", seq,
 			election.ClaimedBy("me"), election.UnderTerm(term),
-			election.UnlessExists("/bench/jobs/j/paused", ErrPaused),
-			election.WithMarker(fmt.Sprintf("/bench/jobs/j/running/%020d", seq), sess.Lease()))
+			claims.UnlessExists("/bench/jobs/j/paused", ErrPaused),
+			claims.WithMarker(fmt.Sprintf("/bench/jobs/j/running/%020d", seq), sess.Lease()))
 		samples = append(samples, time.Since(start))
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		election.Release(ctx, cli, c)
+		claims.Release(ctx, cli, c)
 		b.StartTimer()
 	}
 	b.StopTimer()
@@ -116,7 +117,11 @@ func fireLateness(b *testing.B, c *Cron, fake *clock.Fake, n int, started <-chan
 // same jobs on a Cron that runs alone (robfig/cron's behaviour):
 //
 //	go test -run '^$' -bench TenThousandJobs -benchtime 1x ./cronx/
-func BenchmarkTenThousandJobs(b *testing.B) {
+func BenchmarkTenThousandJobs(b *testing.B) { benchTenThousandJobs(b) }
+
+// benchTenThousandJobs is BenchmarkTenThousandJobs with opts given to both
+// Crons.
+func benchTenThousandJobs(b *testing.B, opts ...Option) {
 	n := 10000
 	if v, err := strconv.Atoi(os.Getenv("BATON_BENCH_JOBS")); err == nil {
 		n = v // a smaller run, to try the benchmark out
@@ -124,15 +129,15 @@ func BenchmarkTenThousandJobs(b *testing.B) {
 	start := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC)
 	for i := 0; i < b.N; i++ {
 		fake := clock.NewFake(start)
-		alone := New(withClock(fake), WithLocation(time.UTC))
+		alone := New(append([]Option{withClock(fake), WithLocation(time.UTC)}, opts...)...)
 		startedAlone := manyJobs(b, alone, n)
 		lateAlone := fireLateness(b, alone, fake, n, startedAlone, func() { fake.WaitTimers(1, time.Minute) })
 
 		srv := etcdtest.Start(b)
 		cli := srv.Client(b)
 		fake = clock.NewFake(start)
-		coord := New(withClock(fake), WithLocation(time.UTC), WithEtcd(cli), WithName("bench"),
-			WithElection(election.WithTTL(10*time.Second)))
+		coord := New(append([]Option{withClock(fake), WithLocation(time.UTC), WithEtcd(cli), WithName("bench"),
+			WithElection(election.WithTTL(10 * time.Second))}, opts...)...)
 		startedCoord := manyJobs(b, coord, n)
 		lateCoord := fireLateness(b, coord, fake, n, startedCoord, func() {
 			for !coord.coord.scheduling() {
@@ -153,7 +158,10 @@ func BenchmarkTenThousandJobs(b *testing.B) {
 // coordinated Cron with a Cron that runs alone:
 //
 //	go test -run '^$' -bench HeapPerJob -benchtime 1x ./cronx/
-func BenchmarkHeapPerJob(b *testing.B) {
+func BenchmarkHeapPerJob(b *testing.B) { benchHeapPerJob(b) }
+
+// benchHeapPerJob is BenchmarkHeapPerJob with opts given to both Crons.
+func benchHeapPerJob(b *testing.B, opts ...Option) {
 	const n = 10000
 	measure := func(c *Cron) int64 {
 		var before, after runtime.MemStats
@@ -175,8 +183,8 @@ func BenchmarkHeapPerJob(b *testing.B) {
 	var alone, coord int64
 	var mu sync.Mutex
 	for i := 0; i < b.N; i++ {
-		a := measure(New())
-		c := measure(New(WithEtcd(cli), WithName(fmt.Sprintf("heap-%d", i))))
+		a := measure(New(opts...))
+		c := measure(New(append([]Option{WithEtcd(cli), WithName(fmt.Sprintf("heap-%d", i))}, opts...)...))
 		mu.Lock()
 		alone, coord = a, c
 		mu.Unlock()

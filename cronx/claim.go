@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
 	"github.com/batonhq/baton/internal/clock"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -26,6 +27,10 @@ type claimer struct {
 	clock    clock.Clock
 	runs     *jobWaiter // work the client must outlive
 	logger   Logger
+	mode     Mode
+	// notRun reports a tick not run; watchSession, a session granted.
+	notRun       func(job string, tick time.Time, reason Reason, err error)
+	watchSession func(*election.Session)
 
 	sessMu sync.Mutex // held while sess is replaced; never taken under mu
 	mu     sync.Mutex
@@ -48,7 +53,11 @@ func newClaimer(co *coordinator) *claimer {
 		clock:    co.clock,
 		runs:     &co.runs,
 		logger:   co.logger,
+		mode:     co.mode,
 		slots:    make(chan struct{}, maxClaims),
+
+		notRun:       co.notRun,
+		watchSession: co.watchSession,
 	}
 	cl.batch = newBatcher(cl)
 	return cl
@@ -90,6 +99,7 @@ func (cl *claimer) session(ctx context.Context) (*election.Session, error) {
 	cl.mu.Lock()
 	cl.sess = s
 	cl.mu.Unlock()
+	cl.watchSession(s)
 	return s, nil
 }
 
@@ -148,19 +158,19 @@ func (cl *claimer) claim(ctx context.Context, r run, ts *termState, latest time.
 		if serr == nil {
 			opts := []election.ClaimOption{
 				election.ClaimedBy(cl.identity),
-				election.WithMarker(marker, sess.Lease()),
+				claims.WithMarker(marker, sess.Lease()),
 			}
 			if r.triggered == 0 {
-				opts = append(opts, election.UnlessExists(cl.keys.paused(r.job), ErrPaused)) // mutation:pause
+				opts = append(opts, claims.UnlessExists(cl.keys.paused(r.job), ErrPaused)) // mutation:pause
 			}
 			if ts != nil {
 				opts = append(opts, election.UnderTerm(ts.term.Fence)) // mutation:under-term
 			}
 			if r.overlap == Forbid || r.overlap == Replace && r.triggered != 0 { // mutation:forbid
-				opts = append(opts, election.Exclusive(cl.keys.running(r.job)))
+				opts = append(opts, claims.Exclusive(cl.keys.running(r.job)))
 			}
 			if r.catchUp || claimMode && hadSession && sess != firedUnder {
-				opts = append(opts, election.IfClaimedBefore())
+				opts = append(opts, claims.IfClaimedBefore())
 			}
 			var c election.Claim
 			if ts != nil && !r.catchUp && r.triggered == 0 {
@@ -172,7 +182,7 @@ func (cl *claimer) claim(ctx context.Context, r run, ts *termState, latest time.
 				return c, sess, nil
 			}
 			if errors.Is(err, election.ErrClaimed) || errors.Is(err, election.ErrBusy) || errors.Is(err, ErrPaused) ||
-				errors.Is(err, election.ErrNotLeader) || errors.Is(err, election.ErrNeverClaimed) {
+				errors.Is(err, election.ErrNotLeader) || errors.Is(err, claims.ErrNeverClaimed) {
 				if try > 1 {
 					err = &retriedError{err}
 				}
@@ -217,39 +227,4 @@ func (cl *claimer) claimSingle(ctx context.Context, key string, seq int64, opts 
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), etcdTimeout)
 	defer cancel()
 	return election.ClaimSeq(cctx, cl.client(), key, seq, opts...)
-}
-
-// triage logs a claim that failed for a reason worth a line; base is the
-// context the claim was made under.
-func (cl *claimer) triage(base context.Context, r run, err error) {
-	var ce *election.ClaimedError
-	switch {
-	case errors.As(err, &ce) && ce.Holder == cl.identity && ce.Seq > ce.Want && r.triggered == 0 && !r.catchUp:
-		later := time.Unix(0, ce.Seq).In(r.tick.Location())
-		var re *retriedError
-		if errors.As(err, &re) {
-			// etcd was out: its ticks were retried together, and the
-			// latest one that ran stands for them, as after any outage.
-			cl.logger.Info("cronx: skipped: a later tick ran after etcd came back", "job", r.job, "tick", r.tick, "later", later)
-			break
-		}
-		// This replica claimed a later tick first though this tick's
-		// claim went out first: it was held up past the next one's (etcd
-		// changing raft leader), or the clock went back. Nobody runs it;
-		// say so.
-		cl.logger.Error(fmt.Errorf("a later tick, %s, was claimed first", later.Format(time.RFC3339)),
-			"cronx: tick not run", "job", r.job, "tick", r.tick)
-	case errors.Is(err, errSuperseded):
-		cl.logger.Info("cronx: skipped: "+err.Error(), "job", r.job, "tick", r.tick)
-	case errors.Is(err, election.ErrClaimed), errors.Is(err, election.ErrNeverClaimed):
-		// Another replica ran it, or a catch-up found nothing to resume.
-	case errors.Is(err, election.ErrBusy):
-		cl.logger.Info("cronx: skipped: a run is in progress", "job", r.job, "tick", r.tick)
-	case errors.Is(err, ErrPaused):
-		cl.logger.Info("cronx: skipped: paused", "job", r.job, "tick", r.tick)
-	case base.Err() != nil:
-		// Stopped or no longer leading: not a failure of this tick.
-	default:
-		cl.logger.Error(err, "cronx: tick not run", "job", r.job, "tick", r.tick)
-	}
 }

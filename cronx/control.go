@@ -136,6 +136,11 @@ type JobStatus struct {
 	Next time.Time
 	// History is the latest runs, oldest first.
 	History []Record
+	// NotRun counts the job's ticks that no replica ran over the last day,
+	// by reason, cluster-wide (see the package documentation); absent
+	// reasons are zero. ReasonClaimedElsewhere is never counted: that tick
+	// ran on another replica.
+	NotRun map[Reason]int
 }
 
 // Status reads the scheduler's state: one read of its keys and one of its
@@ -177,6 +182,8 @@ func (k *Control) Status(ctx context.Context) (Status, error) {
 			}
 		case leaf == "history":
 			j.History = parseHistory(kv.Value)
+		case leaf == "notrun":
+			j.NotRun = parseNotRun(kv.Value).counts(time.Now())
 		case strings.HasPrefix(leaf, "running/"):
 			j.Running = append(j.Running, markerHolder(string(kv.Value)))
 		}

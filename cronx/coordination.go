@@ -34,7 +34,10 @@ func (m Mode) String() string {
 
 // Misfire says what a coordinated Cron does with a tick that no replica
 // could run on time: one that fell while leadership passed from a crashed
-// replica to the next, or while etcd could not be reached.
+// replica to the next, or while etcd could not be reached, or one that the
+// scheduling replica woke up for late (a stalled process): a tick fired
+// past its deadline (RunOnce's grace, Skip's second) is skipped and
+// reported as ReasonMisfireSkipped.
 type Misfire int
 
 const (
@@ -165,6 +168,8 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 		client:   cfg.client,
 		elector:  cfg.elector,
 		logger:   c.logger,
+
+		emptyCheck: make(chan struct{}, 1),
 	}
 	switch {
 	case cfg.elector != nil && cfg.client != nil:
@@ -203,6 +208,11 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 	co.identity = settings.Identity
 	co.prefix = settings.Prefix
 	co.keys = newLayout(co.prefix, co.name)
+	co.obs = c.observers
+	co.tally = newNotRunTally(co)
+	if c.flushEvery > 0 {
+		co.tally.every = c.flushEvery
+	}
 	co.claims = newClaimer(co)
 	co.rec = newRecorder(co)
 	if co.ownsClient {

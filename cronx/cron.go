@@ -38,6 +38,7 @@ type Cron struct {
 
 	jobWaiter jobWaiter
 	names     jobNames
+	observers observers
 
 	// Cluster coordination: nil when the Cron runs alone. coordErr is a
 	// configuration error, returned by every Add.
@@ -54,6 +55,9 @@ type Cron struct {
 	// fireHook, when set, sees every run that fire starts, with the tick it
 	// was given. Tests use it to check that runs carry nominal ticks.
 	fireHook func(e Entry, tick time.Time)
+	// flushEvery, when set, replaces notRunFlush, so that tests read the
+	// counts of ticks not run soon.
+	flushEvery time.Duration
 }
 
 // New returns a stopped Cron configured by opts. Without options it

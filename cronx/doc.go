@@ -350,7 +350,7 @@
 // TTL). Two runs never overlap, and every tick is claimed once. A job must
 // return when its context ends: one that does not keeps its successors
 // waiting, and a run still waiting when an even later tick is claimed
-// gives way to that tick without starting. A trigger of a Replace job is
+// gives way to that tick without starting (ReasonOvertaken). A trigger of a Replace job is
 // claimed as under Forbid, and replaces nothing.
 //
 // WithTimeout(d) ends each run's context d after it started, on the
@@ -389,5 +389,65 @@
 // job keeps its marker through the backoff, so its next tick is skipped
 // rather than run beside a retry. A replica that stops, crashes or loses
 // its lease between attempts does not hand the rest to another: the tick
-// runs at most once, and its remaining attempts are lost.
+// runs at most once, and its remaining attempts are lost. An Observer sees
+// each attempt as a run (OnRunStarted, OnRunEnded).
+//
+// # Observing a Cron
+//
+// WithObserver gives a Cron an Observer, a struct of callbacks, each
+// optional: OnRunStarted and OnRunEnded (job, nominal tick, instance, fence,
+// lateness, claim latency, duration, outcome, error), OnTickNotRun (a tick
+// this replica did not run, and its Reason), OnLeadershipGained and
+// OnLeadershipLost, OnSessionLost and OnSessionRegained (this replica's etcd
+// session), and OnEtcdEmpty (etcd came back without its data). A Cron
+// without etcd reports its runs too. Package
+// github.com/batonhq/baton/metrics turns them into Prometheus metrics.
+//
+// The reasons are a closed set, each reported by the replica that knows it:
+//
+//	ReasonNoLeader          the tick fell while no replica led (a leader crashed or was cut off);
+//	                        the next leader reports the gap's ticks, but the one it catches up
+//	ReasonMisfireSkipped    the loop woke up past the tick's misfire deadline (a stalled process,
+//	                        a clock jump); under RunOnce the grace, under Skip about a second
+//	ReasonOverlap           Forbid, and a run of the job was in progress
+//	ReasonPaused            the job was paused
+//	ReasonOvertaken         a later tick of the job was claimed, or came due, before this one's
+//	                        claim reached etcd; the later one stands for it
+//	ReasonClaimedElsewhere  claim mode: another replica claimed it first (so it ran)
+//	ReasonEtcdUnavailable   etcd did not answer the claim before the misfire deadline
+//
+// An observer never slows the scheduler: each has a queue of its own
+// (Observer.QueueSize, DefaultObserverQueue by default) and a goroutine
+// that calls it, one event at a time, while events wait. When the queue of
+// a slow observer is full, its further events are dropped, not waited for,
+// and OnDropped is told how many before its next event (the metrics package
+// counts them in baton_observer_events_dropped_total). The goroutine ends
+// when the queue is empty, so none outlives a stopped Cron's last events.
+//
+// # Ticks not run, cluster-wide
+//
+// Every tick that nobody in the cluster ran is counted in etcd, by job,
+// reason and hour, under P/jobs/<scheduler>/<job>/notrun; Status (and
+// Control.Status, baton status) returns each job's counts over the last 24
+// hours, to the hour, in JobStatus.NotRun. A tick claimed elsewhere ran, so
+// it is an event, never a count. The counts cost a tick that runs nothing,
+// and a follower nothing: a replica keeps its ticks not run in memory and
+// writes them every ten seconds, many jobs in one pair of transactions, each
+// job's key with a compare of its revision. A tick is counted once however
+// many replicas report it (the key remembers the latest tick counted), and
+// not if the job's last claim or its history shows it ran; so an
+// every-second job paused for a week costs each replica two requests every
+// ten seconds. Hours older than a day are pruned at each write and ignored
+// when read.
+//
+// Limits: the counts are best effort. Ticks not run while etcd does not
+// answer are kept, up to 1024 a job, and written once it answers; a replica
+// that stops or crashes before then loses them. In claim mode, a tick one
+// replica alone could not claim (misfire, overtaken, etcd unavailable) may
+// have run on another, so it counts only while no later tick of its job has
+// been claimed: a nightly job whose tick nobody could claim counts, an
+// every-second job's ticks missed in a whole-cluster outage may not. A new
+// leader reports at most the latest 1000 ticks of a job's gap as events,
+// and counts at most a day of them; it does not count the gap when it
+// cannot read the last claims within a second of taking over.
 package cronx

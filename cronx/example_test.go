@@ -65,3 +65,21 @@ func ExampleParseStandard() {
 	// Wed Jan 7 04:30
 	// cronx: parse "30 4 * *": expected exactly 5 fields, found 4: [30 4 * *]
 }
+
+// An observer that logs each tick not run, with its reason, and each failed
+// run. Its callbacks run on a goroutine of their own, never the scheduler's.
+func ExampleWithObserver() {
+	c := cronx.New(cronx.WithObserver(cronx.Observer{
+		OnTickNotRun: func(e cronx.TickNotRun) {
+			log.Printf("%s: tick %s of %s not run: %s", e.Scheduler, e.Tick.Format(time.RFC3339), e.Job, e.Reason)
+		},
+		OnRunEnded: func(e cronx.RunEnded) {
+			if e.Outcome == cronx.Failed {
+				log.Printf("%s: run of %s failed after %v: %v", e.Scheduler, e.Job, e.Duration, e.Err)
+			}
+		},
+	}))
+	c.AddFunc("@hourly", func() {})
+	c.Start()
+	defer c.Stop()
+}

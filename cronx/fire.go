@@ -18,10 +18,14 @@ func (c *Cron) fire(e *Entry, tick time.Time) {
 		c.coord.fire(e, tick, false)
 		return
 	}
-	job := e.WrappedJob
+	job, name := e.WrappedJob, e.name
 	c.jobWaiter.add()
 	go func() {
 		defer c.jobWaiter.done()
+		if len(c.observers) > 0 {
+			c.runLocal(name, job, tick)
+			return
+		}
 		job.Run()
 	}()
 }

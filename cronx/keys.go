@@ -21,6 +21,8 @@ import (
 //	                     t<revision> for a triggered run
 //	<job>/paused         present while the job is paused; holds who paused it
 //	<job>/history        the latest runs, a JSON array of Record
+//	<job>/notrun         the ticks nobody ran, counted by hour and reason
+//	                     over the last day (notrun.go): a JSON notRunValue
 //	.trigger/<job>       a request to run the job once
 //
 // The coordinator and Control both name keys through it, so the layout is
@@ -30,8 +32,11 @@ type layout struct {
 }
 
 func newLayout(prefix, scheduler string) layout {
-	return layout{jobs: prefix + "/jobs/" + scheduler + "/"}
+	return layout{jobs: schedulersDir(prefix) + scheduler + "/"}
 }
+
+// schedulersDir holds every scheduler's keys: P/jobs/.
+func schedulersDir(prefix string) string { return prefix + "/jobs/" }
 
 // triggerDir holds manual triggers. Job names cannot start with '.', so it
 // never clashes with a job.
@@ -43,6 +48,7 @@ func (l layout) running(job string) string   { return l.jobs + job + "/running/"
 func (l layout) paused(job string) string    { return l.jobs + job + "/paused" }
 func (l layout) history(job string) string   { return l.jobs + job + "/history" }
 func (l layout) spec(job string) string      { return l.jobs + job + "/spec" }
+func (l layout) notRun(job string) string    { return l.jobs + job + "/notrun" }
 
 // tickMarker is the in-progress marker of a run of the tick with sequence seq.
 func (l layout) tickMarker(job string, seq int64) string {
@@ -136,4 +142,92 @@ func encodeHistory(hist []Record, rec Record) string {
 	}
 	b, _ := json.Marshal(hist)
 	return string(b)
+}
+
+// notRunWindow is how far back JobStatus.NotRun counts, to the hour.
+const notRunWindow = 24 * time.Hour
+
+// notRunValue is a job's ticks that nobody ran, counted by the hour they
+// fell in and their reason. Upto is the latest tick counted: a tick at or
+// before it is not counted again, so replicas that report the same tick
+// count it once.
+type notRunValue struct {
+	Upto  int64        `json:"upto"`
+	Hours []notRunHour `json:"hours,omitempty"`
+}
+
+// notRunHour counts the ticks of one hour, starting at Hour (Unix seconds),
+// by the name of their Reason.
+type notRunHour struct {
+	Hour   int64          `json:"hour"`
+	Counts map[string]int `json:"counts"`
+}
+
+// parseNotRun reads a notrun value, as much of it as decodes: a damaged
+// value is replaced by the next write.
+func parseNotRun(v []byte) notRunValue {
+	var n notRunValue
+	json.Unmarshal(v, &n)
+	return n
+}
+
+func encodeNotRun(n notRunValue) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// add counts n ticks of reason in the hour of tick.
+func (v *notRunValue) add(hour int64, reason Reason, n int) {
+	for i := range v.Hours {
+		if v.Hours[i].Hour == hour {
+			v.Hours[i].Counts[reason.String()] += n
+			return
+		}
+	}
+	v.Hours = append(v.Hours, notRunHour{Hour: hour, Counts: map[string]int{reason.String(): n}})
+}
+
+// prune drops the hours that ended before the window that ends at now.
+func (v *notRunValue) prune(now time.Time) {
+	from := now.Add(-notRunWindow).Truncate(time.Hour).Unix()
+	kept := v.Hours[:0]
+	for _, h := range v.Hours {
+		if h.Hour >= from {
+			kept = append(kept, h)
+		}
+	}
+	v.Hours = kept
+}
+
+// counts sums the hours of the window that ends at now, by reason; nil when
+// there is none.
+func (v notRunValue) counts(now time.Time) map[Reason]int {
+	from := now.Add(-notRunWindow).Truncate(time.Hour).Unix()
+	var out map[Reason]int
+	for _, h := range v.Hours {
+		if h.Hour < from {
+			continue
+		}
+		for name, n := range h.Counts {
+			r := parseReason(name)
+			if r == 0 || n <= 0 {
+				continue
+			}
+			if out == nil {
+				out = map[Reason]int{}
+			}
+			out[r] += n
+		}
+	}
+	return out
+}
+
+// parseReason is the Reason named name, 0 for none.
+func parseReason(name string) Reason {
+	for _, r := range Reasons() {
+		if r.String() == name {
+			return r
+		}
+	}
+	return 0
 }

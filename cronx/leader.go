@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/election"
@@ -20,6 +21,8 @@ type host interface {
 	entryByName(name string) (Entry, bool)
 	// Entries returns a snapshot of the entries.
 	Entries() []Entry
+	// now reads the Cron's clock in the Cron's time zone.
+	now() time.Time
 }
 
 // coordinator is the leader loop of a coordinated Cron: it connects,
@@ -59,6 +62,12 @@ type coordinator struct {
 
 	claims *claimer
 	rec    *recorder
+
+	obs         observers    // the Cron's
+	tally       *notRunTally // ticks not run, to count in etcd
+	sessionDown atomic.Bool  // a session was lost and none regained since
+	// emptyCheck asks the empty-etcd watch to look again (emptyetcd.go).
+	emptyCheck chan struct{}
 }
 
 // termState is one term of leadership and its context, which ends with it.
@@ -156,6 +165,11 @@ func (co *coordinator) campaign(ctx context.Context) {
 
 // lead is the Cron's work for one term: schedule until the term ends.
 func (co *coordinator) lead(ctx context.Context, term election.Term) {
+	co.leadershipChanged(term, true, nil)
+	co.recheckEmpty() // a term follows every lost lease, a wiped etcd's too
+	// Before the term can claim, so that its claims do not hide the gap;
+	// and before it counts as scheduling, which promises a resync.
+	co.reportGap(ctx)
 	co.mu.Lock()
 	co.term = &termState{term: term, ctx: ctx}
 	co.mu.Unlock()
@@ -170,6 +184,14 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	// Before the resignation, so the successor finds the ticks unclaimed.
 	co.claims.withdrawAll(ts)
 	co.host.requestResync()
+	co.mu.Lock()
+	stopping := co.ctx.Err() != nil
+	co.mu.Unlock()
+	var cause error
+	if !stopping {
+		cause = context.Cause(ctx)
+	}
+	co.leadershipChanged(term, false, cause)
 }
 
 // stop stops coordinating and waits, briefly, for the leader to resign, so

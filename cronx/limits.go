@@ -96,3 +96,23 @@ const (
 // job added again under its name (see reload.go): long enough for a process
 // that removes and re-adds its jobs on a configuration reload.
 const reloadWindow = 10 * time.Second
+
+// Ticks not run (see notrun.go and gap.go).
+const (
+	// notRunFlush is how often a replica writes the ticks it did not run:
+	// a job paused for long costs each replica two requests this often,
+	// however many of its ticks pass.
+	notRunFlush = 10 * time.Second
+	// maxNotRunPending bounds the ticks not run a replica keeps for one
+	// job while etcd does not answer.
+	maxNotRunPending = 1024
+	// notRunBatch is the jobs whose ticks not run one pair of transactions
+	// writes: three reads each in the first.
+	notRunBatch = 40
+	// maxGapTicks bounds the ticks of one job that a new leader reports as
+	// fallen while nobody led: the latest ones.
+	maxGapTicks = 1000
+	// maxGapScan bounds the ticks of one job a new leader looks at: a day
+	// of an every-second job.
+	maxGapScan = 100000
+)

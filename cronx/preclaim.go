@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
 )
 
 // When many jobs come due on one tick, claiming them at the tick makes the
@@ -28,9 +29,10 @@ type preclaim struct {
 	prev int64 // the sequence to withdraw to: the job's previous tick
 	done chan struct{}
 	// Set before done closes.
-	claim election.Claim
-	sess  *election.Session
-	err   error
+	claim   election.Claim
+	sess    *election.Session
+	err     error
+	latency time.Duration
 }
 
 type preclaimKey struct {
@@ -96,7 +98,9 @@ func (co *coordinator) preclaim(group []*Entry, tick time.Time) {
 		go func() {
 			defer co.runs.done()
 			defer close(p.done)
+			asked := co.clock.Now()
 			p.claim, p.sess, p.err = cl.claim(ts.ctx, r, ts, co.deadline(r))
+			p.latency = co.clock.Now().Sub(asked)
 		}()
 	}
 	cl.premu.Unlock()
@@ -124,7 +128,7 @@ func (co *coordinator) runPreclaimed(p *preclaim) {
 		co.claims.withdraw(p)
 		return
 	}
-	co.runClaimed(p.ts.ctx, p.r, p.ts, p.claim, p.sess, p.err)
+	co.runClaimed(p.ts.ctx, p.r, p.ts, p.claim, p.sess, p.err, p.latency)
 }
 
 // withdrawAll gives back every claim made ahead under ts and not acted on.
@@ -167,8 +171,8 @@ func (cl *claimer) withdrawAll(ts *termState) {
 func (cl *claimer) withdraw(p *preclaim) {
 	ctx, cancel := context.WithTimeout(context.Background(), withdrawTimeout)
 	defer cancel()
-	err := election.Withdraw(ctx, cl.client(), cl.keys.last(p.r.job), p.claim, p.prev, cl.identity)
-	if err != nil && !errors.Is(err, election.ErrNotWithdrawn) {
+	err := claims.Withdraw(ctx, cl.client(), cl.keys.last(p.r.job), p.claim, p.prev, cl.identity)
+	if err != nil && !errors.Is(err, claims.ErrNotWithdrawn) {
 		cl.logger.Error(err, "cronx: a tick claimed ahead could not be given back; it will not run", "job", p.r.job, "tick", p.r.tick)
 	}
 }

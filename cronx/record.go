@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -215,7 +216,7 @@ func (rc *recorder) finish(it finishItem) {
 // release releases one run's marker, retrying in the background while
 // etcd does not answer.
 func (rc *recorder) release(ctx context.Context, it finishItem) {
-	if err := election.Release(ctx, rc.client(), it.claim); err != nil {
+	if err := claims.Release(ctx, rc.client(), it.claim); err != nil {
 		rc.logger.Error(err, "cronx: release run marker", "job", it.r.job)
 		rc.releaseLater(it)
 	}
@@ -236,7 +237,7 @@ func (rc *recorder) releaseLater(it finishItem) {
 		for backoff := releaseBackoff; sctx.Err() == nil; backoff = min(2*backoff, maxReleaseBackoff) {
 			sleep(sctx, backoff)
 			ctx, cancel := context.WithTimeout(sctx, etcdTimeout)
-			err := election.Release(ctx, rc.client(), it.claim)
+			err := claims.Release(ctx, rc.client(), it.claim)
 			cancel()
 			if err == nil {
 				return

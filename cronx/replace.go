@@ -87,6 +87,7 @@ func (co *coordinator) watchLaterClaim(ctx context.Context, r run, rev int64, re
 // started.
 func (co *coordinator) giveUp(r run, claim election.Claim, sess *election.Session) {
 	co.logger.Info("cronx: skipped: a later tick was claimed while the run waited to start", "job", r.job, "tick", r.tick)
+	co.notRun(r.job, r.tick, ReasonOvertaken, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
 	co.rec.release(ctx, finishItem{r: r, claim: claim, sess: sess})

@@ -39,7 +39,7 @@ func WithRetries(attempts int, backoff time.Duration) JobOption {
 // attempts are left and the claim and term hold, and has each attempt
 // recorded; the claim's marker is released with the last. ctx is the run's
 // context; term ends with the term (or the Cron's run in claim mode).
-func (co *coordinator) runAttempts(ctx, term context.Context, r run, info Info, claim election.Claim, sess *election.Session) {
+func (co *coordinator) runAttempts(ctx, term context.Context, r run, info Info, claim election.Claim, sess *election.Session, latency time.Duration) {
 	retries := r.policy.retry.attempts > 1
 	wait := r.policy.retry.backoff
 	for attempt := 1; ; attempt++ {
@@ -47,6 +47,11 @@ func (co *coordinator) runAttempts(ctx, term context.Context, r run, info Info, 
 		if attempt > 1 {
 			info.Attempt = attempt
 			actx = context.WithValue(ctx, infoKey{}, info)
+		}
+		var started RunStarted
+		if len(co.obs) > 0 {
+			started = co.runStarted(r, claim, latency) // each attempt is a run to an observer
+			co.obs.emit(started)
 		}
 		start := co.clock.Now()
 		actx, timeout := withRunTimeout(actx, co.clock, r.policy.timeout)
@@ -58,12 +63,14 @@ func (co *coordinator) runAttempts(ctx, term context.Context, r run, info Info, 
 			it.attempt = attempt
 		}
 		again := err != nil && attempt < r.policy.retry.attempts && ctx.Err() == nil && term.Err() == nil
+		it.keep = again
+		co.rec.finishLater(it)
+		if len(co.obs) > 0 {
+			co.obs.emit(runEnded(started, end, err))
+		}
 		if !again {
-			co.rec.finishLater(it)
 			return
 		}
-		it.keep = true
-		co.rec.finishLater(it)
 		co.logger.Info("cronx: run failed; retrying", "job", r.job, "tick", r.tick, "attempt", attempt, "in", wait, "err", err)
 		if !co.backoff(ctx, term, wait) {
 			// The claim or the term ended in the backoff: no attempt follows.

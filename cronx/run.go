@@ -44,6 +44,12 @@ func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
 	if ts == nil {
 		co.claims.fired.note(e.name, tick)
 	}
+	if !catchUp && co.clock.Now().After(co.deadline(run{tick: tick})) {
+		// The loop woke up past the misfire deadline: the process stalled
+		// or its clock jumped.
+		co.notRun(e.name, tick, ReasonMisfireSkipped, nil)
+		return
+	}
 	if p := co.claims.takePreclaim(e.name, tick, ts); p != nil && ts != nil {
 		co.cronRuns.add()
 		co.runs.add()
@@ -78,8 +84,9 @@ func (co *coordinator) claimAndRun(r run, ts *termState) {
 	if !co.awaitJitter(base, r) {
 		return
 	}
+	asked := co.clock.Now()
 	claim, sess, err := co.claims.claim(base, r, ts, co.deadline(r))
-	co.runClaimed(base, r, ts, claim, sess, err)
+	co.runClaimed(base, r, ts, claim, sess, err, co.clock.Now().Sub(asked))
 }
 
 // deadline is the last moment at which r may still be claimed: under Skip
@@ -97,8 +104,9 @@ func (co *coordinator) deadline(r run) time.Time {
 }
 
 // runClaimed runs r if its claim succeeded, and has it recorded; a claim
-// that failed goes to the claimer's triage.
-func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, claim election.Claim, sess *election.Session, err error) {
+// that failed goes to the claimer's triage. latency is how long the claim
+// took.
+func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, claim election.Claim, sess *election.Session, err error, latency time.Duration) {
 	if err != nil {
 		co.claims.triage(base, r, err)
 		return
@@ -131,7 +139,7 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 		}
 		defer release()
 	}
-	co.runAttempts(ctx, term, r, info, claim, sess)
+	co.runAttempts(ctx, term, r, info, claim, sess, latency)
 }
 
 // latestTick returns the latest activation of s in (now-grace, now], or the

@@ -1,7 +1,6 @@
 package election
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -137,7 +137,7 @@ func TestClaimSeqFirstClaimRace(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(before.Kvs) > 0 {
-			prev, _, err := parseClaim(string(before.Kvs[0].Value))
+			prev, _, err := claimcond.Parse(string(before.Kvs[0].Value))
 			if err != nil || prev >= r.seq {
 				t.Errorf("replica-%d claimed seq %d over a stored seq %d (%v)", r.who, r.seq, prev, err)
 			}
@@ -146,7 +146,7 @@ func TestClaimSeqFirstClaimRace(t *testing.T) {
 		if err != nil || len(after.Kvs) != 1 || after.Kvs[0].ModRevision != r.claim.Revision {
 			t.Fatalf("replica-%d: key at its claim's revision %d: %v, %v", r.who, r.claim.Revision, after, err)
 		}
-		if got, _, _ := parseClaim(string(after.Kvs[0].Value)); got != r.seq {
+		if got, _, _ := claimcond.Parse(string(after.Kvs[0].Value)); got != r.seq {
 			t.Errorf("replica-%d: stored seq %d at its claim's revision, want %d", r.who, got, r.seq)
 		}
 	}
@@ -201,89 +201,6 @@ func TestClaimUnderTermFailsForDeposedLeader(t *testing.T) {
 	}
 }
 
-func TestClaimExclusiveMarker(t *testing.T) {
-	srv := etcdtest.Start(t)
-	cli := srv.Client(t)
-	ctx := deadlineCtx(t, 20*time.Second)
-	const (
-		key     = "/t/jobs/s/report/last"
-		running = "/t/jobs/s/report/running/"
-	)
-	newLease := func() clientv3.LeaseID {
-		t.Helper()
-		s, err := NewSession(ctx, cli, WithTTL(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			s.Close(ctx)
-		})
-		return s.Lease()
-	}
-	claim := func(seq int64, marker string, lease clientv3.LeaseID) (Claim, error) {
-		return ClaimSeq(ctx, cli, key, seq, WithMarker(running+marker, lease), Exclusive(running), ClaimedBy(marker))
-	}
-
-	c1, err := claim(1, "web-1", newLease())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c1.Fence.Key != running+"web-1" {
-		t.Fatalf("claim fence = %v, want the marker %s", c1.Fence, running+"web-1")
-	}
-	if ok, err := c1.Fence.Valid(ctx, cli); err != nil || !ok {
-		t.Fatalf("marker fence valid = %v, %v; want true", ok, err)
-	}
-
-	// A later tick while the run is in progress is skipped, not stored.
-	if _, err := claim(2, "web-2", newLease()); !errors.Is(err, ErrBusy) {
-		t.Fatalf("exclusive claim while a marker exists = %v, want ErrBusy", err)
-	}
-	if seq, _ := lastClaim(t, cli, key); seq != 1 {
-		t.Fatalf("LastClaim = %d after a busy claim, want 1", seq)
-	}
-
-	if err := Release(ctx, cli, c1); err != nil {
-		t.Fatal(err)
-	}
-	lease2 := newLease()
-	c2, err := claim(2, "web-2", lease2)
-	if err != nil {
-		t.Fatalf("exclusive claim after Release: %v", err)
-	}
-
-	// The runner's session ends without a Release: its marker goes with it.
-	if _, err := claim(3, "web-1", newLease()); !errors.Is(err, ErrBusy) {
-		t.Fatalf("exclusive claim while web-2 runs = %v, want ErrBusy", err)
-	}
-	if _, err := cli.Revoke(ctx, lease2); err != nil {
-		t.Fatal(err)
-	}
-	c3, err := claim(3, "web-1", newLease())
-	if err != nil {
-		t.Fatalf("exclusive claim after the runner's lease was revoked: %v", err)
-	}
-	if !(c1.Revision < c2.Revision && c2.Revision < c3.Revision) {
-		t.Fatalf("claim revisions do not grow: %d, %d, %d", c1.Revision, c2.Revision, c3.Revision)
-	}
-	if seq, holder := lastClaim(t, cli, key); seq != 3 || holder != "web-1" {
-		t.Fatalf("LastClaim = %d by %q, want 3 by web-1", seq, holder)
-	}
-
-	// c1's marker key now belongs to c3: releasing c1 again must not end c3.
-	if err := Release(ctx, cli, c1); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := c3.Fence.Valid(ctx, cli); err != nil || !ok {
-		t.Fatalf("a stale Release removed the current run's marker: valid = %v, %v", ok, err)
-	}
-	if err := Release(ctx, cli, Claim{Seq: 9}); err != nil {
-		t.Fatalf("Release of a claim without a marker = %v, want nil", err)
-	}
-}
-
 func TestClaimBadInput(t *testing.T) {
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
@@ -330,50 +247,5 @@ func TestClaimBadInput(t *testing.T) {
 	}
 	if _, _, _, err := LastClaim(ctx, cli, "/t/garbage"); err == nil || !strings.Contains(err.Error(), "/t/garbage") {
 		t.Fatalf("LastClaim of a malformed value = %v, want an error naming the key", err)
-	}
-}
-
-// TestWithdrawGivesAClaimBack withdraws a claim not acted on: the sequence
-// can be claimed again, and the marker is gone; a claim already superseded
-// stays.
-func TestWithdrawGivesAClaimBack(t *testing.T) {
-	srv := etcdtest.Start(t)
-	cli := srv.Client(t)
-	ctx := deadlineCtx(t, 10*time.Second)
-	sess, err := NewSession(ctx, cli, WithTTL(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close(context.Background())
-	const key, marker = "/w/last", "/w/running/20"
-	if _, err := ClaimSeq(ctx, cli, key, 10, ClaimedBy("a")); err != nil {
-		t.Fatal(err)
-	}
-	c, err := ClaimSeq(ctx, cli, key, 20, ClaimedBy("a"), WithMarker(marker, sess.Lease()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Withdraw(ctx, cli, key, c, 20, "a"); err == nil {
-		t.Fatal("withdrawing to the claim's own sequence succeeded")
-	}
-	if err := Withdraw(ctx, cli, key, c, 10, "a"); err != nil {
-		t.Fatal(err)
-	}
-	if seq, holder, _, err := LastClaim(ctx, cli, key); err != nil || seq != 10 || holder != "a" {
-		t.Fatalf("after withdrawal the last claim is %d by %q (%v), want 10 by a", seq, holder, err)
-	}
-	if resp, _ := cli.Get(ctx, marker); len(resp.Kvs) != 0 {
-		t.Fatal("the marker outlived the withdrawal")
-	}
-	// A successor claims the tick, once; the old claim cannot be withdrawn
-	// over it.
-	if _, err := ClaimSeq(ctx, cli, key, 20, ClaimedBy("b"), IfClaimedBefore()); err != nil {
-		t.Fatalf("claim after withdrawal: %v", err)
-	}
-	if err := Withdraw(ctx, cli, key, c, 10, "a"); !errors.Is(err, ErrNotWithdrawn) {
-		t.Fatalf("withdrawing a superseded claim: %v, want ErrNotWithdrawn", err)
-	}
-	if seq, holder, _, _ := LastClaim(ctx, cli, key); seq != 20 || holder != "b" {
-		t.Fatalf("the successor's claim became %d by %q", seq, holder)
 	}
 }

@@ -28,9 +28,9 @@
 // at once, and a leader deposed when its lease expired loses it with the
 // lease. Work that a resigning leader lets finish, and that must still
 // write, is fenced by a key of its own bound to a lease that outlives the
-// term until the work ends — cronx fences each run with its claim's
-// in-progress marker (WithMarker) — so its writes succeed after a graceful
-// resignation and fail once the lease has expired.
+// term until the work ends (a Session's, with Fence{Key, Revision} of that
+// key), so its writes succeed after a graceful resignation and fail once the
+// lease has expired.
 //
 // A candidate that loses its session (lease expired, revoked, or etcd
 // restarted with no data) campaigns again on a fresh session by itself, with
@@ -49,21 +49,49 @@
 //
 // so `etcdctl elect P/election/<name> x` and `etcdctl lock P/lock/<name>`
 // compete with baton as equals. Claims (ClaimSeq) are at keys their caller
-// chooses; cronx keeps them under P/jobs.
+// chooses.
 //
 // # Use
 //
-// An Elector campaigns in Run and calls a function for each term it wins;
-// Leader and Observe tell anyone who leads. A Mutex is a lock with Lock,
-// TryLock and Unlock, one session per hold. ClaimSeq claims a sequence number
-// (a cron tick) once for the whole cluster, optionally only while a term is
-// current and only while no other run is in progress. ClaimOnce runs a
-// piece of work once for a key however often it is asked to: the claim is
-// held by a session while the work runs, and only a success is recorded,
-// for a window.
+// An Elector (New) campaigns in Run and calls a function for each Term it
+// wins; Elector.Leader and Observe tell anyone who leads, as a Leader. A
+// Mutex (NewMutex) is a lock with Lock, TryLock and Unlock, one session per
+// hold; Holder tells who holds it. A Session (NewSession) is the lease under
+// both, with the safe deadline as its context. Terms, holds and claims each
+// carry a Fence.
+//
+// ClaimSeq claims a sequence number (a tick of a schedule, a batch, a
+// version) once for the whole cluster: the first claim of a sequence wins,
+// and a claim of a lower sequence after it fails. The Claim it returns
+// carries the claim's revision, a fencing token. Its ClaimOption values are
+// ClaimedBy, which records who claimed, for LastClaim and ClaimedError, and
+// UnderTerm, which makes the claim commit only while a term is current.
+// ClaimOnce runs a piece of work once for a key however often it is asked
+// to: the claim is held by a session while the work runs, and only a
+// success is recorded, for a window; CheckOnceKey validates such a key.
+//
+// Errors are values to branch on with errors.Is: ErrNoLeader,
+// ErrLeadershipLost and ErrClientClosed of elections; ErrLocked,
+// ErrNotLocked and ErrAlreadyLocked of locks; ErrSessionExpired,
+// ErrLeaseLost, ErrSessionClosed and ErrTTLBelowMinimum of sessions (the
+// cause of a session's, and so of a term's or a hold's, context); ErrClaimed
+// (a *ClaimedError) and ErrNotLeader of claims; ErrDone, ErrBusy and
+// ErrClaimLost of once-claims, whose ErrDone and ErrBusy come as a
+// *OnceError.
+//
+// This package holds what an application needs. The machinery that only
+// baton's own scheduler uses, built on the same claims, is internal to the
+// module: in-progress markers, the conditions that keep runs from
+// overlapping, batched claims and withdrawn claims (internal/claims), and
+// the detection of an etcd that came back empty (internal/emptyetcd).
 //
 // Configuration follows the environment, and explicit options win: the
-// BATON_ETCD_* variables give a Connection (ConnectionFromEnv), and
-// BATON_PREFIX, BATON_ID and BATON_TTL (whole seconds, "10" or "10s"; see
-// ParseTTL) the defaults of WithPrefix, WithIdentity and WithTTL.
+// BATON_ETCD_* variables give a Connection (ConnectionFromEnv, dialling
+// within DefaultDialTimeout unless told otherwise), and BATON_PREFIX, BATON_ID
+// and BATON_TTL (whole seconds, "10" or "10s", up to MaxTTL; see ParseTTL)
+// the defaults of the Option values WithPrefix, WithIdentity and WithTTL
+// (taken by New, NewMutex, NewSession, ClaimOnce and Resolve), which are
+// DefaultPrefix, DefaultIdentity and DefaultTTL. Resolve returns the
+// Settings they give; WithMargin and WithLogger tune the safe deadline and
+// the logging; CheckName validates a name.
 package election

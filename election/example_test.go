@@ -2,6 +2,7 @@ package election_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -77,37 +78,25 @@ func ExampleMutex() {
 	}
 	fmt.Println("holding the lock; fencing token > 0:", m.Fence().Revision > 0)
 
-	other, _ := election.NewMutex(cli, "migrations", election.WithTTL(5*time.Second))
+	other, _ := election.NewMutex(cli, "migrations", election.WithIdentity("web-2"), election.WithTTL(5*time.Second))
 	fmt.Println("second holder:", other.TryLock(ctx))
 
 	if err := m.Unlock(ctx); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("second holder after unlock:", other.TryLock(ctx))
+	// Anyone can ask who holds it, without taking part.
+	h, err := election.Holder(ctx, cli, election.DefaultPrefix, "migrations")
+	fmt.Println("held by", h.Identity, err)
 	other.Unlock(ctx)
+	_, err = election.Holder(ctx, cli, election.DefaultPrefix, "migrations")
+	fmt.Println("held by nobody:", errors.Is(err, election.ErrNoLeader))
 	// Output:
 	// holding the lock; fencing token > 0: true
 	// second holder: lock "migrations": election: lock is held by another holder
 	// second holder after unlock: <nil>
-}
-
-func ExampleClaimSeq() {
-	cli := connect()
-	defer cli.Close()
-	ctx := context.Background()
-
-	tick := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC).UnixNano()
-	for _, replica := range []string{"web-1", "web-2", "web-3"} {
-		_, err := election.ClaimSeq(ctx, cli, "/baton/example/nightly", tick, election.ClaimedBy(replica))
-		fmt.Println(replica, err == nil)
-	}
-	_, by, _, _ := election.LastClaim(ctx, cli, "/baton/example/nightly")
-	fmt.Println("ran on", by)
-	// Output:
-	// web-1 true
-	// web-2 false
-	// web-3 false
-	// ran on web-1
+	// held by web-2 <nil>
+	// held by nobody: true
 }
 
 // Settings are resolved once, the same way everywhere: options win over
@@ -120,7 +109,65 @@ func ExampleResolve() {
 	}
 	fmt.Println(s.Prefix, s.Identity)
 	fmt.Println(election.CheckName("job", "nightly report"))
+	ttl, err := election.ParseTTL("15") // as BATON_TTL is read
+	fmt.Println(ttl, err, ttl <= election.MaxTTL, election.DefaultTTL)
 	// Output:
 	// /baton/billing web-1
 	// job name "nightly report": use letters, digits, '.', '_' and '-', starting with a letter or digit
+	// 15s <nil> true 10s
+}
+
+// Work that must stop before another instance can take over what a lease
+// holds runs under a session's context: it ends at the safe local deadline,
+// with the reason as its cause.
+func ExampleNewSession() {
+	cli := connect()
+	defer cli.Close()
+	ctx := context.Background()
+
+	s, err := election.NewSession(ctx, cli, election.WithTTL(5*time.Second), election.WithMargin(time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("deadline within the TTL:", time.Until(s.Deadline()) <= 5*time.Second)
+	// Keys put with clientv3.WithLease(s.Lease()) go when the session ends.
+	if err := s.Close(ctx); err != nil {
+		log.Fatal(err)
+	}
+	<-s.Done()
+	fmt.Println(context.Cause(s.Context()))
+	// Output:
+	// deadline within the TTL: true
+	// election: session closed
+}
+
+// Observe follows an election without campaigning: no leader first, then
+// each leader as it changes.
+func ExampleObserve() {
+	cli := connect()
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	leaders, err := election.Observe(ctx, cli, election.DefaultPrefix, "indexer")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("no leader:", (<-leaders).None())
+
+	e, err := election.New(cli, "indexer", election.WithIdentity("web-2"), election.WithTTL(5*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(runCtx, func(ctx context.Context, _ election.Term) { <-ctx.Done() }) }()
+	fmt.Println("leader:", (<-leaders).Identity)
+	stop()
+	<-done
+	fmt.Println("no leader again:", (<-leaders).None())
+	// Output:
+	// no leader: true
+	// leader: web-2
+	// no leader again: true
 }

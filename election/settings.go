@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// Settings are what every part of baton resolves alike: cronx, package
-// convox and the baton command take them from here, so a prefix, an
-// identity or a TTL means the same thing wherever it is read.
+// Settings are resolved alike by everything built on this package, which
+// takes them from here, so a prefix, an identity or a TTL means the same
+// thing wherever it is read.
 type Settings struct {
 	// Prefix is the key prefix P: WithPrefix, else BATON_PREFIX, else
 	// DefaultPrefix.
@@ -49,8 +49,8 @@ func DefaultIdentity() string {
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// CheckName reports whether name may name an election, a lock, a scheduler
-// or a job: each is one segment of a key, so it is 1 to 200 bytes of ASCII
+// CheckName reports whether name may name an election, a lock, or anything
+// else kept as one segment of a key: 1 to 200 bytes of ASCII
 // letters, digits, '.', '_' and '-', starting with a letter or a digit. The
 // error names what (for example "job") and the name.
 func CheckName(what, name string) error {

@@ -121,6 +121,13 @@ func Init(d *Document, opts Options) ([]string, error) {
 		}
 	}
 
+	// Before the services are added: an insertion at the end of the last
+	// service must come before the new services that follow it.
+	health, err := wireHealth(e, all, env)
+	if err != nil {
+		return nil, err
+	}
+
 	src := buildSource(all)
 	var added []*yaml.Node
 	for i, name := range names {
@@ -151,6 +158,7 @@ func Init(d *Document, opts Options) ([]string, error) {
 			e.appendEntries(servicesKey, services, added...)
 		}
 	}
+	changes = append(changes, health...)
 	if len(changes) == 0 {
 		return nil, nil
 	}

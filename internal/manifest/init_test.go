@@ -114,8 +114,9 @@ environment:
   web:
     build: ./app
     command: baton crontab crontab
-` + strings.Replace(etcdBlock, "build: .", "build: ./app", 1),
-		changes: []string{"added BATON_ETCD_ENDPOINTS", "added BATON_ETCD_USERNAME", "added BATON_ETCD_PASSWORD", "added service etcd (baton etcd, from the image of service web)"},
+` + healthKeys + strings.Replace(etcdBlock, "build: .", "build: ./app", 1),
+		changes: []string{"added BATON_ETCD_ENDPOINTS", "added BATON_ETCD_USERNAME", "added BATON_ETCD_PASSWORD", "added service etcd (baton etcd, from the image of service web)",
+			"service web: added BATON_HTTP=:9090, port: 9090, health: /healthz, internal: true"},
 	}, {
 		name: "an environment with no entries",
 		in: `environment:
@@ -387,6 +388,7 @@ func TestInitThreeMembers(t *testing.T) {
 		"added BATON_ETCD_ENDPOINTS=http://etcd-0:2379,http://etcd-1:2379,http://etcd-2:2379",
 		"added BATON_ETCD_USERNAME", "added BATON_ETCD_PASSWORD",
 		"added service etcd-0", "added service etcd-1", "added service etcd-2",
+		"service web: added BATON_HTTP=:9090",
 	}
 	if len(changes) != len(want) {
 		t.Fatalf("changes %q, want %q", changes, want)

@@ -34,7 +34,7 @@ var mutations = []mutation{
 	{
 		Name:   "pause-ignored",
 		Breaks: "a paused job keeps running",
-		Edits:  []edit{{Marker: "pause", Old: "opts = append(opts, election.UnlessExists(cl.keys.paused(r.job), ErrPaused))", New: ""}},
+		Edits:  []edit{{Marker: "pause", Old: "opts = append(opts, claims.UnlessExists(cl.keys.paused(r.job), ErrPaused))", New: ""}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestPauseResumeTriggerStatus$"}},
 	},
 	{
@@ -47,8 +47,8 @@ var mutations = []mutation{
 		Name:   "claim-term-compare-removed",
 		Breaks: "G1: a claim made under a term commits after the term ended",
 		Edits: []edit{
-			{Marker: "claim-term", Old: "conds = append(conds, o.term.Cmp())", New: ""},
-			{Marker: "claimall-term", Old: `add(fmt.Sprintf("term %s %d", o.term.Key, o.term.Revision), o.term.Cmp())`, New: ""},
+			{Marker: "claim-term", Old: "conds = append(conds, o.Term.Cmp())", New: ""},
+			{Marker: "claimall-term", Old: `add(fmt.Sprintf("term %s %d", o.Term.Key, o.Term.Revision), o.Term.Cmp())`, New: ""},
 		},
 		Tests: []tests{{Pkg: "cronx", Run: "^TestDeposedLeadersClaimIsRefused$"}},
 	},

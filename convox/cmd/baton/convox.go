@@ -61,6 +61,21 @@ BATON_ETCD_USERNAME and BATON_ETCD_PASSWORD, which ` + "`baton etcd`" + ` makes 
 user from and every client logs in with, and prints the one
 ` + "`convox env set`" + ` command that gives them a random password.
 
+A service that runs ` + "`baton crontab`" + ` or ` + "`baton run`" + ` and has no port: (no web
+server of its own, so no health check) gets baton's: BATON_HTTP=:9090 in
+its environment, port: 9090, health: /healthz and, unless it says
+otherwise, internal: true. What this relies on was checked against
+Convox's documentation and its Kubernetes templates, as no rack was at
+hand: Convox gives a service a readiness check only on its port:, asking
+health's path (default /) every 5 s after a 5 s grace, with a 4 s
+timeout, and replaces a process that keeps failing it; a service with
+port: is reachable from the internet unless internal: true, which keeps
+it in the rack (SERVICE.APP.convox.local:9090, for Prometheus); command:
+is split into arguments without a shell, so $PORT in it is not expanded,
+hence BATON_HTTP. /healthz does not ask etcd, so an etcd outage does not
+get every process replaced. A service with port:, ports:, health:,
+agent: or BATON_HTTP (its own or the app's) is left as it is.
+
 An etcd service already there is completed, not duplicated, and a value
 already written is never changed. The file is replaced atomically, with
 its comments, blank lines, key order and anchors kept; running init again

@@ -432,3 +432,28 @@ func TestConvoxHelp(t *testing.T) {
 		t.Errorf("init --help lacks its flags:\n%s", out)
 	}
 }
+
+// TestConvoxInitWiresHealth: a service that runs baton crontab with no web
+// server of its own gets baton's /healthz as its Convox health check, on
+// an internal port, and check finds nothing wrong with it.
+func TestConvoxInitWiresHealth(t *testing.T) {
+	path := writeManifest(t, `services:
+  web:
+    build: .
+    port: 3000
+  cron:
+    build: .
+    command: baton crontab crontab
+`, 0o644)
+	code, out := runBaton(t, nil, "convox", "init", path)
+	if code != exitOK || !strings.Contains(out, path+": service cron: added BATON_HTTP=:9090, port: 9090, health: /healthz, internal: true") {
+		t.Fatalf("init: exit %d, output:\n%s", code, out)
+	}
+	want := "  cron:\n    build: .\n    command: baton crontab crontab\n    environment:\n      - BATON_HTTP=:9090\n    port: 9090\n    health: /healthz\n    internal: true\n"
+	if got := readFile(t, path); !strings.Contains(got, want) || strings.Count(got, "/healthz") != 1 {
+		t.Errorf("convox.yml lacks %q, once:\n%s", want, got)
+	}
+	if code, out := runBaton(t, nil, "convox", "check", path); code != exitOK {
+		t.Errorf("check after init: exit %d:\n%s", code, out)
+	}
+}

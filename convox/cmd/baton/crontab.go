@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/cronx"
+	"github.com/batonhq/baton/metrics"
 )
 
 func init() {
@@ -113,7 +114,23 @@ nothing, logs an error naming the endpoints after each --dial-timeout, and
 keeps trying; it never runs a job without etcd. An etcd that answers and
 refuses baton (authentication on and no or wrong credentials, or a user
 without permission on the prefix) is an error at once: baton exits 1 with
-the cause, as waiting does not cure it.`
+the cause, as waiting does not cure it.
+
+--http ADDR (or BATON_HTTP) serves, from the start, also while baton waits
+for etcd:
+  /metrics  Prometheus metrics: runs, lateness, ticks not run by reason,
+            leadership and the etcd session (baton_*), and the process's
+  /healthz  200 while the scheduler loop answers within 2 s, 503 otherwise;
+            it does not depend on etcd, so a supervisor that restarts on
+            it does not restart every replica when etcd is down
+  /readyz   200 while etcd answers a read within 2 s, 503 otherwise
+  /         the status page of the prefix: every scheduler, election and
+            lock, each job's next tick, last runs and ticks not run
+            (read-only, no script, reloads itself every 5 s)
+baton binds exactly ADDR: ":9090" is every interface, "127.0.0.1:9090"
+this machine only. A malformed ADDR exits 2; one that cannot be bound (in
+use, not an address of this machine) exits 1, naming it, before any job
+runs. The server stops with baton.`
 
 func runCrontab(ctx context.Context, env *environ, args []string) int {
 	fs := flagSet(env, "crontab", crontabSynopsis)
@@ -133,6 +150,7 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	shell := fs.String("shell", "/bin/sh", "the shell that runs each command with -c")
 	check := fs.Bool("check", false, "parse the crontab, print its jobs and exit")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	httpAddr := httpFlag(fs)
 	if code, done := parse(env, fs, args); done {
 		return code
 	}
@@ -200,7 +218,34 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	if _, err := cfg.Connection.ClientConfig(); err != nil {
 		return usageError(env, fs, "%v", err)
 	}
+	addr := httpAddr()
+	if addr != "" {
+		if err := checkHTTPAddr(addr); err != nil {
+			return usageError(env, fs, "%s %v", httpSource(fs), err)
+		}
+	}
+	prefix, _, err := resolveNames(eopts)
+	if err != nil {
+		return usageError(env, fs, "%v", err)
+	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	// The server comes up before etcd is reached: a process waiting for
+	// etcd is alive, and says on /readyz that it is not ready.
+	var scheduler atomic.Pointer[cronx.Cron]
+	reg := newRegistry()
+	var srv *opsServer
+	if addr != "" {
+		srv, err = startOpsServer(httpSource(fs), addr, prefix, reg, func(ctx context.Context) error {
+			if c := scheduler.Load(); c != nil {
+				return c.Alive(ctx)
+			}
+			return nil
+		}, logger)
+		if err != nil {
+			return fail(env, "crontab", err)
+		}
+		defer srv.stop()
+	}
 	asked, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	// SIGHUP asks for a reload, taken once the jobs are scheduled; any
@@ -235,8 +280,14 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		return fail(env, "crontab", err)
 	}
 	defer cli.Close()
+	if srv != nil {
+		if err := srv.connected(cli); err != nil {
+			return fail(env, "crontab", err)
+		}
+		defer srv.stop() // before the client closes
+	}
 
-	c := cronx.New(
+	opts := []cronx.Option{
 		cronx.WithParser(cronParser(*seconds)),
 		cronx.WithEtcd(cli),
 		cronx.WithName(*name),
@@ -246,7 +297,16 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		cronx.WithSlog(logger),
 		cronx.WithJobOptions(cronx.WithOverlap(over), cronx.WithTimeout(*timeout), cronx.WithJitter(*jitter),
 			cronx.WithDST(dstRule)),
-	)
+	}
+	if srv != nil {
+		// Metrics only when something serves them: an observer is work.
+		obs, err := metrics.New(reg)
+		if err != nil {
+			return fail(env, "crontab", err)
+		}
+		opts = append(opts, cronx.WithObserver(obs))
+	}
+	c := cronx.New(opts...)
 	var stopping atomic.Bool
 	add := func(entries []crontabEntry) ([]cronx.EntryID, error) {
 		var ids []cronx.EntryID
@@ -269,6 +329,7 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	logger.Info("baton crontab: started", "file", file, "jobs", len(entries), "scheduler", *name, "mode", *mode,
 		"endpoints", strings.Join(cfg.Connection.Endpoints, ","))
 	c.Start()
+	scheduler.Store(c)
 
 	for asked.Err() == nil {
 		select {

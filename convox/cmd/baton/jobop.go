@@ -50,7 +50,11 @@ etcd with who paused it (--id), so it outlasts replica restarts and deploys
 ` + jobOpArgs,
 	do: func(ctx context.Context, ctl *cronx.Control, t jobTarget) (string, error) {
 		if t.paused {
-			return fmt.Sprintf("%s is paused already (by %s)", t, dash(t.pausedBy)), nil
+			by := t.pausedBy
+			if by == "" {
+				by = "-"
+			}
+			return fmt.Sprintf("%s is paused already (by %s)", t, by), nil
 		}
 		if err := ctl.Pause(ctx, t.job, t.identity); err != nil {
 			return "", err
@@ -141,13 +145,13 @@ func runJobOp(ctx context.Context, env *environ, args []string, op jobOp) int {
 	if err != nil {
 		return fail(env, op.name, err)
 	}
-	if err := t.read(ctx, cli, prefix); err != nil {
+	if err := t.read(ctx, ctl, cli, prefix); err != nil {
 		return fail(env, op.name, err)
 	}
 	msg, err := op.do(ctx, ctl, t)
 	if errors.Is(err, cronx.ErrUnknownJob) {
 		// Gone between the read and the operation.
-		err = t.read(ctx, cli, prefix)
+		err = t.read(ctx, ctl, cli, prefix)
 	}
 	if err != nil {
 		return fail(env, op.name, err)
@@ -184,27 +188,16 @@ func jobArg(fs *pflag.FlagSet, scheduler string) (jobTarget, error) {
 // read checks that the job was published and reads whether it is paused.
 // An unknown job is an error that lists the scheduler's jobs, or the
 // schedulers there are when it has none.
-func (t *jobTarget) read(ctx context.Context, cli *clientv3.Client, prefix string) error {
-	dir := prefix + "/jobs/" + t.scheduler + "/"
-	resp, err := cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+func (t *jobTarget) read(ctx context.Context, ctl *cronx.Control, cli *clientv3.Client, prefix string) error {
+	jobs, err := ctl.Jobs(ctx)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", dir, err)
+		return err
 	}
-	var jobs []string
-	known := false
-	for _, kv := range resp.Kvs {
-		job, ok := strings.CutSuffix(strings.TrimPrefix(string(kv.Key), dir), "/spec")
-		if !ok || strings.Contains(job, "/") {
-			continue
-		}
-		jobs = append(jobs, job)
-		known = known || job == t.job
-	}
-	if !known {
+	if !slices.Contains(jobs, t.job) {
 		if len(jobs) > 0 {
 			return fmt.Errorf("no job %q in scheduler %q under %s; its jobs: %s", t.job, t.scheduler, prefix, strings.Join(jobs, ", "))
 		}
-		names, err := schedulerNames(ctx, cli, prefix)
+		names, err := cronx.Schedulers(ctx, cli, prefix)
 		if err != nil {
 			return err
 		}
@@ -212,13 +205,6 @@ func (t *jobTarget) read(ctx context.Context, cli *clientv3.Client, prefix strin
 		return fmt.Errorf("no job %q: scheduler %q has published no jobs under %s%s", t.job, t.scheduler, prefix,
 			knownList("; schedulers there: ", names))
 	}
-	p, err := cli.Get(ctx, dir+t.job+"/paused")
-	if err != nil {
-		return fmt.Errorf("read %s: %w", dir+t.job+"/paused", err)
-	}
-	t.paused = len(p.Kvs) > 0
-	if t.paused {
-		t.pausedBy = string(p.Kvs[0].Value)
-	}
-	return nil
+	t.pausedBy, t.paused, err = ctl.Paused(ctx, t.job)
+	return err
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/batonhq/baton/cronx"
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/metrics"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -50,7 +53,19 @@ stopped or killed COMMAND gives KEY back, so the next caller runs it again.
 
 etcd must answer within --dial-timeout, on any one of the endpoints, and
 let the user (--username, $BATON_ETCD_USERNAME) read and write under the
-prefix; otherwise baton exits 121 at once with the cause.`
+prefix; otherwise baton exits 121 at once with the cause.
+
+--http ADDR (or BATON_HTTP) serves /metrics (the process's metrics, and
+baton's: baton_scheduler_leader and the leadership changes for --leader
+NAME, baton_job_runs_total and the run duration for COMMAND's run, under
+the name of the election, the lock or the --once KEY), /healthz
+(200 while baton's loop that waits for COMMAND answers within 2 s, and
+while baton waits to lead, to lock or to claim; 503 otherwise), /readyz
+(200 while etcd answers a read within 2 s) and / (the status page of the
+prefix). baton binds exactly ADDR (":9090" is every interface); a
+malformed ADDR exits 122, one that cannot be bound (in use, not an address
+of this machine) exits 121, naming it, before COMMAND starts. The server
+stops with baton.`
 
 func runRun(ctx context.Context, env *environ, args []string) int {
 	fs := flagSet(env, "run", runSynopsis)
@@ -59,6 +74,7 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 	lock := fs.String("lock", "", "run COMMAND holding the lock NAME")
 	once := fs.String("once", "", "run COMMAND only if no run of KEY succeeded within --ttl and none runs (KEY: no '/' or white space)")
 	grace := fs.Duration("grace", 25*time.Second, "on SIGTERM, SIGINT or SIGHUP, how long COMMAND gets to exit before SIGKILL")
+	httpAddr := httpFlag(fs)
 	if code, done := parse(env, fs, args); done {
 		if code == exitUsage {
 			return runUsage
@@ -116,12 +132,46 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 			}
 		}
 	}
+	addr := httpAddr()
+	var loop *waitLoop
+	var srv *opsServer
+	var obs *cronx.Observer
+	if addr != "" {
+		if err := checkHTTPAddr(addr); err != nil {
+			return usage("%s %v", httpSource(fs), err)
+		}
+		prefix, _, err := resolveNames(eopts)
+		if err != nil {
+			return usage("%v", err)
+		}
+		loop = &waitLoop{}
+		reg := newRegistry()
+		o, err := metrics.New(reg)
+		if err != nil {
+			fmt.Fprintf(env.stderr, "baton run: %v\n", err)
+			return runFailure
+		}
+		obs = &o
+		srv, err = startOpsServer(httpSource(fs), addr, prefix, reg, loop.alive, slog.New(slog.NewTextHandler(env.stderr, nil)))
+		if err != nil {
+			fmt.Fprintf(env.stderr, "baton run: %v\n", err)
+			return runFailure
+		}
+		defer srv.stop()
+	}
 	cli, err := dial(ctx, cfg, conn.dialTimeout, readWrite)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "baton run: %v\n", err)
 		return runFailure
 	}
 	defer cli.Close()
+	if srv != nil {
+		if err := srv.connected(cli); err != nil {
+			fmt.Fprintf(env.stderr, "baton run: %v\n", err)
+			return runFailure
+		}
+		defer srv.stop() // before the client closes
+	}
 
 	stopping, stop := context.WithCancelCause(context.Background())
 	defer stop(nil)
@@ -136,7 +186,10 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 	if identity == "" {
 		identity = election.DefaultIdentity()
 	}
-	r := runner{env: env, argv: argv, grace: *grace, identity: identity, stopping: stopping}
+	r := runner{env: env, argv: argv, grace: *grace, identity: identity, stopping: stopping, loop: loop}
+	if obs != nil {
+		r.metrics = &runMetrics{obs: *obs, name: *leader + *lock + *once, identity: identity}
+	}
 	switch {
 	case *leader != "":
 		return r.leader(ctx, cli, *leader, eopts)
@@ -173,6 +226,10 @@ type runner struct {
 	// stopping is done once baton is asked to stop; its cause is the
 	// stopSignal.
 	stopping context.Context
+	// loop answers /healthz while COMMAND runs; nil without --http.
+	loop *waitLoop
+	// metrics counts terms and runs for /metrics; nil without --http.
+	metrics *runMetrics
 }
 
 // outcome is how a command's run ended.
@@ -186,25 +243,33 @@ const (
 
 // exec runs COMMAND with fence until it exits, fenced ends or baton is
 // asked to stop, and returns its exit status.
-func (r runner) exec(fenced context.Context, fence election.Fence) (int, outcome) {
+func (r runner) exec(fenced context.Context, fence election.Fence) (code int, how outcome) {
 	env := append(os.Environ(), "BATON_ID="+r.identity, "BATON_FENCE="+strconv.FormatInt(fence.Revision, 10))
 	p, err := startProc(r.argv, env, os.Stdin, r.env.stdout, r.env.stderr, "")
 	if err != nil {
 		fmt.Fprintf(r.env.stderr, "baton run: %v\n", err)
 		return runFailure, exited
 	}
-	select {
-	case <-p.done:
-		return p.code, exited
-	case <-fenced.Done():
-		fmt.Fprintf(r.env.stderr, "baton run: %v; stopping %s\n", context.Cause(fenced), r.argv[0])
-		p.stop(lostGrace)
-		return p.code, lost
-	case <-r.stopping.Done():
-		sig := forwarded(r.stopping)
-		fmt.Fprintf(r.env.stderr, "baton run: %v: passing %v to %s, waiting up to %v\n", context.Cause(r.stopping), signalName(sig), r.argv[0], r.grace)
-		p.stopWith(sig, r.grace)
-		return p.code, signaled
+	ping, done := r.loop.serve()
+	defer done()
+	started := r.metrics.started(fence)
+	defer func() { r.metrics.ended(started, code, how, causeOf(fenced, r.stopping, how)) }()
+	for {
+		select {
+		case <-p.done:
+			return p.code, exited
+		case <-fenced.Done():
+			fmt.Fprintf(r.env.stderr, "baton run: %v; stopping %s\n", context.Cause(fenced), r.argv[0])
+			p.stop(lostGrace)
+			return p.code, lost
+		case <-r.stopping.Done():
+			sig := forwarded(r.stopping)
+			fmt.Fprintf(r.env.stderr, "baton run: %v: passing %v to %s, waiting up to %v\n", context.Cause(r.stopping), signalName(sig), r.argv[0], r.grace)
+			p.stopWith(sig, r.grace)
+			return p.code, signaled
+		case reply := <-ping:
+			reply <- struct{}{}
+		}
 	}
 }
 
@@ -240,7 +305,9 @@ func (r runner) leader(ctx context.Context, cli *clientv3.Client, name string, o
 		started = true
 		mu.Unlock()
 		fmt.Fprintf(r.env.stderr, "baton run: %s leads %q (fence %d); starting %s\n", term.Identity, name, term.Revision, r.argv[0])
+		r.metrics.gained(term)
 		code, how = r.exec(tctx, term.Fence)
+		r.metrics.lost(term, context.Cause(tctx))
 		cancel() // one term only: resign and exit after it
 	})
 	mu.Lock()

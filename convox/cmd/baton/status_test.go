@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/cronx"
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/statuspage"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
@@ -394,17 +395,24 @@ func TestStatusPauseResumeTriggerHelp(t *testing.T) {
 	}
 }
 
-// A spec read from etcd is input: one that robfig/cron's parser panics on (a
-// time zone with no schedule after it) gives no next run instead of taking
-// `baton status` down.
-func TestNextRunOfUnparsableSpec(t *testing.T) {
-	now := time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
-	for _, spec := range []string{"TZ=UTC", "CRON_TZ=Europe/Paris", "*/5 * *"} {
-		if next := nextRun(spec, time.Time{}, now); !next.IsZero() {
-			t.Errorf("nextRun(%q) = %v, want none", spec, next)
-		}
+// TestStatusTextShowsTicksNotRun: the table's NOT RUN column lists a job's
+// ticks not run over the last day by reason, and "-" without any.
+func TestStatusTextShowsTicksNotRun(t *testing.T) {
+	snap := &statuspage.Snapshot{Prefix: "/baton", Schedulers: []statuspage.Scheduler{{Name: "crontab", Jobs: []statuspage.Job{
+		{Name: "report", Spec: "@hourly", NotRun: map[string]int{"paused": 2, "no_leader": 1}},
+		{Name: "sweep", Spec: "@hourly"},
+	}}}}
+	var out strings.Builder
+	if err := snap.WriteText(&out); err != nil {
+		t.Fatal(err)
 	}
-	if next, want := nextRun("CRON_TZ=UTC */5 * * * *", time.Time{}, now), now.Add(5*time.Minute); !next.Equal(want) {
-		t.Errorf("nextRun of a zoned spec = %v, want %v", next, want)
+	if l := line(t, out.String(), "SCHEDULER"); !strings.HasSuffix(strings.TrimSpace(l), "NOT RUN (1D)") {
+		t.Errorf("header %q does not end with NOT RUN (1D)", l)
+	}
+	if l := line(t, out.String(), "crontab", "report"); !strings.HasSuffix(strings.TrimSpace(l), " no_leader 1,paused 2") {
+		t.Errorf("report's line %q does not end with its counts", l)
+	}
+	if l := line(t, out.String(), "crontab", "sweep"); !strings.HasSuffix(strings.TrimSpace(l), " -") {
+		t.Errorf("sweep's line %q does not end with -", l)
 	}
 }

@@ -1,4 +1,4 @@
-package election
+package emptyetcd
 
 import (
 	"context"
@@ -38,7 +38,10 @@ func TestEmptyEtcdFoundOnlyWhenTheDataIsGone(t *testing.T) {
 	check := func(what string, wantEmpty bool, why string) {
 		t.Helper()
 		reachable(t, cli)
-		got := m.check(ctx, cli, "/p", "w1")
+		got, err := m.check(ctx, cli, "/p", "w1")
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
 		if (got != "") != wantEmpty || !strings.Contains(got, why) {
 			t.Fatalf("%s: check says %q, want empty %v (%q)", what, got, wantEmpty, why)
 		}
@@ -63,23 +66,24 @@ func TestEmptyEtcdFoundOnlyWhenTheDataIsGone(t *testing.T) {
 	check("after a wipe", true, "cluster ID changed")
 }
 
-// TestWatchEmptyRecordsAndReports: a watcher reports a wiped etcd to its
-// callback and records it, which LastEmpty then reads.
+// TestWatchEmptyRecordsAndReports: a watcher asked to look again after a
+// wipe reports it to its callback and records it, which Last then reads.
 func TestWatchEmptyRecordsAndReports(t *testing.T) {
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
 	defer cli.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	found := make(chan EmptyEtcd, 4)
+	found := make(chan Event, 4)
+	recheck := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		watchEmpty(ctx, cli, "/p", "web-1", 20*time.Millisecond, func(e EmptyEtcd) { found <- e })
+		Watch(ctx, cli, "/p", "web-1", recheck, func(e Event) { found <- e })
 	}()
 	defer func() { cancel(); <-done }()
 
-	if _, ok, err := LastEmpty(ctx, cli, "/p"); ok || err != nil {
-		t.Fatalf("LastEmpty before any loss: %v, %v", ok, err)
+	if _, ok, err := Last(ctx, cli, "/p"); ok || err != nil {
+		t.Fatalf("Last before any loss: %v, %v", ok, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -93,17 +97,24 @@ func TestWatchEmptyRecordsAndReports(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	srv.Wipe(t)
-	var e EmptyEtcd
+	select {
+	case e := <-found:
+		t.Fatalf("reported %+v before it was asked to look", e)
+	case recheck <- struct{}{}:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the watcher took no recheck within 20s")
+	}
+	var e Event
 	select {
 	case e = <-found:
 	case <-time.After(20 * time.Second):
-		t.Fatal("the wipe was not reported within 20s")
+		t.Fatal("the wipe was not reported within 20s of the recheck")
 	}
 	if e.By != "web-1" || e.Why == "" || time.Since(e.At) > time.Minute {
 		t.Errorf("reported %+v", e)
 	}
-	got, ok, err := LastEmpty(ctx, cli, "/p")
+	got, ok, err := Last(ctx, cli, "/p")
 	if !ok || err != nil || got.By != "web-1" || got.Why != e.Why {
-		t.Errorf("LastEmpty: %+v, %v, %v; want %+v", got, ok, err, e)
+		t.Errorf("Last: %+v, %v, %v; want %+v", got, ok, err, e)
 	}
 }

@@ -1,4 +1,4 @@
-package election
+package claims
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/etcdtest"
 )
 
@@ -17,7 +18,7 @@ func TestClaimAllIsAllOrNothing(t *testing.T) {
 	cli := srv.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	sess, err := NewSession(ctx, cli, WithTTL(2*time.Second))
+	sess, err := election.NewSession(ctx, cli, election.WithTTL(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,14 +27,14 @@ func TestClaimAllIsAllOrNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	term := Fence{Key: "/t/leader", Revision: termResp.Header.Revision}
+	term := election.Fence{Key: "/t/leader", Revision: termResp.Header.Revision}
 
 	items := func(seq int64, fresh bool) []ClaimItem {
 		var out []ClaimItem
 		for i := range 3 {
 			key := fmt.Sprintf("/t/jobs/j%d/last", i)
-			out = append(out, ClaimItem{Key: key, Seq: seq, Fresh: fresh, Opts: []ClaimOption{
-				UnderTerm(term), ClaimedBy("me"),
+			out = append(out, ClaimItem{Key: key, Seq: seq, Fresh: fresh, Opts: []election.ClaimOption{
+				election.UnderTerm(term), election.ClaimedBy("me"),
 				WithMarker(fmt.Sprintf("/t/jobs/j%d/running/%d", i, seq), sess.Lease()),
 			}})
 		}
@@ -50,8 +51,8 @@ func TestClaimAllIsAllOrNothing(t *testing.T) {
 	}
 	// Once claimed, a single claim of the same tick fails, and so does a
 	// batch; a later tick in a batch commits.
-	if _, err := ClaimSeq(ctx, cli, "/t/jobs/j1/last", 10); !errors.Is(err, ErrClaimed) {
-		t.Fatalf("single claim of a batched tick: %v, want ErrClaimed", err)
+	if _, err := election.ClaimSeq(ctx, cli, "/t/jobs/j1/last", 10); !errors.Is(err, election.ErrClaimed) {
+		t.Fatalf("single claim of a batched tick: %v, want election.ErrClaimed", err)
 	}
 	if _, err := ClaimAll(ctx, cli, items(10, false)); !errors.Is(err, ErrClaimConflict) {
 		t.Fatalf("batch of claimed ticks: %v, want ErrClaimConflict", err)
@@ -62,14 +63,14 @@ func TestClaimAllIsAllOrNothing(t *testing.T) {
 
 	// One item that cannot be claimed fails the whole batch: nothing of it
 	// is written.
-	if _, err := ClaimSeq(ctx, cli, "/t/jobs/j2/last", 12); err != nil {
+	if _, err := election.ClaimSeq(ctx, cli, "/t/jobs/j2/last", 12); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ClaimAll(ctx, cli, items(12, false)); !errors.Is(err, ErrClaimConflict) {
 		t.Fatalf("batch with one claimed item: %v, want ErrClaimConflict", err)
 	}
 	for i := range 2 {
-		seq, _, _, err := LastClaim(ctx, cli, fmt.Sprintf("/t/jobs/j%d/last", i))
+		seq, _, _, err := election.LastClaim(ctx, cli, fmt.Sprintf("/t/jobs/j%d/last", i))
 		if err != nil || seq != 11 {
 			t.Fatalf("j%d's last claim is %d (%v) after a failed batch, want 11", i, seq, err)
 		}

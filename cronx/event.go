@@ -1,0 +1,158 @@
+package cronx
+
+import (
+	"time"
+
+	"github.com/batonhq/baton/election"
+)
+
+// RunStarted is a run that has claimed its tick and is starting.
+type RunStarted struct {
+	Scheduler string
+	Job       string
+	// Tick is the run's nominal time (for a triggered run, the trigger's).
+	Tick time.Time
+	// Instance is the replica that runs it.
+	Instance string
+	// Fence is the run's in-progress marker, as Info has it.
+	Fence     election.Fence
+	Triggered bool
+	// Start is when the run started, by the Cron's clock; Lateness is how
+	// long after its tick that was (zero for a triggered run).
+	Start    time.Time
+	Lateness time.Duration
+	// ClaimLatency is how long the claim took, from the moment the tick
+	// came due (or the run was claimed ahead of it) to etcd's answer.
+	ClaimLatency time.Duration
+}
+
+// Outcome is how a run ended.
+type Outcome int
+
+const (
+	// Succeeded: the job returned no error (a plain Job always succeeds).
+	Succeeded Outcome = iota
+	// Failed: the job returned an error.
+	Failed
+)
+
+// String is "success" or "failure".
+func (o Outcome) String() string {
+	if o == Failed {
+		return "failure"
+	}
+	return "success"
+}
+
+// RunEnded is a run that has returned.
+type RunEnded struct {
+	RunStarted
+	Duration time.Duration
+	Outcome  Outcome
+	// Err is the error the job returned, nil on success.
+	Err error
+}
+
+// Reason says why a tick did not run. The set is closed: a tick that came
+// due and did not run on a replica is reported with exactly one of these.
+type Reason int
+
+const (
+	// ReasonNoLeader: the tick fell while no replica led (leader mode):
+	// the leader had crashed, been stopped without resigning, or lost its
+	// session, and its lease had not expired yet. The next leader reports
+	// these ticks when it takes over, except the one it catches up
+	// (misfire RunOnce).
+	ReasonNoLeader Reason = iota + 1
+	// ReasonMisfireSkipped: the tick came due on a scheduling replica, but
+	// past the misfire deadline (the process was stalled, or its clock
+	// jumped): RunOnce's grace, or under Skip about a second.
+	ReasonMisfireSkipped
+	// ReasonOverlap: the job is Forbid and a run of it was in progress.
+	ReasonOverlap
+	// ReasonPaused: the job was paused.
+	ReasonPaused
+	// ReasonOvertaken: a later tick of the job was claimed, or came due,
+	// before this one's claim reached etcd (etcd was slow or out); the
+	// later tick stands for it.
+	ReasonOvertaken
+	// ReasonClaimedElsewhere: claim mode, another replica claimed the tick
+	// first. The tick did run, elsewhere: this reason is an event of one
+	// replica, never counted among a job's ticks not run.
+	ReasonClaimedElsewhere
+	// ReasonEtcdUnavailable: etcd did not answer the claim before the
+	// misfire deadline.
+	ReasonEtcdUnavailable
+)
+
+// Reasons lists every Reason, in order.
+func Reasons() []Reason {
+	return []Reason{ReasonNoLeader, ReasonMisfireSkipped, ReasonOverlap, ReasonPaused,
+		ReasonOvertaken, ReasonClaimedElsewhere, ReasonEtcdUnavailable}
+}
+
+var reasonNames = [...]string{
+	ReasonNoLeader:         "no_leader",
+	ReasonMisfireSkipped:   "misfire_skipped",
+	ReasonOverlap:          "overlap",
+	ReasonPaused:           "paused",
+	ReasonOvertaken:        "overtaken",
+	ReasonClaimedElsewhere: "claimed_elsewhere",
+	ReasonEtcdUnavailable:  "etcd_unavailable",
+}
+
+// String is the reason's name in snake case, as in metric labels:
+// "no_leader", "misfire_skipped", "overlap", "paused", "overtaken",
+// "claimed_elsewhere", "etcd_unavailable".
+func (r Reason) String() string {
+	if r > 0 && int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// TickNotRun is a tick of a job that this replica did not run, and why.
+type TickNotRun struct {
+	Scheduler string
+	Job       string
+	Tick      time.Time
+	// Instance is the replica that reports it.
+	Instance string
+	Reason   Reason
+	// Err is what etcd or the claim said, when it says more than Reason.
+	Err error
+}
+
+// Leadership is a term of a leader-mode scheduler, gained or lost by this
+// replica.
+type Leadership struct {
+	Scheduler string
+	Instance  string
+	// Fence is the term's leader key and revision.
+	Fence election.Fence
+	// Time is when the term began or ended, by the Cron's clock.
+	Time time.Time
+	// Err is why a term was lost (nil when the Cron stopped).
+	Err error
+}
+
+// Session is a change of this replica's etcd session: lost (its lease
+// expired or keepalives went unanswered past the safe deadline) or regained
+// (a new session granted after a loss).
+type Session struct {
+	Scheduler string
+	Instance  string
+	Time      time.Time
+	// Err is why the session was lost; nil when regained.
+	Err error
+}
+
+// EtcdEmpty reports that etcd came back without its data: pauses, claims
+// and histories were lost with it. The replica that starts the next term
+// (in claim mode, that makes the next claim) finds it: every lease was lost
+// with the data, so one does.
+type EtcdEmpty struct {
+	Scheduler string
+	Instance  string
+	Why       string
+}

@@ -1,0 +1,122 @@
+package cronx
+
+import (
+	"context"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A leader that crashed, or stopped without resigning, leaves a gap: until
+// its lease expires nobody leads, and the ticks of the gap do not run. The
+// next leader reports them as ReasonNoLeader when it takes over: for each
+// job, the ticks after its last claimed tick and up to the term's start,
+// within a day, except the one it catches up (misfire RunOnce).
+//
+// The last claims are read at the revision of one read made before the
+// term's first claim, so that the term's own claims (its catch-ups) do not
+// hide the gap; that read is the only thing a new term waits for.
+
+// gapReadTimeout bounds the read a new term waits for; past it, the gap is
+// not reported.
+const gapReadTimeout = time.Second
+
+// reportGap reports the ticks that fell while nobody led before this term,
+// whose context is ctx.
+func (co *coordinator) reportGap(ctx context.Context) {
+	start := co.host.now()
+	rctx, cancel := context.WithTimeout(ctx, gapReadTimeout)
+	resp, err := co.etcd().Get(rctx, co.keys.jobs, clientv3.WithCountOnly())
+	cancel()
+	if err != nil {
+		co.logger.Info("cronx: ticks missed before this term not reported", "scheduler", co.name, "err", err)
+		return
+	}
+	rev := resp.Header.Revision
+	co.runs.add() // the client outlives it
+	go func() {
+		defer co.runs.done()
+		co.readGap(ctx, start, rev)
+	}()
+}
+
+// readGap reads each job's last claim at rev and reports its gap.
+func (co *coordinator) readGap(ctx context.Context, start time.Time, rev int64) {
+	var entries []Entry
+	for _, e := range co.host.Entries() {
+		if e.name != "" {
+			entries = append(entries, e)
+		}
+	}
+	for len(entries) > 0 && ctx.Err() == nil {
+		n := min(len(entries), 3*notRunBatch)
+		batch := entries[:n]
+		entries = entries[n:]
+		gets := make([]clientv3.Op, len(batch))
+		for i, e := range batch {
+			gets[i] = clientv3.OpGet(co.keys.last(e.name), clientv3.WithRev(rev))
+		}
+		rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+		resp, err := co.etcd().Txn(rctx).Then(gets...).Commit()
+		cancel()
+		if err != nil {
+			co.logger.Info("cronx: ticks missed before this term not reported", "scheduler", co.name, "err", err)
+			return
+		}
+		for i, e := range batch {
+			kvs := resp.Responses[i].GetResponseRange().Kvs
+			if len(kvs) == 0 {
+				continue // never run: nothing was missed
+			}
+			seq, _, err := parseLast(string(kvs[0].Value))
+			if err != nil {
+				continue
+			}
+			co.reportGapOf(e, time.Unix(0, seq).In(start.Location()), start)
+		}
+	}
+}
+
+// reportGapOf reports the ticks of e after last and up to start, but the
+// one the term catches up.
+func (co *coordinator) reportGapOf(e Entry, last, start time.Time) {
+	var caughtUp time.Time
+	if co.misfire == RunOnce {
+		caughtUp = latestTick(e.Schedule, start, co.grace)
+	}
+	from := last
+	if day := start.Add(-notRunWindow); day.After(from) {
+		from = day
+	}
+	var ticks []time.Time // the latest maxGapTicks
+	hours := map[int64]*notRunEntry{}
+	for t, scanned := e.Schedule.Next(from), 0; !t.IsZero() && !t.After(start) && scanned < maxGapScan; t, scanned = e.Schedule.Next(t), scanned+1 {
+		if t.Equal(caughtUp) {
+			continue
+		}
+		if len(ticks) == maxGapTicks {
+			ticks = ticks[1:]
+		}
+		ticks = append(ticks, t)
+		h := hourOf(t)
+		if hours[h] == nil {
+			hours[h] = &notRunEntry{hour: h, reason: ReasonNoLeader}
+		}
+		hours[h].n++
+		hours[h].tick = t.UnixNano()
+	}
+	if len(ticks) == 0 {
+		return
+	}
+	if len(co.obs) > 0 {
+		for _, t := range ticks {
+			co.obs.emit(TickNotRun{Scheduler: co.name, Job: e.name, Tick: t, Instance: co.identity, Reason: ReasonNoLeader})
+		}
+	}
+	var tally []notRunEntry
+	for _, h := range hours {
+		tally = append(tally, *h)
+	}
+	co.tally.add(e.name, tally...)
+	co.logger.Info("cronx: ticks not run while nobody led", "scheduler", co.name, "job", e.name, "ticks", len(ticks), "since", last)
+}

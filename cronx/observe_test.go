@@ -1,0 +1,384 @@
+package cronx
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/clock"
+	"github.com/batonhq/baton/internal/etcdtest"
+)
+
+// eventLog is an Observer that keeps every event and hands each to the
+// test as it comes.
+type eventLog struct {
+	mu  sync.Mutex
+	all []any
+	ch  chan any
+}
+
+func newEventLog() *eventLog { return &eventLog{ch: make(chan any, 4096)} }
+
+func (l *eventLog) add(ev any) {
+	l.mu.Lock()
+	l.all = append(l.all, ev)
+	l.mu.Unlock()
+	select {
+	case l.ch <- ev:
+	default:
+	}
+}
+
+func (l *eventLog) observer() Observer {
+	return Observer{
+		OnRunStarted:       func(e RunStarted) { l.add(e) },
+		OnRunEnded:         func(e RunEnded) { l.add(e) },
+		OnTickNotRun:       func(e TickNotRun) { l.add(e) },
+		OnLeadershipGained: func(e Leadership) { l.add(leadershipGained(e)) },
+		OnLeadershipLost:   func(e Leadership) { l.add(leadershipLost(e)) },
+		OnSessionLost:      func(e Session) { l.add(sessionLost(e)) },
+		OnSessionRegained:  func(e Session) { l.add(sessionRegained(e)) },
+		OnEtcdEmpty:        func(e EtcdEmpty) { l.add(e) },
+	}
+}
+
+// notRun returns the ticks of job reported not run for reason so far.
+func (l *eventLog) notRun(job string, reason Reason) []TickNotRun {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []TickNotRun
+	for _, ev := range l.all {
+		if e, ok := ev.(TickNotRun); ok && e.Job == job && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// waitFor returns the first event of type T, from now on, that match
+// accepts, or fails the test after d.
+func waitFor[T any](t *testing.T, l *eventLog, d time.Duration, what string, match func(T) bool) T {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case ev := <-l.ch:
+			if e, ok := ev.(T); ok && (match == nil || match(e)) {
+				return e
+			}
+		case <-deadline:
+			var zero T
+			t.Fatalf("no %s within %v", what, d)
+			return zero
+		}
+	}
+}
+
+// waitNotRun waits for a tick of job reported not run for reason.
+func waitNotRun(t *testing.T, l *eventLog, job string, reason Reason, d time.Duration) TickNotRun {
+	t.Helper()
+	return waitFor(t, l, d, fmt.Sprintf("tick of %s not run for %s", job, reason), func(e TickNotRun) bool {
+		return e.Job == job && e.Reason == reason
+	})
+}
+
+// observed returns the options of a replica observed by l, whose ticks not
+// run are written to etcd every 100 ms.
+func observed(l *eventLog) []Option {
+	return []Option{WithObserver(l.observer()), func(c *Cron) { c.flushEvery = 100 * time.Millisecond }}
+}
+
+// waitNotRunCount waits until Status counts at least n ticks of job not run
+// for reason, and returns the counts.
+func waitNotRunCount(t *testing.T, c *Cron, job string, reason Reason, n int) map[Reason]int {
+	t.Helper()
+	var got map[Reason]int
+	eventually(t, 15*time.Second, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err := c.Status(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		j, _ := jobStatus(st, job)
+		got = j.NotRun
+		return got[reason] >= n, fmt.Sprintf("Status counts %v of %s's ticks not run, want %s ≥ %d", got, job, reason, n)
+	})
+	return got
+}
+
+// TestPausedTicksAreReportedAndCountedOnce: three claim-mode replicas of a
+// paused job each report its ticks as paused; etcd counts each tick once,
+// and a tick that ran is never counted.
+func TestPausedTicksAreReportedAndCountedOnce(t *testing.T) {
+	srv := etcdtest.Start(t)
+	l := newLedger()
+	var logs []*eventLog
+	var replicas []*replica
+	for _, id := range []string{"a", "b", "c"} {
+		ev := newEventLog()
+		logs = append(logs, ev)
+		replicas = append(replicas, startReplica(t, srv.Client(t), id, l, ClaimMode, observed(ev)...))
+	}
+	l.waitTicks(t, 1, 10*time.Second)
+	ctx := context.Background()
+	if err := replicas[0].cron.Pause(ctx, "tick"); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range logs {
+		waitNotRun(t, ev, "tick", ReasonPaused, 10*time.Second)
+		waitNotRun(t, ev, "tick", ReasonPaused, 10*time.Second)
+	}
+	for _, r := range replicas[1:] {
+		r.stop(t)
+	}
+	paused := map[time.Time]bool{}
+	for _, ev := range logs {
+		for _, e := range ev.notRun("tick", ReasonPaused) {
+			if n := l.count(e.Tick); n != 0 {
+				t.Errorf("tick %v reported paused ran %d times", e.Tick, n)
+			}
+			paused[e.Tick] = true
+		}
+	}
+	replicas[0].stop(t)
+	// Stopped, the replicas have written what they reported; each tick
+	// reported by several counts once.
+	k, err := NewControl(srv.Client(t), "", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, func() (bool, string) {
+		paused = map[time.Time]bool{}
+		for _, ev := range logs {
+			for _, e := range ev.notRun("tick", ReasonPaused) {
+				paused[e.Tick] = true
+			}
+		}
+		st, err := k.Status(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		j, _ := jobStatus(st, "tick")
+		return j.NotRun[ReasonPaused] == len(paused) && len(j.NotRun) == 1,
+			fmt.Sprintf("Status counts %v, want %d paused (the distinct ticks reported)", j.NotRun, len(paused))
+	})
+}
+
+// TestOverlappingTicksAreReported: a Forbid job whose run outlasts its
+// period has its next ticks reported as overlap, and counted.
+func TestOverlappingTicksAreReported(t *testing.T) {
+	srv := etcdtest.Start(t)
+	l := newLedger()
+	ev := newEventLog()
+	release := make(chan struct{})
+	defer close(release)
+	r := startReplica(t, srv.Client(t), "a", l, LeaderMode, append(observed(ev), func(c *Cron) {
+		mustAdd(t, c, "* * * * * *", Named("long", l.job("a", func(ctx context.Context) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}), WithOverlap(Forbid)))
+	})...)
+	e := waitNotRun(t, ev, "long", ReasonOverlap, 10*time.Second)
+	if n := l.countJob("long", e.Tick); n != 0 {
+		t.Errorf("tick %v reported as overlapping ran %d times", e.Tick, n)
+	}
+	waitNotRunCount(t, r.cron, "long", ReasonOverlap, 1)
+}
+
+// TestClaimedElsewhereIsAnEventNotATickNotRun: in claim mode the replica
+// that loses a tick's claim reports it claimed elsewhere; the tick ran, so
+// Status counts nothing.
+func TestClaimedElsewhereIsAnEventNotATickNotRun(t *testing.T) {
+	srv := etcdtest.Start(t)
+	l := newLedger()
+	ea, eb := newEventLog(), newEventLog()
+	a := startReplica(t, srv.Client(t), "a", l, ClaimMode, observed(ea)...)
+	startReplica(t, srv.Client(t), "b", l, ClaimMode, observed(eb)...)
+	var lost TickNotRun
+	select {
+	case <-time.After(15 * time.Second):
+		t.Fatal("no replica reported a tick claimed elsewhere within 15s")
+	case lost = <-firstNotRun(ea, ReasonClaimedElsewhere):
+	case lost = <-firstNotRun(eb, ReasonClaimedElsewhere):
+	}
+	eventually(t, 5*time.Second, func() (bool, string) { // the winner's run may start after the loser hears
+		n := l.count(lost.Tick)
+		return n == 1, fmt.Sprintf("tick %v claimed elsewhere ran %d times, want once", lost.Tick, n)
+	})
+	l.waitTicks(t, len(l.snapshot())+2, 10*time.Second)
+	st, err := a.cron.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := jobStatus(st, "tick"); len(j.NotRun) != 0 {
+		t.Errorf("Status counts %v ticks not run of a job that ran every tick", j.NotRun)
+	}
+}
+
+// countJob returns how many runs job had at tick.
+func (l *ledger) countJob(job string, tick time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.runs {
+		if r.Job == job && r.Tick.Equal(tick) {
+			n++
+		}
+	}
+	return n
+}
+
+// firstNotRun hands over the first tick l reports not run for reason.
+func firstNotRun(l *eventLog, reason Reason) <-chan TickNotRun {
+	ch := make(chan TickNotRun, 1)
+	go func() {
+		for end := time.After(15 * time.Second); ; {
+			select {
+			case ev := <-l.ch:
+				if e, ok := ev.(TickNotRun); ok && e.Reason == reason {
+					ch <- e
+					return
+				}
+			case <-end:
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// TestLateWakeUpIsMisfireSkipped: a leader whose loop wakes up past a
+// tick's misfire grace (a stalled process; here the injected clock jumps)
+// skips the tick and reports it, while a tick it wakes up for on time runs.
+func TestLateWakeUpIsMisfireSkipped(t *testing.T) {
+	srv := etcdtest.Start(t)
+	start := time.Now().Truncate(time.Minute).Add(30 * time.Second)
+	fake := clock.NewFake(start)
+	ev := newEventLog()
+	l := newLedger()
+	c := New(append(observed(ev), WithSeconds(), WithEtcd(srv.Client(t)), WithName("late"), withClock(fake),
+		WithMisfire(RunOnce, 5*time.Second), WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))...)
+	mustAdd(t, c, "0 * * * * *", Named("minute", l.job("a", nil)))
+	c.Start()
+	r := &replica{id: "a", cron: c, cli: srv.Client(t)}
+	t.Cleanup(func() { r.stop(t) })
+	waitFor[leadershipGained](t, ev, 10*time.Second, "leadership", nil)
+
+	tick := start.Add(30 * time.Second)
+	armed := func(at time.Time) func() (bool, string) {
+		return func() (bool, string) {
+			due, ok := fake.NextDue()
+			return ok && due.Equal(at), fmt.Sprintf("next wake-up %v (%v), want %v", due, ok, at)
+		}
+	}
+	eventually(t, 10*time.Second, armed(tick))
+	fake.Set(tick.Add(10 * time.Second)) // 10 s late, past the 5 s grace
+	e := waitNotRun(t, ev, "minute", ReasonMisfireSkipped, 10*time.Second)
+	if !e.Tick.Equal(tick) {
+		t.Errorf("misfire reported for %v, want %v", e.Tick, tick)
+	}
+
+	next := tick.Add(time.Minute)
+	eventually(t, 10*time.Second, armed(next))
+	fake.Set(next)
+	if got := runAfter(t, l.ch, tick.Add(-time.Second), 10*time.Second, "the on-time tick"); !got.Tick.Equal(next) {
+		t.Errorf("ran tick %v, want %v (and not the late %v)", got.Tick, next, tick)
+	}
+	waitNotRunCount(t, c, "minute", ReasonMisfireSkipped, 1)
+}
+
+// TestSlowObserverDoesNotSlowTheScheduler: an observer that does not
+// return holds up no run; its queue fills and the events past it are
+// dropped and counted, and told to it once it returns.
+func TestSlowObserverDoesNotSlowTheScheduler(t *testing.T) {
+	start := time.Now().Truncate(time.Minute)
+	fake := clock.NewFake(start)
+	block := make(chan struct{})
+	var delivered, dropped atomic.Int64
+	obs := Observer{
+		QueueSize:    8,
+		OnRunStarted: func(RunStarted) { <-block; delivered.Add(1) },
+		OnRunEnded:   func(RunEnded) { <-block; delivered.Add(1) },
+		OnDropped:    func(n int) { dropped.Add(int64(n)) },
+	}
+	c := New(WithSeconds(), withClock(fake), WithObserver(obs))
+	const jobs, ticks = 20, 3
+	runs := make(chan time.Time, jobs*ticks)
+	for range jobs {
+		if _, err := c.AddFunc("* * * * * *", func() { runs <- fake.Now() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Start()
+	defer func() { <-c.Stop().Done() }()
+	var once sync.Once
+	release := func() { once.Do(func() { close(block) }) }
+	defer release() // before Stop waits for the runs
+	for i := 1; i <= ticks; i++ {
+		fake.WaitTimers(1, 10*time.Second)
+		fake.Set(start.Add(time.Duration(i) * time.Second))
+		for n := range jobs {
+			select {
+			case <-runs:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("tick %d: %d of %d jobs ran while the observer was blocked", i, n, jobs)
+			}
+		}
+	}
+	release()
+	eventually(t, 10*time.Second, func() (bool, string) {
+		d, x := delivered.Load(), dropped.Load()
+		return d+x == 2*jobs*ticks, fmt.Sprintf("%d events delivered and %d dropped, want %d in all", d, x, 2*jobs*ticks)
+	})
+	if d := delivered.Load(); d > int64(obs.QueueSize)+1 {
+		t.Errorf("%d events delivered to an observer blocked with a queue of %d", d, obs.QueueSize)
+	}
+}
+
+// TestMergeNotRunCountsEachTickOnceAndOnlyIfNobodyRanIt is the tally's
+// rule, case by case.
+func TestMergeNotRunCountsEachTickOnceAndOnlyIfNobodyRanIt(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 30, 0, 0, time.UTC)
+	at := func(d time.Duration) int64 { return now.Add(d).UnixNano() }
+	one := func(d time.Duration, r Reason, strict bool) notRunEntry {
+		return notRunEntry{tick: at(d), hour: hourOf(now.Add(d)), reason: r, n: 1, strict: strict}
+	}
+	old := notRunValue{Upto: at(-2 * time.Minute), Hours: []notRunHour{
+		{Hour: hourOf(now.Add(-30 * time.Hour)), Counts: map[string]int{"paused": 7}},
+		{Hour: hourOf(now), Counts: map[string]int{"paused": 1}},
+	}}
+	ran := []Record{{Tick: now.Add(-40 * time.Second)}}
+	for _, tc := range []struct {
+		name    string
+		entries []notRunEntry
+		last    int64
+		want    map[Reason]int
+	}{
+		{"a new tick counts", []notRunEntry{one(-time.Minute, ReasonPaused, false)}, -1, map[Reason]int{ReasonPaused: 2}},
+		{"a tick counted already does not", []notRunEntry{one(-2*time.Minute, ReasonPaused, false)}, -1, map[Reason]int{ReasonPaused: 1}},
+		{"the last claimed tick ran", []notRunEntry{one(-time.Minute, ReasonOverlap, false)}, at(-time.Minute), map[Reason]int{ReasonPaused: 1}},
+		{"a tick in the history ran", []notRunEntry{one(-40*time.Second, ReasonOverlap, false)}, -1, map[Reason]int{ReasonPaused: 1}},
+		{"strict: a later tick was claimed", []notRunEntry{one(-time.Minute, ReasonEtcdUnavailable, true)}, at(0), map[Reason]int{ReasonPaused: 1}},
+		{"strict: nothing claimed since", []notRunEntry{one(-time.Minute, ReasonEtcdUnavailable, true)}, at(-5 * time.Minute), map[Reason]int{ReasonPaused: 1, ReasonEtcdUnavailable: 1}},
+		{"a gap's hour counts whole", []notRunEntry{{tick: at(-time.Minute), hour: hourOf(now), reason: ReasonNoLeader, n: 25}}, -1, map[Reason]int{ReasonPaused: 1, ReasonNoLeader: 25}},
+		{"the same tick twice counts once", []notRunEntry{one(-time.Minute, ReasonPaused, false), one(-time.Minute, ReasonPaused, false)}, -1, map[Reason]int{ReasonPaused: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := parseNotRun([]byte(encodeNotRun(old)))
+			mergeNotRun(&v, tc.entries, tc.last, ran, now)
+			if got := v.counts(now); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("counts %v, want %v", got, tc.want)
+			}
+			if len(v.Hours) != 1 {
+				t.Errorf("hours %v: the hour older than a day was kept", v.Hours)
+			}
+		})
+	}
+}

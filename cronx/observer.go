@@ -1,0 +1,176 @@
+package cronx
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Observer receives the events of a Cron: runs started and ended, ticks not
+// run and why, leadership gained and lost, the etcd session lost and
+// regained, etcd found empty. Each field is optional; a nil one ignores its
+// events. The metrics package builds Prometheus metrics on an Observer.
+//
+// An observer cannot slow the scheduler. Each observer given to
+// WithObserver has a queue of QueueSize events (DefaultObserverQueue when
+// not above zero) and a goroutine of its own that calls its functions one
+// at a time, in the order the events happened on this replica, while
+// events wait, and yields to the runs after each. When an observer is so
+// slow that its queue is full, further events are dropped, never waited
+// for: OnDropped, when set, is then told how many, before the next event it
+// gets. The goroutine ends once the queue is empty, so none outlives the
+// events of a stopped Cron.
+type Observer struct {
+	OnRunStarted       func(RunStarted)
+	OnRunEnded         func(RunEnded)
+	OnTickNotRun       func(TickNotRun)
+	OnLeadershipGained func(Leadership)
+	OnLeadershipLost   func(Leadership)
+	OnSessionLost      func(Session)
+	OnSessionRegained  func(Session)
+	OnEtcdEmpty        func(EtcdEmpty)
+	// OnDropped is told the number of events dropped because the queue was
+	// full since it was last called.
+	OnDropped func(n int)
+	// QueueSize is how many events may wait for the observer.
+	QueueSize int
+}
+
+// DefaultObserverQueue is an observer's queue size when QueueSize is not
+// above zero:
+// a burst of ten thousand runs on one tick emits twice as many events.
+const DefaultObserverQueue = 1 << 15
+
+// WithObserver sends the Cron's events to each of obs, each through a queue
+// of its own. It may be given more than once; the observers add up.
+func WithObserver(obs ...Observer) Option {
+	return func(c *Cron) {
+		for _, o := range obs {
+			c.observers = append(c.observers, newObserverQueue(o))
+		}
+	}
+}
+
+// observers are the queues of a Cron's observers.
+type observers []*observerQueue
+
+// emit queues ev for every observer; it never blocks.
+func (obs observers) emit(ev any) {
+	for _, q := range obs {
+		q.push(ev)
+	}
+}
+
+// observerQueue delivers events to one observer.
+type observerQueue struct {
+	o       Observer
+	size    int
+	dropped atomic.Int64 // dropped in all
+
+	mu      sync.Mutex
+	items   []any
+	pending int  // dropped and not yet told to OnDropped
+	running bool // a goroutine delivers
+}
+
+func newObserverQueue(o Observer) *observerQueue {
+	size := o.QueueSize
+	if size <= 0 {
+		size = DefaultObserverQueue
+	}
+	return &observerQueue{o: o, size: size}
+}
+
+// push queues ev, or drops it when the queue is full.
+func (q *observerQueue) push(ev any) {
+	q.mu.Lock()
+	if len(q.items) >= q.size {
+		q.pending++
+		q.mu.Unlock()
+		q.dropped.Add(1)
+		return
+	}
+	q.items = append(q.items, ev)
+	start := !q.running
+	q.running = true
+	q.mu.Unlock()
+	if start {
+		go q.drain()
+	}
+}
+
+// drain delivers queued events until none is left.
+func (q *observerQueue) drain() {
+	for {
+		q.mu.Lock()
+		dropped := q.pending
+		q.pending = 0
+		if len(q.items) == 0 {
+			q.running = false
+			q.items = nil // let a burst's backing array go
+			q.mu.Unlock()
+			if dropped > 0 && q.o.OnDropped != nil {
+				// Told without the goroutine: a push meanwhile starts another.
+				q.o.OnDropped(dropped)
+			}
+			return
+		}
+		ev := q.items[0]
+		q.items[0] = nil
+		q.items = q.items[1:]
+		q.mu.Unlock()
+		if dropped > 0 && q.o.OnDropped != nil {
+			q.o.OnDropped(dropped)
+		}
+		q.deliver(ev)
+		// Runs that are starting go first: an observer's work may wait,
+		// a run's start may not.
+		runtime.Gosched()
+	}
+}
+
+func (q *observerQueue) deliver(ev any) {
+	o := &q.o
+	switch ev := ev.(type) {
+	case RunStarted:
+		if o.OnRunStarted != nil {
+			o.OnRunStarted(ev)
+		}
+	case RunEnded:
+		if o.OnRunEnded != nil {
+			o.OnRunEnded(ev)
+		}
+	case TickNotRun:
+		if o.OnTickNotRun != nil {
+			o.OnTickNotRun(ev)
+		}
+	case leadershipGained:
+		if o.OnLeadershipGained != nil {
+			o.OnLeadershipGained(Leadership(ev))
+		}
+	case leadershipLost:
+		if o.OnLeadershipLost != nil {
+			o.OnLeadershipLost(Leadership(ev))
+		}
+	case sessionLost:
+		if o.OnSessionLost != nil {
+			o.OnSessionLost(Session(ev))
+		}
+	case sessionRegained:
+		if o.OnSessionRegained != nil {
+			o.OnSessionRegained(Session(ev))
+		}
+	case EtcdEmpty:
+		if o.OnEtcdEmpty != nil {
+			o.OnEtcdEmpty(ev)
+		}
+	}
+}
+
+// The events that share a type with their opposite, told apart in a queue.
+type (
+	leadershipGained Leadership
+	leadershipLost   Leadership
+	sessionLost      Session
+	sessionRegained  Session
+)

@@ -1,0 +1,69 @@
+package cronx
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/batonhq/baton/election"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Schedulers returns the names of the schedulers that have keys under the
+// key prefix P (BATON_PREFIX, default "/baton", when prefix is empty),
+// sorted: those whose replicas published jobs, paused one or ran one. One
+// read of keys only.
+func Schedulers(ctx context.Context, client *clientv3.Client, prefix string) ([]string, error) {
+	if prefix == "" {
+		s, err := election.Resolve()
+		if err != nil {
+			return nil, err
+		}
+		prefix = s.Prefix
+	}
+	dir := schedulersDir(prefix)
+	resp, err := client.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("cronx: read %s: %w", dir, err)
+	}
+	var names []string
+	for _, kv := range resp.Kvs {
+		name, _, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), dir), "/")
+		if ok && name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Jobs returns the names of the scheduler's published jobs, sorted: those
+// a replica registered (see Status). One read of keys only.
+func (k *Control) Jobs(ctx context.Context) ([]string, error) {
+	resp, err := k.client.Get(ctx, k.keys.jobs, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("cronx: read %s: %w", k.keys.jobs, err)
+	}
+	var jobs []string
+	for _, kv := range resp.Kvs {
+		if job, leaf, ok := k.keys.jobKey(string(kv.Key)); ok && leaf == "spec" {
+			jobs = append(jobs, job)
+		}
+	}
+	slices.Sort(jobs)
+	return jobs, nil
+}
+
+// Paused reports whether job is paused, and who paused it as Pause
+// recorded it.
+func (k *Control) Paused(ctx context.Context, job string) (by string, paused bool, err error) {
+	resp, err := k.client.Get(ctx, k.keys.paused(job))
+	if err != nil {
+		return "", false, fmt.Errorf("cronx: job %q: %w", job, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", false, nil
+	}
+	return string(resp.Kvs[0].Value), true, nil
+}

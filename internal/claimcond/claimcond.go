@@ -1,0 +1,80 @@
+// Package claimcond describes what a claim of a sequence checks and writes,
+// and encodes the value stored at a claimed key. election's ClaimSeq and the
+// batched claims of internal/claims build their transactions from this one
+// description, so that election can keep its option type closed to
+// applications while the options only the scheduler uses live outside it.
+package claimcond
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Options are a claim's conditions and side effects.
+type Options struct {
+	// Term, when set, makes the claim commit only while the term is current.
+	Term *Term
+	// Holder is who claims, stored with the sequence.
+	Holder string
+	// Marker, when set, is created with the claim, attached to Lease.
+	Marker string
+	Lease  clientv3.LeaseID
+	// Absent are keys (or prefixes) that must not exist.
+	Absent []Absence
+	// NeverClaimed, when set, is the error of a claim that finds nothing
+	// ever claimed at its key.
+	NeverClaimed error
+}
+
+// Term is the key and create revision of a term (an election.Fence).
+type Term struct {
+	Key      string
+	Revision int64
+}
+
+// Cmp holds only while the term is current.
+func (t Term) Cmp() clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(t.Key), "=", t.Revision)
+}
+
+// Absence is a condition that no key exists at Key (or under it, as a
+// Prefix), failing the claim with Err.
+type Absence struct {
+	Key    string
+	Prefix bool
+	Err    error
+}
+
+// Apply returns the options opts set, skipping nil ones.
+func Apply[O ~func(*Options)](opts []O) Options {
+	var o Options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+// SeqWidth is the width of the zero-padded sequence at the head of a claim
+// value, so that etcd's byte-wise comparison of values orders sequences.
+const SeqWidth = 20
+
+// Bound is seq as it heads a claim value.
+func Bound(seq int64) string { return fmt.Sprintf("%0*d", SeqWidth, seq) }
+
+// Value is the value of a claim of seq by holder.
+func Value(seq int64, holder string) string { return Bound(seq) + " " + holder }
+
+// Parse reads a claim value back.
+func Parse(v string) (int64, string, error) {
+	num, holder, _ := strings.Cut(v, " ")
+	seq, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || len(num) != SeqWidth {
+		return 0, "", fmt.Errorf("malformed claim value %q", v)
+	}
+	return seq, holder, nil
+}

@@ -1,0 +1,39 @@
+// Package metrics exports the events of cronx schedulers as Prometheus
+// metrics, built on the cronx.Observer a scheduler reports to:
+//
+//	obs, err := metrics.New(prometheus.DefaultRegisterer)
+//	if err != nil { ... }
+//	c := cronx.New(cronx.WithEtcd(client), cronx.WithObserver(obs))
+//
+// One observer serves any number of Crons of a process: every series is
+// labelled with its scheduler. New registers on the application's own
+// registry; calling it again on the same registry returns an observer of
+// the same metrics.
+//
+// The metrics, all named after what baton does, in base units:
+//
+//	baton_job_runs_total{scheduler,job,outcome}          counter: runs ended, outcome "success" or "failure"
+//	baton_job_ticks_not_run_total{scheduler,job,reason}  counter: ticks this replica did not run, by cronx.Reason
+//	                                                     ("no_leader", "misfire_skipped", "overlap", "paused",
+//	                                                     "overtaken", "claimed_elsewhere", "etcd_unavailable")
+//	baton_job_run_duration_seconds{scheduler}            histogram: how long runs took
+//	baton_job_tick_lateness_seconds{scheduler}           histogram: how long after its tick a run started
+//	baton_claim_latency_seconds{scheduler}               histogram: how long the claim of a run took in etcd
+//	baton_scheduler_leader{scheduler}                    gauge: 1 while this replica leads the scheduler, else 0
+//	baton_scheduler_leadership_changes_total{scheduler,change}
+//	                                                     counter: terms "gained" and "lost" by this replica
+//	baton_etcd_session_up{scheduler}                     gauge: 0 once this replica's etcd session is lost,
+//	                                                     1 once one is granted again (or a run or term shows it)
+//	baton_etcd_found_empty_total{scheduler}              counter: times etcd was found to have lost its data
+//	baton_observer_events_dropped_total                  counter: events dropped because this observer's
+//	                                                     queue was full (see cronx.Observer)
+//
+// Labels stay bounded: schedulers, job names, outcomes, reasons and
+// changes; never a tick time or an instance. The histograms are labelled by
+// scheduler only, so that their series do not grow with the number of jobs.
+//
+// The counts are this replica's: in claim mode every replica reports a
+// paused tick, and a tick claimed elsewhere is one that ran on another
+// replica. The cluster-wide count of ticks that nobody ran is in etcd, read
+// with cronx.Cron.Status or cronx.Control.Status (JobStatus.NotRun).
+package metrics

@@ -1,0 +1,137 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/batonhq/baton/cronx"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Buckets of the histograms, in seconds.
+var (
+	// durationBuckets spans jobs of a few milliseconds to an hour.
+	durationBuckets = []float64{.005, .025, .1, .5, 1, 5, 15, 60, 300, 900, 3600}
+	// latenessBuckets and claimBuckets span a healthy etcd's commit to a
+	// misfire grace.
+	latenessBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10, 60}
+	claimBuckets    = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}
+)
+
+// collectors are the metrics of an observer.
+type collectors struct {
+	runs     *prometheus.CounterVec
+	notRun   *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	lateness *prometheus.HistogramVec
+	claim    *prometheus.HistogramVec
+	leader   *prometheus.GaugeVec
+	changes  *prometheus.CounterVec
+	session  *prometheus.GaugeVec
+	empty    *prometheus.CounterVec
+	dropped  prometheus.Counter
+}
+
+// New registers baton's metrics on reg and returns the observer that
+// updates them, to give to cronx.WithObserver. Metrics registered on reg
+// already by an earlier New are reused. It fails when reg is nil or holds
+// a different metric of the same name.
+func New(reg prometheus.Registerer) (cronx.Observer, error) {
+	if reg == nil {
+		return cronx.Observer{}, errors.New("metrics: New: nil registerer")
+	}
+	c := collectors{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_job_runs_total", Help: "Runs of a job that ended on this replica, by outcome.",
+		}, []string{"scheduler", "job", "outcome"}),
+		notRun: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_job_ticks_not_run_total", Help: "Ticks of a job that this replica did not run, by reason.",
+		}, []string{"scheduler", "job", "reason"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "baton_job_run_duration_seconds", Help: "How long runs took.", Buckets: durationBuckets,
+		}, []string{"scheduler"}),
+		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "baton_job_tick_lateness_seconds", Help: "How long after its nominal tick a run started.", Buckets: latenessBuckets,
+		}, []string{"scheduler"}),
+		claim: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "baton_claim_latency_seconds", Help: "How long the claim of a run took in etcd.", Buckets: claimBuckets,
+		}, []string{"scheduler"}),
+		leader: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "baton_scheduler_leader", Help: "1 while this replica leads the scheduler, else 0.",
+		}, []string{"scheduler"}),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_scheduler_leadership_changes_total", Help: "Terms of leadership gained and lost by this replica.",
+		}, []string{"scheduler", "change"}),
+		session: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "baton_etcd_session_up", Help: "0 while this replica's etcd session is lost, else 1.",
+		}, []string{"scheduler"}),
+		empty: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_etcd_found_empty_total", Help: "Times etcd was found to have come back without its data.",
+		}, []string{"scheduler"}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "baton_observer_events_dropped_total", Help: "Events dropped because the metrics observer's queue was full.",
+		}),
+	}
+	if err := register(reg, &c); err != nil {
+		return cronx.Observer{}, err
+	}
+	return c.observer(), nil
+}
+
+// register registers each collector of c on reg, or takes the one reg has
+// already.
+func register(reg prometheus.Registerer, c *collectors) error {
+	return errors.Join(
+		use(reg, &c.runs), use(reg, &c.notRun), use(reg, &c.duration), use(reg, &c.lateness), use(reg, &c.claim),
+		use(reg, &c.leader), use(reg, &c.changes), use(reg, &c.session), use(reg, &c.empty), use(reg, &c.dropped))
+}
+
+func use[T prometheus.Collector](reg prometheus.Registerer, c *T) error {
+	err := reg.Register(*c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(T); ok {
+			*c = existing
+			return nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}
+
+// observer updates the collectors from a Cron's events.
+func (c collectors) observer() cronx.Observer {
+	return cronx.Observer{
+		OnRunStarted: func(e cronx.RunStarted) {
+			c.session.WithLabelValues(e.Scheduler).Set(1)
+			if !e.Triggered {
+				c.lateness.WithLabelValues(e.Scheduler).Observe(e.Lateness.Seconds())
+			}
+			if e.Fence.Key != "" {
+				c.claim.WithLabelValues(e.Scheduler).Observe(e.ClaimLatency.Seconds())
+			}
+		},
+		OnRunEnded: func(e cronx.RunEnded) {
+			c.runs.WithLabelValues(e.Scheduler, e.Job, e.Outcome.String()).Inc()
+			c.duration.WithLabelValues(e.Scheduler).Observe(e.Duration.Seconds())
+		},
+		OnTickNotRun: func(e cronx.TickNotRun) {
+			c.notRun.WithLabelValues(e.Scheduler, e.Job, e.Reason.String()).Inc()
+		},
+		OnLeadershipGained: func(e cronx.Leadership) {
+			c.leader.WithLabelValues(e.Scheduler).Set(1)
+			c.session.WithLabelValues(e.Scheduler).Set(1)
+			c.changes.WithLabelValues(e.Scheduler, "gained").Inc()
+		},
+		OnLeadershipLost: func(e cronx.Leadership) {
+			c.leader.WithLabelValues(e.Scheduler).Set(0)
+			c.changes.WithLabelValues(e.Scheduler, "lost").Inc()
+		},
+		OnSessionLost:     func(e cronx.Session) { c.session.WithLabelValues(e.Scheduler).Set(0) },
+		OnSessionRegained: func(e cronx.Session) { c.session.WithLabelValues(e.Scheduler).Set(1) },
+		OnEtcdEmpty:       func(e cronx.EtcdEmpty) { c.empty.WithLabelValues(e.Scheduler).Inc() },
+		OnDropped:         func(n int) { c.dropped.Add(float64(n)) },
+	}
+}

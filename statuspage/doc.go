@@ -1,0 +1,25 @@
+// Package statuspage shows what baton coordinates under one key prefix, for
+// people: a server-rendered HTML page, and the Snapshot it renders, which
+// WriteText prints as the tables of `baton status` (which also prints it as
+// JSON).
+//
+// A Snapshot holds every election and lock under the prefix with who leads
+// or holds it and since when, and every scheduler with its leader and each
+// job's schedule, pause, next tick, latest runs (instance, lateness,
+// duration, outcome) and ticks not run. It is read with a few reads of
+// etcd, decoded by the election and cronx readers that own the values.
+// Reads are separate, so a snapshot taken while leadership changes hands
+// may show a scheduler's jobs from just before or after the change.
+//
+// Page is an http.Handler an application mounts on its own server:
+//
+//	page, err := statuspage.New(client, "/baton")
+//	mux.Handle("GET /baton/", http.StripPrefix("/baton", page))
+//
+// The page is plain HTML with no script: it reloads itself with a meta
+// refresh, fits a phone's screen, and escapes everything read from etcd.
+// It is read-only (pause, resume and trigger stay in the CLI and the API),
+// and it shows no credential, environment value or command line: only
+// identities, job names, specs, lease ids and run errors. Put it behind the
+// same access control as any operator page; every request reads etcd.
+package statuspage
