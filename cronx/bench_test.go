@@ -194,3 +194,79 @@ func benchHeapPerJob(b *testing.B, opts ...Option) {
 	b.ReportMetric(float64(coord)/float64(alone), "ratio")
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkTenThousandJobsJitter is BenchmarkTenThousandJobs with every job
+// given WithJitter(10s) (BATON_BENCH_JITTER overrides it): each job is
+// claimed and started at its own delay after the tick, so the claims spread
+// over the jitter instead of coming all at once. It reports how late each
+// job started after its own slot (tick plus delay), and the most runs
+// started in any one second:
+//
+//	go test -run '^$' -bench TenThousandJobsJitter -benchtime 1x ./cronx/
+func BenchmarkTenThousandJobsJitter(b *testing.B) {
+	n := 10000
+	if v, err := strconv.Atoi(os.Getenv("BATON_BENCH_JOBS")); err == nil {
+		n = v
+	}
+	jitter := 10 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("BATON_BENCH_JITTER")); err == nil {
+		jitter = v
+	}
+	for i := 0; i < b.N; i++ {
+		srv := etcdtest.Start(b)
+		cli := srv.Client(b)
+		// A real clock, shifted so that the minute's tick comes 10 s after
+		// the jobs are added: the delays pass on real timers.
+		now := time.Now()
+		tick := now.Truncate(time.Minute).Add(time.Minute)
+		offset := tick.Add(-10 * time.Second).Sub(now)
+		clk := offsetClock{offset}
+		c := New(withClock(clk), WithLocation(time.UTC), WithEtcd(cli), WithName(fmt.Sprintf("jitter-%d", i)),
+			WithElection(election.WithTTL(10*time.Second)), WithJobOptions(WithJitter(jitter)))
+		type run struct {
+			job string
+			at  time.Time
+		}
+		started := make(chan run, n)
+		for j := range n {
+			job := ContextFunc(func(ctx context.Context) error {
+				info, _ := InfoFrom(ctx)
+				started <- run{info.Job, time.Now()}
+				return nil
+			})
+			if _, err := c.AddJob("* * * * *", Named(fmt.Sprintf("job-%d", j), job)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		c.Start()
+		for !c.coord.scheduling() {
+			time.Sleep(time.Millisecond)
+		}
+		if clk.Now().After(tick) {
+			b.Fatal("the leader was elected after the tick")
+		}
+		at := tick.Add(-offset) // the tick, on the machine's clock
+		late := make([]time.Duration, 0, n)
+		perSecond := map[int64]int{}
+		timeout := time.After(jitter + 5*time.Minute)
+		for len(late) < n {
+			select {
+			case r := <-started:
+				slot := at.Add(jitterOf(r.job, tick, jitter))
+				late = append(late, r.at.Sub(slot))
+				perSecond[int64(r.at.Sub(at)/time.Second)]++
+			case <-timeout:
+				b.Fatalf("%d of %d jobs ran", len(late), n)
+			}
+		}
+		<-c.Stop().Done()
+		peak := 0
+		for _, k := range perSecond {
+			peak = max(peak, k)
+		}
+		b.ReportMetric(float64(percentile(late, 0.5))/1e6, "p50-ms")
+		b.ReportMetric(float64(percentile(late, 0.99))/1e6, "p99-ms")
+		b.ReportMetric(float64(peak), "peak-starts/s")
+	}
+	b.ReportMetric(0, "ns/op")
+}

@@ -166,7 +166,7 @@ func (cl *claimer) claim(ctx context.Context, r run, ts *termState, latest time.
 			if ts != nil {
 				opts = append(opts, election.UnderTerm(ts.term.Fence)) // mutation:under-term
 			}
-			if r.overlap == Forbid { // mutation:forbid
+			if r.overlap == Forbid || r.overlap == Replace && r.triggered != 0 { // mutation:forbid
 				opts = append(opts, claims.Exclusive(cl.keys.running(r.job)))
 			}
 			if r.catchUp || claimMode && hadSession && sess != firedUnder {

@@ -30,6 +30,7 @@ type Cron struct {
 	stop     chan struct{}
 
 	chain    Chain
+	jobOpts  []JobOption // every job's policy, under its own (policy.go)
 	logger   Logger
 	location *time.Location
 	parser   ScheduleParser
@@ -142,6 +143,10 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 		// first run, in a goroutine, and crash the program.
 		return 0, fmt.Errorf("cronx: job %q is nil", nj.name)
 	}
+	policy, err := c.policyOf(cmd, spec)
+	if err != nil {
+		return 0, err
+	}
 	name, base := "", ""
 	if nj, ok := cmd.(*namedJob); ok {
 		if err := checkJobName(nj.name); err != nil {
@@ -161,6 +166,7 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 	if c.coord != nil {
 		published = spec
 	}
+	schedule = withDST(schedule, policy.dst)
 	c.runningMu.Lock()
 	defer c.runningMu.Unlock()
 	c.nextID++
@@ -171,6 +177,7 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 		Job:        cmd,
 		name:       name,
 		spec:       published,
+		policy:     policy,
 	}
 	if c.running {
 		c.add <- e

@@ -329,6 +329,69 @@
 // runner's lease, so a runner that dies, pauses or is cut off mid-run keeps
 // the job busy until the lease expires, up to the TTL.
 //
+// # Job policies
+//
+// A job's policy is set by JobOptions: given to Named for that job, or to
+// WithJobOptions for every job of a Cron (a job's own options win). Each
+// holds for the job in the whole cluster, not in one process. They are
+// policies of coordinated runs: a Cron without etcd applies WithDST, and
+// runs its jobs as robfig/cron does otherwise (robfig's wrappers, such as
+// SkipIfStillRunning, serve it). A value an option cannot take is an error
+// of AddJob naming the job.
+//
+//	c.AddJob("0 2 * * *", cronx.Named("nightly", cronx.ContextFunc(run),
+//		cronx.WithOverlap(cronx.Forbid), cronx.WithTimeout(time.Hour)))
+//
+// WithOverlap(Replace) stops the run in progress when the next tick comes:
+// the new tick is claimed beside it, the running run's context is
+// cancelled with ErrReplaced on whichever replica runs it, and the new run
+// starts once the old one has returned and released its marker, or once
+// the lease of a replica that died running it has expired (up to the
+// TTL). Two runs never overlap, and every tick is claimed once. A job must
+// return when its context ends: one that does not keeps its successors
+// waiting, and a run still waiting when an even later tick is claimed
+// gives way to that tick without starting (ReasonOvertaken). A trigger of a Replace job is
+// claimed as under Forbid, and replaces nothing.
+//
+// WithTimeout(d) ends each run's context d after it started, on the
+// replica that runs it, with ErrTimeout as the cause; the run is recorded
+// in the history with TimedOut set. It does not stop a job that ignores its
+// context: a plain Job runs on, and is recorded as timed out when it
+// returns.
+//
+// WithDST(DSTOnce) changes what a job at given hours does on the nights its
+// zone's clocks change: a time the clocks skip runs at the transition, and
+// a time they show twice runs once, at its first occurrence, as in Vixie
+// cron. The default, DSTAsRobfig, is robfig/cron's: a skipped time does not
+// run and a repeated one runs twice. A job whose hour field is * runs every
+// real hour under either rule. The rule is a function of the zone data, so
+// every replica names the moved tick alike and it is claimed once; replicas
+// with different tzdata versions may disagree about a transition.
+//
+// WithJitter(max) spreads jobs due on the same tick: each run is claimed
+// and started at its tick plus a delay under max, a hash of the job's name
+// and the tick, so every replica computes the same delay and the tick is
+// still claimed once, under its nominal time (Info.Tick). The claims spread
+// too: ten thousand jobs on one minute with a ten-second jitter are a
+// thousand claims a second, not ten thousand at once (BENCHMARKS.md). A
+// leader that stops with delays pending leaves those ticks to its
+// successor's catch-up (misfire RunOnce; under Skip they are not run). A
+// jitter longer than the time between the job's ticks can make a tick come
+// after the next one's claim, and it is then not run. Triggers are not
+// delayed.
+//
+// WithRetries(attempts, backoff) runs a run that failed (a ContextJob's
+// error, a timeout included) again, up to attempts runs in all, after
+// backoff and twice as long before each next one. The replica that holds
+// the tick's claim retries it, under the same claim and in-progress marker
+// (Info.Fence, Info.Attempt), and only while that claim and, in leader
+// mode, its term hold; each attempt is a record of the history. A Forbid
+// job keeps its marker through the backoff, so its next tick is skipped
+// rather than run beside a retry. A replica that stops, crashes or loses
+// its lease between attempts does not hand the rest to another: the tick
+// runs at most once, and its remaining attempts are lost. An Observer sees
+// each attempt as a run (OnRunStarted, OnRunEnded).
+//
 // # Observing a Cron
 //
 // WithObserver gives a Cron an Observer, a struct of callbacks, each

@@ -36,6 +36,9 @@ type Entry struct {
 	name string
 	// spec is the schedule as given, published for status under coordination.
 	spec string
+	// policy is the job's overlap, timeout, retry, jitter and daylight-saving
+	// rules (policy.go).
+	policy jobPolicy
 }
 
 // Valid reports whether e is an entry rather than the zero Entry.

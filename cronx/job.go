@@ -51,15 +51,11 @@ const (
 	// replica. The in-progress marker is bound to the runner's lease, so a
 	// crashed runner does not block the job for longer than its TTL.
 	Forbid
+	// Replace cancels the run in progress, on whichever replica runs it,
+	// when the next tick comes, and starts the new run once the old one
+	// has ended; two runs never overlap. See the package documentation.
+	Replace
 )
-
-// JobOption configures a job given to Named.
-type JobOption func(*namedJob)
-
-// WithOverlap sets the job's overlap policy; the default is Allow.
-func WithOverlap(o Overlap) JobOption {
-	return func(j *namedJob) { j.overlap = o }
-}
 
 // Named gives job a name that is the same in every replica, under which its
 // ticks are claimed, paused, triggered and reported:
@@ -71,19 +67,13 @@ func WithOverlap(o Overlap) JobOption {
 // a name get one derived from their function and spec (see the package
 // documentation).
 func Named(name string, job Job, opts ...JobOption) Job {
-	j := &namedJob{name: name, job: job}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(j)
-		}
-	}
-	return j
+	return &namedJob{name: name, job: job, opts: opts}
 }
 
 type namedJob struct {
-	name    string
-	job     Job
-	overlap Overlap
+	name string
+	job  Job
+	opts []JobOption // applied over the Cron's WithJobOptions (policy.go)
 }
 
 func (j *namedJob) Run() { j.job.Run() }
@@ -108,6 +98,9 @@ type Info struct {
 	Fence election.Fence
 	// Triggered is true for a run started by Trigger rather than the schedule.
 	Triggered bool
+	// Attempt counts the run's attempts from 1; a failed run of a job with
+	// WithRetries is run again under the same claim, Fence included.
+	Attempt int
 }
 
 type infoKey struct{}

@@ -109,6 +109,12 @@ type Record struct {
 	Duration  time.Duration `json:"duration"`
 	Error     string        `json:"error,omitempty"`
 	Triggered bool          `json:"triggered,omitempty"`
+	// TimedOut is true for a run that reached its timeout (WithTimeout);
+	// Error then says so too.
+	TimedOut bool `json:"timed_out,omitempty"`
+	// Attempt is the attempt's number, from 1, for a job with retries
+	// (WithRetries): each attempt is a record of its own.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // decodeHistory reads a history key's records and revision (0 if absent).

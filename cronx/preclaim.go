@@ -84,9 +84,9 @@ func (co *coordinator) preclaim(group []*Entry, tick time.Time) {
 		cl.pre = map[preclaimKey]*preclaim{}
 	}
 	for _, e := range group {
-		r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: overlapOf(e.Job), plain: plainJob(e.WrappedJob)}
-		if r.overlap == Forbid {
-			continue
+		r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: e.policy.overlap, policy: e.policy, plain: plainJob(e.WrappedJob)}
+		if r.overlap != Allow || r.policy.jitter > 0 {
+			continue // claimed at the tick, or at its delay after
 		}
 		prev := tick.UnixNano() - 1
 		if !e.Prev.IsZero() && e.Prev.Before(tick) {

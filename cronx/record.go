@@ -51,6 +51,9 @@ type finishItem struct {
 	sess       *election.Session // holds the claim's marker
 	start, end time.Time
 	err        error
+	timedOut   bool
+	attempt    int  // recorded when the job has retries
+	keep       bool // another attempt follows: the marker stays
 }
 
 // finishQueue holds ended runs for at most maxFinishes recorders, in the
@@ -172,7 +175,7 @@ func (rc *recorder) recordAll(batch []finishItem) {
 	var ops []clientv3.Op
 	var history []int // index in ops of each run's history write
 	for i, it := range batch {
-		if f := it.claim.Fence; f.Key != "" {
+		if f := it.claim.Fence; f.Key != "" && !it.keep {
 			ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil))
 		}
 		key := rc.keys.history(it.r.job)
@@ -204,11 +207,19 @@ func (rc *recorder) recordAll(batch []finishItem) {
 func (rc *recorder) finish(it finishItem) {
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
+	if !it.keep {
+		rc.release(ctx, it)
+	}
+	rc.appendHistory(ctx, it)
+}
+
+// release releases one run's marker, retrying in the background while
+// etcd does not answer.
+func (rc *recorder) release(ctx context.Context, it finishItem) {
 	if err := claims.Release(ctx, rc.client(), it.claim); err != nil {
 		rc.logger.Error(err, "cronx: release run marker", "job", it.r.job)
 		rc.releaseLater(it)
 	}
-	rc.appendHistory(ctx, it)
 }
 
 // releaseLater retries the release of a run's marker that etcd did not
@@ -237,7 +248,8 @@ func (rc *recorder) releaseLater(it finishItem) {
 
 // record1 is the history record of one ended run.
 func (rc *recorder) record1(it finishItem) Record {
-	rec := Record{Tick: it.r.tick, Instance: rc.identity, Start: it.start, Duration: it.end.Sub(it.start), Triggered: it.r.triggered != 0}
+	rec := Record{Tick: it.r.tick, Instance: rc.identity, Start: it.start, Duration: it.end.Sub(it.start), Triggered: it.r.triggered != 0,
+		TimedOut: it.timedOut, Attempt: it.attempt}
 	if it.err != nil {
 		rec.Error = it.err.Error()
 	}

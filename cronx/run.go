@@ -13,6 +13,8 @@ type run struct {
 	tick      time.Time
 	wrapped   Job
 	overlap   Overlap
+	policy    jobPolicy
+	delay     time.Duration // the jitter: the run is claimed at tick+delay
 	catchUp   bool
 	triggered int64 // the trigger's revision, for a triggered run
 	// plain: nothing in wrapped can see its context's cancellation, so
@@ -58,7 +60,8 @@ func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
 		}()
 		return
 	}
-	r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: overlapOf(e.Job), catchUp: catchUp, plain: plainJob(e.WrappedJob)}
+	r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: e.policy.overlap, policy: e.policy, catchUp: catchUp, plain: plainJob(e.WrappedJob),
+		delay: jitterOf(e.name, tick, e.policy.jitter)}
 	co.cronRuns.add()
 	co.runs.add()
 	go func() {
@@ -66,13 +69,6 @@ func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
 		defer co.runs.done()
 		co.claimAndRun(r, ts)
 	}()
-}
-
-func overlapOf(j Job) Overlap {
-	if nj, ok := j.(*namedJob); ok {
-		return nj.overlap
-	}
-	return Allow
 }
 
 // claimAndRun claims r in etcd and, if the claim holds, runs it.
@@ -85,6 +81,9 @@ func (co *coordinator) claimAndRun(r run, ts *termState) {
 		base = co.ctx
 		co.mu.Unlock()
 	}
+	if !co.awaitJitter(base, r) {
+		return
+	}
 	asked := co.clock.Now()
 	claim, sess, err := co.claims.claim(base, r, ts, co.deadline(r))
 	co.runClaimed(base, r, ts, claim, sess, err, co.clock.Now().Sub(asked))
@@ -94,9 +93,9 @@ func (co *coordinator) claimAndRun(r run, ts *termState) {
 // its tick plus skipTolerance, under RunOnce the misfire grace; a triggered
 // run has the grace from now.
 func (co *coordinator) deadline(r run) time.Time {
-	latest := r.tick.Add(skipTolerance)
+	latest := r.tick.Add(r.delay + skipTolerance)
 	if co.misfire == RunOnce { // mutation:misfire-grace
-		latest = r.tick.Add(max(co.grace, skipTolerance))
+		latest = r.tick.Add(r.delay + max(co.grace, skipTolerance))
 	}
 	if r.triggered != 0 {
 		latest = co.clock.Now().Add(co.grace)
@@ -115,7 +114,8 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 	// The run's fence is its in-progress marker, in leader mode too: bound
 	// to the runners' lease, it outlives a term given up on Stop until the
 	// run ends, and dies with the lease of a leader deposed while paused.
-	info := Info{Job: r.job, Tick: r.tick, Instance: co.identity, Fence: claim.Fence, Triggered: r.triggered != 0}
+	info := Info{Job: r.job, Tick: r.tick, Instance: co.identity, Fence: claim.Fence, Triggered: r.triggered != 0, Attempt: 1}
+	term := base // a retry waits for nothing once the term or the Cron's run has ended
 	if base.Err() != nil {
 		// Claimed as the Cron stopped or the term ended: the claim was sent
 		// before, and it holds, so the run goes ahead as one already started
@@ -130,18 +130,16 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 		defer cancel(nil)
 		defer stop()
 	}
-	var started RunStarted
-	if len(co.obs) > 0 {
-		started = co.runStarted(r, claim, latency)
-		co.obs.emit(started)
+	if r.overlap == Replace && r.triggered == 0 {
+		var release func()
+		var ok bool
+		if ctx, release, ok = co.replacing(ctx, r, claim); !ok {
+			co.giveUp(r, claim, sess)
+			return
+		}
+		defer release()
 	}
-	start := co.clock.Now()
-	runErr := runJob(ctx, r.wrapped)
-	end := co.clock.Now()
-	co.rec.finishLater(finishItem{r, claim, sess, start, end, runErr})
-	if len(co.obs) > 0 {
-		co.obs.emit(runEnded(started, end, runErr))
-	}
+	co.runAttempts(ctx, term, r, info, claim, sess, latency)
 }
 
 // latestTick returns the latest activation of s in (now-grace, now], or the

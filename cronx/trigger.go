@@ -55,7 +55,7 @@ func (co *coordinator) trigger(kv *mvccpb.KeyValue, term *election.Term) {
 			return
 		}
 	}
-	r := run{job: name, tick: co.clock.Now(), wrapped: e.WrappedJob, overlap: overlapOf(e.Job), triggered: kv.ModRevision, plain: plainJob(e.WrappedJob)}
+	r := run{job: name, tick: co.clock.Now(), wrapped: e.WrappedJob, overlap: e.policy.overlap, policy: e.policy, triggered: kv.ModRevision, plain: plainJob(e.WrappedJob)}
 	co.cronRuns.add()
 	co.runs.add()
 	go func() {

@@ -124,6 +124,10 @@ type Run struct {
 	DurationSeconds float64 `json:"duration_seconds"`
 	Error           string  `json:"error,omitempty"`
 	Triggered       bool    `json:"triggered,omitempty"`
+	// TimedOut is true for a run that reached its timeout; Attempt is the
+	// attempt's number, for a job with retries.
+	TimedOut bool `json:"timed_out,omitempty"`
+	Attempt  int  `json:"attempt,omitempty"`
 }
 
 // Lateness is how long after its nominal tick the run started; zero for a
@@ -306,7 +310,8 @@ func newJob(j cronx.JobStatus, now time.Time) Job {
 	}
 	for _, h := range j.History {
 		r.History = append(r.History, Run{Tick: h.Tick, Instance: h.Instance, Start: h.Start,
-			DurationSeconds: h.Duration.Seconds(), Error: h.Error, Triggered: h.Triggered})
+			DurationSeconds: h.Duration.Seconds(), Error: h.Error, Triggered: h.Triggered,
+			TimedOut: h.TimedOut, Attempt: h.Attempt})
 	}
 	if n := len(r.History); n > 0 {
 		last := r.History[n-1]

@@ -85,9 +85,15 @@ func lastRun(j Job) (tick time.Time, by, result string) {
 	if h.Error != "" {
 		result = "failed: " + oneLine(60, h.Error)
 	}
+	if h.TimedOut {
+		result = "timed out"
+	}
 	result += ", " + shortDuration(time.Duration(h.DurationSeconds*float64(time.Second)))
 	if h.Triggered {
 		result += " (triggered)"
+	}
+	if h.Attempt > 1 {
+		result += fmt.Sprintf(" (attempt %d)", h.Attempt)
 	}
 	return tick, by, result
 }

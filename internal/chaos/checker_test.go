@@ -41,7 +41,8 @@ func scenario() Scenario {
 		Jobs: []Job{
 			{Name: "tick", Scheduler: "tick"},
 			{Name: "slow", Scheduler: "slow", Forbid: true},
-			{Name: "claim", Scheduler: "claim", Claim: true, Forbid: true},
+			{Name: "claim", Scheduler: "claim", Claim: true, Forbid: true, Retries: true},
+			{Name: "replace", Scheduler: "replace", Replace: true},
 		},
 		From:    at(0),
 		To:      at(59),
@@ -69,14 +70,24 @@ func rejoinedAhead() []Run {
 
 // clean is a ledger that breaks no rule: tick every second, slow for two
 // seconds every three (the two ticks between are busy), claim every second
-// by whichever replica claimed first.
+// by whichever replica claimed first, its runs of every tenth tick failing
+// once and retried under their claim, and replace every second, each run
+// of an odd tick stopped by the next tick before the next run starts.
 func clean() []Run {
-	var claim []Run
+	var claim, replace []Run
 	for t := 0; t <= 59; t++ {
 		inst := []string{"r1", "r2", "r3"}[t%3]
 		claim = append(claim, run("claim", t, inst, int64(100+t), float64(t)+0.02, float64(t)+0.22, Written))
+		if t%10 == 0 {
+			claim = append(claim, run("claim", t, inst, int64(100+t), float64(t)+0.35, float64(t)+0.55, Written))
+		}
+		if t%2 == 1 {
+			replace = append(replace, run("replace", t, "r2", int64(300+t), float64(t)+0.02, float64(t)+1.01, Interrupted))
+		} else {
+			replace = append(replace, run("replace", t, "r2", int64(300+t), float64(t)+0.02, float64(t)+0.5, Written))
+		}
 	}
-	return join(steady("tick", "r1", 10, 0, 59, 1, 0.3), steady("slow", "r1", 11, 0, 59, 3, 2.0), claim)
+	return join(steady("tick", "r1", 10, 0, 59, 1, 0.3), steady("slow", "r1", 11, 0, 59, 3, 2.0), claim, replace)
 }
 
 func TestCheckAcceptsACleanLedger(t *testing.T) {
@@ -84,10 +95,10 @@ func TestCheckAcceptsACleanLedger(t *testing.T) {
 	if len(rep.Violations) > 0 {
 		t.Fatalf("violations in a clean ledger:\n%s", rep.Summary())
 	}
-	want := map[string][3]int{"tick": {60, 60, 0}, "slow": {60, 20, 40}, "claim": {60, 60, 0}} // due, run, busy
+	want := map[string][4]int{"tick": {60, 60, 0, 0}, "slow": {60, 20, 40, 0}, "claim": {60, 60, 0, 6}, "replace": {60, 60, 0, 0}} // due, run, busy, retried
 	for _, j := range rep.Jobs {
-		if got := [3]int{j.Due, j.Run, j.Busy}; got != want[j.Job] || j.Missed != 0 {
-			t.Errorf("%s: due, run, busy = %v, missed %d; want %v, 0", j.Job, got, j.Missed, want[j.Job])
+		if got := [4]int{j.Due, j.Run, j.Busy, j.Retried}; got != want[j.Job] || j.Missed != 0 {
+			t.Errorf("%s: due, run, busy, retried = %v, missed %d; want %v, 0", j.Job, got, j.Missed, want[j.Job])
 		}
 	}
 }
@@ -111,6 +122,31 @@ func TestCheckRules(t *testing.T) {
 			name: "duplicate: across a wipe too",
 			runs: join(clean(), []Run{{Job: "tick", Tick: at(59), Instance: "r2", Fence: 3, Epoch: 1, Start: at(59.5), Wrote: at(59.8), End: at(59.8), Outcome: Written}}),
 			want: []string{"duplicate"},
+		},
+		{
+			name: "duplicate: a retried run's attempt under another claim",
+			runs: join(clean(), []Run{run("claim", 20, "r3", 119, 20.6, 20.8, Interrupted)}),
+			want: []string{"duplicate"},
+		},
+		{
+			name: "duplicate: a retried run's attempt on another replica",
+			runs: join(clean(), []Run{run("claim", 20, "r1", 120, 20.6, 20.8, Written)}),
+			want: []string{"duplicate"},
+		},
+		{
+			name: "overlap: a retried run's attempts at once",
+			runs: join(clean(), []Run{run("claim", 21, "r1", 121, 21.1, 21.3, Written)}),
+			want: []string{"overlap"},
+		},
+		{
+			name: "overlap: a Replace run started before the run it stopped ended",
+			runs: join(without(clean(), "replace", 31, 31), []Run{run("replace", 31, "r2", 331, 31.02, 32.1, Interrupted)}),
+			want: []string{"overlap"},
+		},
+		{
+			name: "missed: a Replace job's tick, though the run before ended",
+			runs: without(clean(), "replace", 40, 40),
+			want: []string{"missed"},
 		},
 		{
 			name: "overlap: a Forbid run started while another ran",
@@ -333,11 +369,12 @@ func TestStrictShare(t *testing.T) {
 	// fired from 19 (1 s before) to 28 (TTL 5 s + failover 3 s after) by
 	// any replica, whose offsets spread over 2.5 s: ticks 18 to 29. Of the
 	// claim job it covers only the ticks r1 fired in the second before it,
-	// 19 and 20: r1 held no marker then.
+	// 19 and 20: r1 held no marker then; and none of replace, which r1 did
+	// not lead.
 	sc.Faults = []Fault{{Kind: Kill, Target: "r1", Led: []string{"tick", "slow"}, LedKnown: true, Start: at(20), End: at(21)}}
 	rep = Check(clean(), sc)
 	for _, j := range rep.Jobs {
-		want := map[string]int{"tick": 60 - 12, "slow": 60 - 12, "claim": 60 - 2}[j.Job]
+		want := map[string]int{"tick": 60 - 12, "slow": 60 - 12, "claim": 60 - 2, "replace": 60}[j.Job]
 		if j.Strict != want {
 			t.Errorf("%s: %d ticks strictly checked, want %d\n%s", j.Job, j.Strict, want, rep.Summary())
 		}

@@ -2,7 +2,8 @@
 // processes on a three-member etcd cluster, a random schedule of crashes,
 // deploys, pauses, partitions, reloads, cold starts, clock skew and etcd
 // failures drawn from a printed seed, and a checker that reads the ledger the
-// jobs wrote and fails the run on any duplicate tick, overlapping Forbid run,
+// jobs wrote and fails the run on any duplicate tick (a retried run's
+// attempts must share its one claim), overlapping Forbid or Replace run,
 // stale fenced write or tick missed outside a documented exception. Each
 // exception names the limit of baton it stands for, each excused miss is
 // reported with the fault behind it, and a run fails unless most of its due

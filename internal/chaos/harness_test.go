@@ -58,8 +58,15 @@ var schedulers = []scheduler{
 		return 1500*time.Millisecond + time.Duration(r.IntN(11))*100*time.Millisecond
 	}},
 	// Claim mode, Forbid: every replica claims every tick from its own
-	// skewed clock; the in-progress marker must hold through pauses.
-	{Job{Name: "claim", Scheduler: "claim", Claim: true, Forbid: true}, func(*rand.Rand) time.Duration { return 200 * time.Millisecond }},
+	// skewed clock; the in-progress marker must hold through pauses. A
+	// quarter of the runs fail their first attempt and are retried, under
+	// the same claim, before the next tick.
+	{Job{Name: "claim", Scheduler: "claim", Claim: true, Forbid: true, Retries: true}, func(*rand.Rand) time.Duration { return 200 * time.Millisecond }},
+	// Leader mode, Replace: about half the runs outlast the tick and are
+	// stopped by the next one, which must not start before they end.
+	{Job{Name: "replace", Scheduler: "replace", Replace: true}, func(r *rand.Rand) time.Duration {
+		return 300*time.Millisecond + time.Duration(r.IntN(15))*100*time.Millisecond
+	}},
 }
 
 // batonBin is the baton command, built once, without -race: the replicas
@@ -208,8 +215,8 @@ func (h *harness) startNodes() {
 	h.t.Logf("replicas' clock offsets: %s", strings.Join(offsets, ", "))
 	for _, s := range schedulers {
 		line := fmt.Sprintf("%s: * * * * * * exec 3<>/dev/tcp/127.0.0.1/%d && "+
-			`echo "start $BATON_JOB $BATON_TICK $BATON_ID $BATON_FENCE" >&3 && read -r _ d <&3 && `+
-			`sleep "$d" 3>&- && echo done >&3 && read -r _ <&3`+"\n", s.Name, h.sink.port())
+			`echo "start $BATON_JOB $BATON_TICK $BATON_ID $BATON_FENCE" >&3 && read -r _ d fail <&3 && `+
+			`sleep "$d" 3>&- && echo done >&3 && read -r _ <&3 && test -z "$fail"`+"\n", s.Name, h.sink.port())
 		if err := os.WriteFile(filepath.Join(h.dir, s.Scheduler+".crontab"), []byte(line), 0o644); err != nil {
 			h.t.Fatal(err)
 		}
@@ -237,8 +244,11 @@ func (n *node) start(h *harness) {
 			"--endpoints", strings.Join(eps, ","), "--prefix", prefix, "--id", n.id,
 			"--ttl", strconv.Itoa(int(ttl/time.Second)), "--name", s.Scheduler, "--mode", mode, "--overlap", overlap,
 			"--misfire", "run-once", "--grace", grace.String(), "--shell", "/bin/bash",
-			"--log-level", "debug",
-			filepath.Join(h.dir, s.Scheduler+".crontab"))
+			"--log-level", "debug")
+		if s.Retries {
+			cmd.Args = append(cmd.Args, "--attempts", "2", "--retry-backoff", "100ms")
+		}
+		cmd.Args = append(cmd.Args, filepath.Join(h.dir, s.Scheduler+".crontab"))
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LC_ALL=C",
 			clock.OffsetVar + "=" + n.offset.String()}
 		log, err := os.OpenFile(filepath.Join(h.dir, n.id+"-"+s.Scheduler+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -390,6 +400,7 @@ type sink struct {
 
 	mu    sync.Mutex
 	rng   *rand.Rand // run lengths
+	tried map[attemptKey]bool
 	runs  []Run
 	errs  []string
 	conns map[net.Conn]bool
@@ -472,14 +483,18 @@ func (s *sink) serve(c net.Conn) {
 	if err != nil {
 		return // connected and said nothing: killed before it started
 	}
-	r, length, err := s.begin(line)
+	r, length, fail, err := s.begin(line)
 	if err != nil {
 		s.mu.Lock()
 		s.errs = append(s.errs, err.Error())
 		s.mu.Unlock()
 		return
 	}
-	fmt.Fprintf(c, "ok %.3f\n", length.Seconds())
+	then := ""
+	if fail {
+		then = " fail" // the command writes, then exits 1
+	}
+	fmt.Fprintf(c, "ok %.3f%s\n", length.Seconds(), then)
 	line, err = br.ReadString('\n')
 	if err != nil || strings.TrimSpace(line) != "done" {
 		r.End, r.Outcome = time.Now(), Interrupted
@@ -505,29 +520,48 @@ func (s *sink) serve(c net.Conn) {
 	fmt.Fprintln(s.file, r)
 }
 
-// begin reads "start JOB TICK ID FENCE" and returns the run and how long its
-// command should work.
-func (s *sink) begin(line string) (Run, time.Duration, error) {
+// attemptKey is the claim a run was made under: its attempts share it.
+type attemptKey struct {
+	job      string
+	tick     int64
+	instance string
+	epoch    int
+	fence    int64
+}
+
+// begin reads "start JOB TICK ID FENCE" and returns the run, how long its
+// command should work, and whether it should then fail: the first attempt
+// of a quarter of a retried job's runs.
+func (s *sink) begin(line string) (Run, time.Duration, bool, error) {
 	f := strings.Fields(line)
 	if len(f) != 5 || f[0] != "start" {
-		return Run{}, 0, fmt.Errorf("bad start line %q", line)
+		return Run{}, 0, false, fmt.Errorf("bad start line %q", line)
 	}
 	r := Run{Job: f[1], Instance: f[3], Epoch: int(s.epoch.Load()), Start: time.Now()}
 	var err error
 	if r.Tick, err = time.Parse(time.RFC3339, f[2]); err != nil {
-		return Run{}, 0, fmt.Errorf("start line %q: %v", line, err)
+		return Run{}, 0, false, fmt.Errorf("start line %q: %v", line, err)
 	}
 	if r.Fence, err = strconv.ParseInt(f[4], 10, 64); err != nil {
-		return Run{}, 0, fmt.Errorf("start line %q: %v", line, err)
+		return Run{}, 0, false, fmt.Errorf("start line %q: %v", line, err)
 	}
 	for _, sc := range schedulers {
 		if sc.Name == r.Job {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			return r, sc.length(s.rng), nil
+			fail := false
+			if sc.Retries {
+				if s.tried == nil {
+					s.tried = map[attemptKey]bool{}
+				}
+				k := attemptKey{r.Job, r.Tick.Unix(), r.Instance, r.Epoch, r.Fence}
+				fail = !s.tried[k] && s.rng.IntN(4) == 0
+				s.tried[k] = true
+			}
+			return r, sc.length(s.rng), fail, nil
 		}
 	}
-	return Run{}, 0, fmt.Errorf("start line %q: unknown job", line)
+	return Run{}, 0, false, fmt.Errorf("start line %q: unknown job", line)
 }
 
 // current reports whether r's fence is still current: the run's in-progress

@@ -120,6 +120,8 @@ type Job struct {
 	Scheduler string
 	Claim     bool // claim mode; leader mode otherwise
 	Forbid    bool // overlap Forbid; Allow otherwise
+	Replace   bool // overlap Replace
+	Retries   bool // a failed run is retried: --attempts 2
 }
 
 func (j Job) mode() string {
@@ -130,11 +132,17 @@ func (j Job) mode() string {
 }
 
 func (j Job) overlap() string {
-	if j.Forbid {
+	switch {
+	case j.Forbid:
 		return "forbid"
+	case j.Replace:
+		return "replace"
 	}
 	return "allow"
 }
+
+// exclusive reports whether two runs of the job must never overlap.
+func (j Job) exclusive() bool { return j.Forbid || j.Replace }
 
 // FaultKind names a fault the harness injects.
 type FaultKind string
@@ -296,6 +304,8 @@ type JobReport struct {
 	Due        int    `json:"due"`
 	Run        int    `json:"run"`
 	Duplicated int    `json:"duplicated"`
+	// Retried counts the attempts after the first of retried runs.
+	Retried int `json:"retried"`
 	// Busy ticks were skipped because a run was in progress: Forbid.
 	Busy int `json:"busy"`
 	// Missed ticks, by reason; reasonMissing counts the violations.
@@ -364,8 +374,11 @@ func (v Violation) String() string {
 
 // Check applies the rules to the ledger:
 //
-//   - duplicate: two runs of one job share a tick (G1). Always a violation.
-//   - overlap: two runs of a Forbid job overlap in time. Excused only when
+//   - duplicate: two runs of one job share a tick (G1). Always a violation,
+//     but for the attempts of a retried run, which share its one claim:
+//     replica, epoch and fence.
+//   - overlap: two runs of a Forbid or Replace job overlap in time, attempts
+//     of one retried run included. Excused only when
 //     one of them was frozen by a SIGSTOP of its replica and its write was
 //     not taken: a paused process resumes before it can learn it was deposed.
 //   - stale-write: the sink took the write of a run whose (epoch, fence) is
@@ -488,9 +501,27 @@ func (c *checker) duplicates() {
 	slices.Sort(ticks)
 	for _, t := range ticks {
 		rs := byTick[t]
+		detail := fmt.Sprintf("tick %s ran %d times", time.Unix(t, 0).UTC().Format(time.RFC3339), len(rs))
+		if c.job.Retries {
+			if oneClaim(rs) {
+				c.rep.Retried += len(rs) - 1
+				continue
+			}
+			detail += ", not all attempts of one claim (replica, epoch, fence)"
+		}
 		c.rep.Duplicated += len(rs) - 1
-		c.violate("duplicate", fmt.Sprintf("tick %s ran %d times", time.Unix(t, 0).UTC().Format(time.RFC3339), len(rs)), rs...)
+		c.violate("duplicate", detail, rs...)
 	}
+}
+
+// oneClaim reports whether rs are attempts under one claim.
+func oneClaim(rs []Run) bool {
+	for _, r := range rs[1:] {
+		if r.Instance != rs[0].Instance || keyOf(r) != keyOf(rs[0]) {
+			return false
+		}
+	}
+	return true
 }
 
 // frozen reports whether r's replica was paused around r and r's write was
@@ -508,7 +539,7 @@ func (c *checker) frozen(r Run) bool {
 }
 
 func (c *checker) overlaps() {
-	if !c.job.Forbid {
+	if !c.job.exclusive() {
 		return
 	}
 	for i, a := range c.runs {
@@ -520,7 +551,7 @@ func (c *checker) overlaps() {
 				continue
 			}
 			c.rep.Overlaps++
-			c.violate("overlap", fmt.Sprintf("a Forbid job ran twice at once for %v", a.End.Sub(b.Start).Round(time.Millisecond)), a, b)
+			c.violate("overlap", fmt.Sprintf("a %s job ran twice at once for %v", c.job.overlap(), a.End.Sub(b.Start).Round(time.Millisecond)), a, b)
 		}
 	}
 }
@@ -852,7 +883,7 @@ func groupExcused(excused map[int64]excuse) []ExcusedMiss {
 // Summary is the report as a table, one job a line, then the violations.
 func (rep Report) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-6s %-6s %-7s %5s %6s %5s %4s %5s %7s  %-40s %s\n", "job", "mode", "overlap", "due", "strict", "run", "dup", "busy", "missed", "missed by reason", "written/refused(excused)/interrupted, overlaps, stale")
+	fmt.Fprintf(&b, "%-7s %-6s %-7s %5s %6s %5s %4s %5s %5s %7s  %-40s %s\n", "job", "mode", "overlap", "due", "strict", "run", "dup", "retry", "busy", "missed", "missed by reason", "written/refused(excused)/interrupted, overlaps, stale")
 	reasonsUsed := map[string]bool{}
 	for _, j := range rep.Jobs {
 		var reasons []string
@@ -861,8 +892,8 @@ func (rep Report) Summary() string {
 			reasonsUsed[why] = true
 		}
 		slices.SortFunc(reasons, func(a, b string) int { return cmp.Compare(a, b) })
-		fmt.Fprintf(&b, "%-6s %-6s %-7s %5d %5.0f%% %5d %4d %5d %7d  %-40s %d/%d(%d)/%d, %d, %d\n", j.Job, j.Mode, j.Overlap, j.Due,
-			100*j.StrictShare(), j.Run, j.Duplicated, j.Busy, j.Missed, strings.Join(reasons, ", "), j.Written, j.Refused,
+		fmt.Fprintf(&b, "%-7s %-6s %-7s %5d %5.0f%% %5d %4d %5d %5d %7d  %-40s %d/%d(%d)/%d, %d, %d\n", j.Job, j.Mode, j.Overlap, j.Due,
+			100*j.StrictShare(), j.Run, j.Duplicated, j.Retried, j.Busy, j.Missed, strings.Join(reasons, ", "), j.Written, j.Refused,
 			j.RefusedExcused, j.Interrupted, j.Overlaps, j.StaleWrites)
 	}
 	fmt.Fprintf(&b, "strictly checked: %.1f%% of due ticks (no excuse covered them)\n", 100*rep.StrictShare())

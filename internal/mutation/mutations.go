@@ -87,4 +87,32 @@ var mutations = []mutation{
 		Edits:  []edit{{Marker: "once-claim", Old: "!resp.Succeeded", New: "false"}},
 		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestRunOnce"}},
 	},
+	{
+		Name:   "timeout-ignored",
+		Breaks: "a run goes on past its timeout",
+		Edits:  []edit{{Marker: "timeout", Old: "cancel(ErrTimeout)", New: "_ = ErrTimeout"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestTimeoutEndsTheRunAndRecordsIt$"}},
+	},
+	{
+		Name:   "retry-after-claim-lost",
+		Breaks: "a failed run is retried after its claim or term ended (the runner stopped in the backoff)",
+		Edits: []edit{
+			{Marker: "retry-holds", Old: "ctx.Err() == nil && term.Err() == nil", New: "true"},
+			{Marker: "retry-claim", Old: "case <-ctx.Done():", New: "case <-make(chan struct{}):"},
+			{Marker: "retry-term", Old: "case <-term.Done():", New: "case <-make(chan struct{}):"},
+		},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestRetriesKeepOneClaim$"}},
+	},
+	{
+		Name:   "replace-not-cancelled",
+		Breaks: "Replace: a later tick does not cancel the run in progress",
+		Edits:  []edit{{Marker: "replace-cancel", Old: "cancel(ErrReplaced)", New: "_ = ErrReplaced"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestReplaceCancelsTheRunInProgress$"}},
+	},
+	{
+		Name:   "replace-overlaps",
+		Breaks: "Replace: the new run starts while the run it replaces still runs",
+		Edits:  []edit{{Marker: "replace-wait", Old: "others == 0", New: "true"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestReplaceCancelsTheRunInProgress$"}},
+	},
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -54,7 +53,43 @@ assignment after the schedule (* * * * * FOO=1 cmd) to set it for one job.
 TZ=ZONE on a line of its own sets the commands' TZ; schedules follow
 CRON_TZ. A line is at most 1 MiB.
 
+Options in square brackets after the name set that entry's policy over
+the flags, as KEY=VALUE separated by spaces or commas:
+
+  report: [timeout=10m overlap=forbid] 0 3 * * * node report.js
+
+  overlap=allow|forbid|replace   as --overlap
+  timeout=DURATION               as --timeout
+  attempts=N                     as --attempts
+  backoff=DURATION               as --retry-backoff
+  jitter=DURATION                as --jitter
+  dst=robfig|once                as --dst
+
+With --overlap replace, a tick that comes while a run of the job is in
+progress on any replica stops that run (SIGTERM, then SIGKILL after
+--grace, on whichever replica runs it) and starts once it has ended, or
+once the lease of a replica that died running it has expired (up to
+--ttl): two runs never overlap. A run still waiting to start when a later
+tick comes gives way to it; a trigger waits for no run and stops none.
+A run that reaches its timeout gets SIGTERM, then SIGKILL after --grace,
+and is recorded as timed out (baton status shows it). With --jitter, each
+run starts up to that long after its tick, at a delay derived from the
+job's name and the tick, the same on every replica; BATON_TICK is still
+the nominal tick, claimed once. Keep it shorter than the time between the
+job's ticks. With --attempts N, a command that exits non-zero (or times
+out) runs again, up to N runs in all, after --retry-backoff and twice as
+long before each next one: on the replica that holds the tick's claim,
+under the same BATON_FENCE, with BATON_ATTEMPT counting from 1, and only
+while that replica keeps its claim and, in leader mode, leads. A replica
+that stops or dies between attempts does not hand them to another: the
+tick runs at most once. Under --overlap forbid the next tick is skipped
+while a run is being retried. With --dst once, a
+job at given hours whose time the clocks skip runs at the transition, and
+a time the clocks show twice runs once, at its first occurrence (as Vixie
+cron does); jobs whose hour field is * run every real hour either way.
+
 Each command gets BATON_JOB, BATON_TICK (the nominal tick, RFC 3339),
+BATON_ATTEMPT (1, or the retry's number with --attempts),
 BATON_ID (the replica) and BATON_FENCE (the run's fencing token: it grows
 with every claim and stays valid until the run ends, also after a SIGTERM's
 resignation) in its environment, and its output is printed with a "[JOB] "
@@ -100,7 +135,12 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	conn := addConnFlags(fs, true, true)
 	name := fs.String("name", "crontab", "scheduler name: replicas with the same name share ticks; status, pause and trigger use it")
 	mode := fs.String("mode", "leader", "leader (the elected replica runs every job) or claim (every replica schedules, the first claim runs)")
-	overlap := fs.String("overlap", "allow", "allow, or forbid: skip a tick while a run of the same job is in progress anywhere")
+	overlap := fs.String("overlap", "allow", "allow; forbid: skip a tick while a run of the same job is in progress anywhere; or replace: stop that run (SIGTERM, SIGKILL after --grace) and start the tick's once it has ended")
+	attempts := fs.Int("attempts", 1, "run a command that exits non-zero (or times out) again, up to this many runs in all, on the replica that holds the tick's claim")
+	retryBackoff := fs.Duration("retry-backoff", 10*time.Second, "the wait before a command's second attempt, doubled before each next one")
+	jitter := fs.Duration("jitter", 0, "start each run up to this long after its tick, by a hash of the job and the tick that every replica computes alike (0: at the tick)")
+	dst := fs.String("dst", "robfig", "on daylight-saving nights: robfig (a skipped time does not run, a repeated one runs twice) or once (a skipped time runs at the transition, a repeated one once)")
+	timeout := fs.Duration("timeout", 0, "end each run after this long: SIGTERM, then SIGKILL after --grace; recorded as timed out (0: no timeout)")
 	misfire := fs.String("misfire", "run-once", "a tick missed while no replica led: run-once (within --misfire-grace) or skip")
 	misfireGrace := fs.Duration("misfire-grace", cronx.DefaultMisfireGrace, "how late a missed tick may still run")
 	seconds := fs.Bool("seconds", false, "schedules have six fields, seconds first")
@@ -123,16 +163,23 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	if !ok {
 		return usageError(env, fs, "--mode %q: want leader or claim", *mode)
 	}
-	over, ok := oneOf(*overlap, "allow", cronx.Allow, "forbid", cronx.Forbid)
-	if !ok {
-		return usageError(env, fs, "--overlap %q: want allow or forbid", *overlap)
+	over, err := parseOverlap(*overlap)
+	if err != nil {
+		return usageError(env, fs, "--overlap %v", err)
 	}
 	policy, ok := oneOf(*misfire, "run-once", cronx.RunOnce, "skip", cronx.Skip)
 	if !ok {
 		return usageError(env, fs, "--misfire %q: want run-once or skip", *misfire)
 	}
-	if *grace < 0 || *misfireGrace < 0 {
-		return usageError(env, fs, "--grace and --misfire-grace must not be negative")
+	dstRule, err := parseDST(*dst)
+	if err != nil {
+		return usageError(env, fs, "--dst %v", err)
+	}
+	if *grace < 0 || *misfireGrace < 0 || *timeout < 0 || *jitter < 0 || *retryBackoff < 0 {
+		return usageError(env, fs, "--grace, --misfire-grace, --timeout, --jitter and --retry-backoff must not be negative")
+	}
+	if *attempts < 1 {
+		return usageError(env, fs, "--attempts %d: want 1 or more", *attempts)
 	}
 
 	file := fs.Arg(0)
@@ -148,7 +195,11 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	}
 	if *check {
 		for _, e := range entries {
-			fmt.Fprintf(env.stdout, "%s:%d\t%s\t%s\t%s\n", file, e.line, e.name, e.spec, e.command)
+			command := e.command
+			if e.options != "" {
+				command = e.options + "\t" + command
+			}
+			fmt.Fprintf(env.stdout, "%s:%d\t%s\t%s\t%s\n", file, e.line, e.name, e.spec, command)
 		}
 		return exitOK
 	}
@@ -242,6 +293,8 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		cronx.WithMisfire(policy, *misfireGrace),
 		cronx.WithElection(eopts...),
 		cronx.WithSlog(logger),
+		cronx.WithJobOptions(cronx.WithOverlap(over), cronx.WithTimeout(*timeout), cronx.WithJitter(*jitter),
+			cronx.WithDST(dstRule)),
 	}
 	if srv != nil {
 		// Metrics only when something serves them: an observer is work.
@@ -257,7 +310,8 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		var ids []cronx.EntryID
 		for _, e := range entries {
 			job := crontabJob{entry: e, shell: *shell, env: env, grace: *grace, stopping: &stopping, logger: logger}
-			id, err := c.AddJob(e.spec, cronx.Named(e.name, job, cronx.WithOverlap(over)))
+			opts := append([]cronx.JobOption{e.retry.retries(*attempts, *retryBackoff)}, e.opts...)
+			id, err := c.AddJob(e.spec, cronx.Named(e.name, job, opts...))
 			if err != nil {
 				return ids, fmt.Errorf("%s:%d: %w", file, e.line, err)
 			}
@@ -318,52 +372,6 @@ func reloadCrontab(c *cronx.Cron, file string, seconds bool, ids []cronx.EntryID
 	}
 	logger.Info("baton crontab: reloaded", "file", file, "jobs", len(ids))
 	return ids
-}
-
-// crontabJob runs one crontab entry's command.
-type crontabJob struct {
-	entry    crontabEntry
-	shell    string
-	env      *environ
-	grace    time.Duration
-	stopping *atomic.Bool
-	logger   *slog.Logger
-}
-
-// lostGrace is how long a command gets after SIGTERM when leadership or the
-// claim is lost, before SIGKILL: short, because the next leader may start.
-const lostGrace = 500 * time.Millisecond
-
-func (j crontabJob) Run() { _ = j.RunContext(context.Background()) }
-
-func (j crontabJob) RunContext(ctx context.Context) error {
-	info, _ := cronx.InfoFrom(ctx)
-	env := append(os.Environ(), j.entry.env...)
-	env = append(env,
-		"BATON_JOB="+j.entry.name,
-		"BATON_TICK="+info.Tick.Format(time.RFC3339),
-		"BATON_ID="+info.Instance,
-		"BATON_FENCE="+strconv.FormatInt(info.Fence.Revision, 10),
-	)
-	p, err := startProc([]string{j.shell, "-c", j.entry.command}, env, nil, j.env.stdout, j.env.stderr, "["+j.entry.name+"] ")
-	if err != nil {
-		return err
-	}
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		if j.stopping.Load() {
-			p.stop(j.grace)
-		} else {
-			j.logger.Warn("baton crontab: lost the right to run; stopping the command", "job", j.entry.name,
-				"tick", info.Tick, "cause", context.Cause(ctx))
-			p.stop(lostGrace)
-		}
-	}
-	if p.code != 0 {
-		return fmt.Errorf("exit status %d", p.code)
-	}
-	return nil
 }
 
 func cronParser(seconds bool) cronx.Parser {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/cronx"
 	"github.com/batonhq/baton/election"
 )
 
@@ -24,8 +25,10 @@ import (
 //	*/5 * * * * ./bin/sweep --fast
 //	@every 30s curl -fsS http://localhost:3000/ping
 //	TZ=Asia/Tokyo 30 4 * * * ./bin/tokyo   a zone for one entry (TZ= or CRON_TZ=)
+//	nightly: [timeout=1h] 0 2 * * * ./bin/nightly   options for one entry
 //
-// An entry is an optional name ending in ':', an optional zone, a spec (five
+// An entry is an optional name ending in ':', optional options in brackets
+// (crontab_options.go), an optional zone, a spec (five
 // fields, six with --seconds, or a descriptor such as @daily or "@every
 // 1m"), and a command that runs with sh -c, verbatim ('%' is not special).
 // What cannot be read without guessing is an error naming its line: an
@@ -40,6 +43,9 @@ type crontabEntry struct {
 	spec    string // as cronx parses it, with a CRON_TZ= prefix when a zone applies
 	command string
 	env     []string // NAME=value lines above the entry
+	opts    []cronx.JobOption
+	retry   retrySetting
+	options string // the options as written, normalized; "" when none
 }
 
 var (
@@ -116,6 +122,27 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 		} else if name, ok := spacedName(text, toks); ok {
 			bad(n, "job name %q: no white space in a name; use ASCII letters, digits, '.', '_' and '-'", name)
 			continue
+		}
+		if i < len(toks) && text[toks[i][0]] == '[' {
+			from := toks[i][0]
+			end := strings.IndexByte(text[from:], ']')
+			if end < 0 {
+				bad(n, "%q: options opened with '[' are not closed with ']'", text)
+				continue
+			}
+			opts, rs, norm, err := entryOptions(text[from+1 : from+end])
+			if err != nil {
+				bad(n, "%v", err)
+				continue
+			}
+			e.opts, e.retry, e.options = opts, rs, norm
+			for i < len(toks) && toks[i][0] < from+end+1 {
+				i++
+			}
+			if toks[i-1][1] != from+end+1 {
+				bad(n, "%q: write a space after the options' ']'", text)
+				continue
+			}
 		}
 		entryZone := zone
 		if i < len(toks) {

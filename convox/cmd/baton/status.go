@@ -64,7 +64,9 @@ none.
                                not_run? (ticks not run over the last day,
                                by reason: {"paused": 3, ...})
   last_run, history[]          tick, instance, start, duration_seconds,
-                               error? (the run failed), triggered?
+                               error? (the run failed), triggered?,
+                               timed_out? (the run reached its timeout),
+                               attempt? (its number, for a job with retries)
   etcd_came_back_empty?        at, by, why: the last time a replica found
                                that etcd had lost its data, and with it ` + emptyetcd.Lost + `
 

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/cronx"
+	"github.com/batonhq/baton/internal/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestParseCrontabOptions reads entries' options in brackets, and names the
+// line of a bad one.
+func TestParseCrontabOptions(t *testing.T) {
+	good := "report: [timeout=10m, overlap=forbid dst=once] 0 3 * * * node report.js\n" +
+		"[timeout=1s,jitter=30s attempts=3 backoff=1m] TZ=Europe/Berlin */5 * * * * ./bin/sweep\n"
+	entries, err := parseCrontab(strings.NewReader(good), "crontab", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || entries[0].options != "[timeout=10m overlap=forbid dst=once]" || len(entries[0].opts) != 3 ||
+		entries[0].spec != "0 3 * * *" || entries[0].command != "node report.js" ||
+		entries[1].options != "[timeout=1s jitter=30s attempts=3 backoff=1m]" || *entries[1].retry.attempts != 3 || *entries[1].retry.backoff != time.Minute ||
+		entries[0].retry.attempts != nil || entries[1].spec != "CRON_TZ=Europe/Berlin */5 * * * *" || entries[1].command != "./bin/sweep" {
+		t.Fatalf("entries %+v", entries)
+	}
+	// --check prints each entry's options beside its command.
+	file := filepath.Join(t.TempDir(), "crontab")
+	os.WriteFile(file, []byte(good), 0o644)
+	if code, out := runBaton(t, nil, "crontab", "--check", file); code != 0 ||
+		!strings.Contains(out, "\treport\t0 3 * * *\t[timeout=10m overlap=forbid dst=once]\tnode report.js\n") {
+		t.Errorf("--check: exit %d, output:\n%s", code, out)
+	}
+	for _, tc := range []struct{ line, want string }{
+		{"a: [timeout=-1s] * * * * * x", "must not be negative"},
+		{"a: [timeout=soon] * * * * * x", `invalid duration "soon"`},
+		{"a: [overlap=sometimes] * * * * * x", `"sometimes": want allow, forbid or replace`},
+		{"a: [colour=red] * * * * * x", `option "colour": unknown`},
+		{"a: [dst=twice] * * * * * x", `"twice": want robfig or once`},
+		{"a: [jitter=-5s] * * * * * x", "must not be negative"},
+		{"a: [attempts=0] * * * * * x", "want a whole number of 1 or more"},
+		{"a: [backoff=x] * * * * * x", `invalid duration "x"`},
+		{"a: [timeout] * * * * * x", "want KEY=VALUE"},
+		{"a: [timeout=1s * * * * * x", "not closed"},
+		{"a: [] * * * * * x", "empty options"},
+		{"a: [timeout=1s]* * * * * x", "write a space after"},
+	} {
+		_, err := parseCrontab(strings.NewReader("\n"+tc.line+"\n"), "crontab", false)
+		if err == nil || !strings.Contains(err.Error(), "crontab:2: ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error on crontab:2 saying %q", tc.line, err, tc.want)
+		}
+	}
+}
+
+// jobHistory reads a crontab job's run history from etcd.
+func jobHistory(t *testing.T, cli *clientv3.Client, job string) []cronx.Record {
+	t.Helper()
+	k, err := cronx.NewControl(cli, "/baton", "crontab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := k.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range st.Jobs {
+		if j.Name == job {
+			return j.History
+		}
+	}
+	return nil
+}
+
+// TestCrontabTimeoutStopsTheCommand runs three replicas of a crontab whose
+// job outlives its timeout and ignores SIGTERM: at the timeout (the entry's
+// 1s, over the flag's hour) the command gets SIGTERM, then SIGKILL after
+// --grace (not the half second of a lost claim); the run is recorded as
+// timed out, once.
+func TestCrontabTimeoutStopsTheCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	etcd := etcdtest.Start(t)
+	cli := etcd.Client(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	file := filepath.Join(dir, "crontab")
+	os.WriteFile(file, []byte(`slow: [timeout=1s] */5 * * * * * echo "start $BATON_TICK" >> `+log+
+		`; trap 'echo "term $BATON_TICK" >> `+log+`; sleep 30' TERM; while true; do sleep 0.05; done`+"\n"), 0o644)
+	for _, id := range []string{"r1", "r2", "r3"} {
+		startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
+			"crontab", "--seconds", "--ttl", "2", "--grace", "2s", "--timeout", "1h", file)
+	}
+	var startedAt time.Time
+	until(t, 20*time.Second, "a run to start", func() bool {
+		startedAt = time.Now()
+		return len(readLines(log)) >= 1
+	})
+	var lines []string
+	until(t, 5*time.Second, "the command to get SIGTERM", func() bool {
+		lines = readLines(log)
+		return len(lines) >= 2
+	})
+	if took := time.Since(startedAt); took < 500*time.Millisecond {
+		t.Errorf("SIGTERM %v after the start, want about the 1s timeout", took)
+	}
+	tick := strings.TrimPrefix(lines[0], "start ")
+	if lines[1] != "term "+tick {
+		t.Fatalf("log %q, want the run of %s to get SIGTERM", lines, tick)
+	}
+	var hist []cronx.Record
+	until(t, 10*time.Second, "the run in the history", func() bool {
+		hist = jobHistory(t, cli, "slow")
+		return len(hist) >= 1
+	})
+	h := hist[0]
+	if h.Tick.Format(time.RFC3339) != tick || !h.TimedOut || !strings.Contains(h.Error, "timed out after 1s") {
+		t.Errorf("recorded %+v, want the run of %s timed out after 1s", h, tick)
+	}
+	// SIGKILL came after the 2s grace, not after the trap's 30s sleep.
+	if h.Duration < 2500*time.Millisecond || h.Duration > 6*time.Second {
+		t.Errorf("the run took %v, want the 1s timeout and the 2s grace", h.Duration)
+	}
+	for _, l := range readLines(log) {
+		if l == "start "+tick && l != lines[0] {
+			t.Errorf("the tick %s started twice: %q", tick, readLines(log))
+		}
+	}
+}
+
+// attemptLine is one line a retried command appended to the ledger.
+type attemptLine struct {
+	what, tick, attempt, instance, fence string
+	at                                   time.Time
+}
+
+func readAttempts(t *testing.T, path string) []attemptLine {
+	t.Helper()
+	var out []attemptLine
+	for _, l := range readLines(path) {
+		f := strings.Fields(l)
+		if len(f) != 6 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[5], 10, 64)
+		if err != nil {
+			t.Fatalf("ledger line %q: %v", l, err)
+		}
+		out = append(out, attemptLine{f[0], f[1], f[2], f[3], f[4], time.Unix(0, ns)})
+	}
+	return out
+}
+
+// TestCrontabRetriesStayWithTheClaim runs three replicas of a Forbid job
+// that always fails, with three attempts, and stops the replica that runs
+// it in its second attempt: by kill -9 (a crash) or SIGTERM (a deploy).
+// No other replica retries that tick, no two runs ever overlap, each
+// tick's attempts share one claim, and a later tick runs on another replica.
+func TestCrontabRetriesStayWithTheClaim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	for _, how := range []string{"kill", "term"} {
+		t.Run(how, func(t *testing.T) {
+			etcd := etcdtest.Start(t)
+			dir := t.TempDir()
+			ledger := filepath.Join(dir, "ledger")
+			file := filepath.Join(dir, "crontab")
+			line := `echo "%s $BATON_TICK $BATON_ATTEMPT $BATON_ID $BATON_FENCE $(date +%%s%%N)" >> ` + ledger
+			os.WriteFile(file, []byte(`flaky: */6 * * * * * `+fmt.Sprintf(line, "start")+`; sleep 0.5; `+fmt.Sprintf(line, "end")+"; exit 1\n"), 0o644)
+			replicas := map[string]*process{}
+			for _, id := range []string{"r1", "r2", "r3"} {
+				replicas[id] = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
+					"crontab", "--seconds", "--ttl", "2", "--overlap", "forbid", "--attempts", "3", "--retry-backoff", "1s", "--grace", "1s", file)
+			}
+			var victim attemptLine
+			until(t, 30*time.Second, "a second attempt to start", func() bool {
+				for _, l := range readAttempts(t, ledger) {
+					if l.what == "start" && l.attempt == "2" {
+						victim = l
+						return true
+					}
+				}
+				return false
+			})
+			p := replicas[victim.instance]
+			signalled := time.Now()
+			if how == "kill" {
+				p.cmd.Process.Kill()
+			} else {
+				p.cmd.Process.Signal(syscall.SIGTERM)
+			}
+			p.wait(10 * time.Second)
+			stopped := time.Now()
+			until(t, 30*time.Second, "a later tick on another replica", func() bool {
+				for _, l := range readAttempts(t, ledger) {
+					if l.what == "start" && l.instance != victim.instance && l.at.After(stopped) {
+						return true
+					}
+				}
+				return false
+			})
+			lines := readAttempts(t, ledger)
+			fence := map[string]string{}
+			var last attemptLine // the latest start or end
+			running := false
+			for _, l := range lines {
+				k := l.tick
+				if l.what == "start" {
+					if f, ok := fence[k]; ok && f != l.fence+" "+l.instance {
+						t.Errorf("tick %s: attempt %s on %s fence %s, earlier attempts on %s", k, l.attempt, l.instance, l.fence, f)
+					}
+					fence[k] = l.fence + " " + l.instance
+					if running && !(last.instance == victim.instance && last.tick == victim.tick) {
+						t.Errorf("%s attempt %s started on %s while %s attempt %s ran on %s", k, l.attempt, l.instance, last.tick, last.attempt, last.instance)
+					}
+					if k == victim.tick && l.instance != victim.instance {
+						t.Errorf("tick %s retried on %s after %s stopped", k, l.instance, victim.instance)
+					}
+					if k == victim.tick && l.attempt == "3" {
+						t.Errorf("tick %s: a third attempt after its runner stopped in the second", k)
+					}
+					if running && last.instance == victim.instance && last.tick == victim.tick && l.at.Before(signalled) {
+						t.Errorf("%s started on %s beside the stopped replica's run", k, l.instance)
+					}
+					running = true
+				} else {
+					running = false
+				}
+				last = l
+			}
+			if t.Failed() {
+				b, _ := os.ReadFile(ledger)
+				t.Logf("ledger:\n%s", b)
+			}
+		})
+	}
+}
+
+// TestCrontabReplaceNeverOverlaps runs three replicas of a Replace job whose
+// command outlasts the tick and takes half a second to stop on SIGTERM;
+// then the replica running it is stopped mid-run, by kill -9 or SIGTERM.
+// Each tick stops the run before it, on whichever replica, and two runs
+// never overlap; the ticks go on, on the other replicas.
+func TestCrontabReplaceNeverOverlaps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	for _, how := range []string{"kill", "term"} {
+		t.Run(how, func(t *testing.T) {
+			etcd := etcdtest.Start(t)
+			dir := t.TempDir()
+			ledger := filepath.Join(dir, "ledger")
+			file := filepath.Join(dir, "crontab")
+			line := `echo "%s $BATON_TICK $BATON_ATTEMPT $BATON_ID $BATON_FENCE $(date +%%s%%N)" >> ` + ledger
+			os.WriteFile(file, []byte(`long: [overlap=replace] */2 * * * * * `+fmt.Sprintf(line, "start")+
+				`; trap 'sleep 0.5; `+fmt.Sprintf(line, "end")+`; exit 0' TERM; while true; do sleep 0.05; done`+"\n"), 0o644)
+			replicas := map[string]*process{}
+			for _, id := range []string{"r1", "r2", "r3"} {
+				replicas[id] = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
+					"crontab", "--seconds", "--ttl", "2", "--mode", "claim", "--grace", "3s", file)
+			}
+			// Three runs replaced, then the runner of the fourth is stopped.
+			var victim attemptLine
+			until(t, 30*time.Second, "four runs", func() bool {
+				starts := 0
+				for _, l := range readAttempts(t, ledger) {
+					if l.what == "start" {
+						starts++
+						victim = l
+					}
+				}
+				return starts >= 4
+			})
+			p := replicas[victim.instance]
+			signalled := time.Now()
+			if how == "kill" {
+				p.cmd.Process.Kill()
+			} else {
+				p.cmd.Process.Signal(syscall.SIGTERM)
+			}
+			p.wait(10 * time.Second)
+			until(t, 30*time.Second, "two runs after the stop", func() bool {
+				n := 0
+				for _, l := range readAttempts(t, ledger) {
+					if l.what == "start" && l.at.After(signalled) {
+						n++
+					}
+				}
+				return n >= 2
+			})
+			// Runs alternate start, end; a killed run has no end, and ends
+			// when its replica was signalled.
+			lines := readAttempts(t, ledger)
+			var open *attemptLine
+			replaced := 0
+			for i, l := range lines {
+				switch {
+				case l.what == "start" && open != nil:
+					killed := open.tick == victim.tick && open.instance == victim.instance && how == "kill"
+					if !killed || l.at.Before(signalled) {
+						t.Errorf("%s started on %s while %s ran on %s", l.tick, l.instance, open.tick, open.instance)
+					}
+					open = &lines[i]
+				case l.what == "start":
+					open = &lines[i]
+				case open == nil || l.tick != open.tick || l.instance != open.instance:
+					t.Errorf("end of %s on %s, not of the run in progress", l.tick, l.instance)
+				default:
+					if l.tick != victim.tick {
+						replaced++
+					}
+					open = nil
+				}
+			}
+			if replaced < 3 {
+				t.Errorf("%d runs ended on SIGTERM before the stop, want the 3 replaced", replaced)
+			}
+			if t.Failed() {
+				b, _ := os.ReadFile(ledger)
+				t.Logf("ledger:\n%s", b)
+			}
+		})
+	}
+}

@@ -1,0 +1,68 @@
+package cronx
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// jobPolicy is what a job does beyond running on its schedule: whether its
+// runs may overlap, how long a run may take, how a failed run is retried,
+// how far its start is spread, and what it does on the nights the clocks
+// change. The Cron's WithJobOptions set it for every job; a job's own
+// options, given to Named, are applied after them and win.
+type jobPolicy struct {
+	overlap Overlap
+	timeout time.Duration // 0: none
+	dst     DST
+	jitter  time.Duration // 0: none
+	retry   retryPolicy
+	errs    []error // options given values they cannot take
+}
+
+// JobOption sets a part of a job's policy: given to Named for one job, or
+// to WithJobOptions for every job of a Cron.
+type JobOption func(*jobPolicy)
+
+// WithOverlap sets the job's overlap policy; the default is Allow.
+func WithOverlap(o Overlap) JobOption {
+	return func(p *jobPolicy) {
+		if o < Allow || o > Replace {
+			p.errs = append(p.errs, fmt.Errorf("WithOverlap(%d): not an overlap policy", int(o)))
+			return
+		}
+		p.overlap = o
+	}
+}
+
+// WithJobOptions sets the policy of every job of the Cron, named or not;
+// the options a job is given in Named are applied after these, so they win:
+//
+//	c := cronx.New(cronx.WithEtcd(cli), cronx.WithJobOptions(cronx.WithTimeout(10*time.Minute)))
+func WithJobOptions(opts ...JobOption) Option {
+	return func(c *Cron) { c.jobOpts = append(c.jobOpts, opts...) }
+}
+
+// policyOf resolves the policy of job, as added to c. An option given a
+// value it cannot take is an error naming the job (or, for an unnamed job,
+// its schedule).
+func (c *Cron) policyOf(job Job, spec string) (jobPolicy, error) {
+	var p jobPolicy
+	apply := func(opts []JobOption) {
+		for _, opt := range opts {
+			if opt != nil {
+				opt(&p)
+			}
+		}
+	}
+	apply(c.jobOpts)
+	label := fmt.Sprintf("job for %q", spec)
+	if nj, ok := job.(*namedJob); ok {
+		apply(nj.opts)
+		label = fmt.Sprintf("job %q", nj.name)
+	}
+	if len(p.errs) > 0 {
+		return jobPolicy{}, fmt.Errorf("cronx: %s: %w", label, errors.Join(p.errs...))
+	}
+	return p, nil
+}
