@@ -332,6 +332,13 @@ func TestSlowObserverDoesNotSlowTheScheduler(t *testing.T) {
 			}
 		}
 	}
+	// Every run has returned, and so emitted its end, while the observer
+	// is still blocked: no event comes after the release.
+	select {
+	case <-c.jobWaiter.idle().Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("runs still going 10s after their ticks")
+	}
 	release()
 	eventually(t, 10*time.Second, func() (bool, string) {
 		d, x := delivered.Load(), dropped.Load()
