@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/clock"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -42,8 +43,11 @@ func TestRetriesKeepOneClaim(t *testing.T) {
 	if n := pc.markers("flaky"); n != 1 {
 		t.Fatalf("%d in-progress markers in the backoff, want the run's one", n)
 	}
+	runner := pc.fake(first.info.Instance)
+	pc.waitDue(runner, tick.Add(45*time.Second), "the first backoff")
 	pc.set(tick.Add(45 * time.Second))
 	second := waitStart(t, runs, "second attempt")
+	pc.waitDue(runner, tick.Add(45*time.Second+90*time.Second), "the second backoff")
 	pc.set(tick.Add(time.Minute))
 	noStart(t, runs, 300*time.Millisecond, "the next tick, during the backoff of a Forbid job")
 	pc.set(tick.Add(45*time.Second + 90*time.Second - time.Millisecond))
@@ -89,6 +93,16 @@ func TestRetriesKeepOneClaim(t *testing.T) {
 	}
 }
 
+// waitDue waits until the replica whose clock is fake waits for at, as a
+// retry's backoff does: moving the clock before the backoff is armed would
+// move its deadline too.
+func (pc *policyCluster) waitDue(fake *clock.Fake, at time.Time, what string) {
+	pc.t.Helper()
+	if !fake.WaitDue(at, 10*time.Second) {
+		pc.t.Fatalf("%s: nothing waits for %v after 10s", what, at.Format(time.TimeOnly))
+	}
+}
+
 // markers counts job's in-progress markers.
 func (pc *policyCluster) markers(job string) int64 {
 	pc.t.Helper()
@@ -130,9 +144,10 @@ func TestRetriesOfATimedOutRun(t *testing.T) {
 	})
 	pc.ready()
 	pc.set(tick)
-	waitStart(t, runs, "first attempt")
+	first := waitStart(t, runs, "first attempt")
 	pc.set(tick.Add(5 * time.Second))
 	pc.history("hangs", 1)
+	pc.waitDue(pc.fake(first.info.Instance), tick.Add(6*time.Second), "the backoff after the timeout")
 	pc.set(tick.Add(6 * time.Second))
 	if s := waitStart(t, runs, "second attempt"); s.info.Attempt != 2 {
 		t.Fatalf("ran attempt %d, want 2", s.info.Attempt)

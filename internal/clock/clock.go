@@ -130,6 +130,30 @@ func (f *Fake) WaitTimers(n int, deadline time.Duration) bool {
 	}
 }
 
+// WaitDue blocks until a timer due at t is armed or deadline passes on the
+// real clock, and reports whether one was. Tests use it to know that the
+// code under test waits for t before they move time past it.
+func (f *Fake) WaitDue(t time.Time, deadline time.Duration) bool {
+	limit := time.NewTimer(deadline)
+	defer limit.Stop()
+	for {
+		f.mu.Lock()
+		found, changed := false, f.changed
+		for _, ft := range f.timers {
+			found = found || ft.when.Equal(t)
+		}
+		f.mu.Unlock()
+		if found {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-limit.C:
+			return false
+		}
+	}
+}
+
 // NextDue returns when the earliest armed timer fires, and false if none is armed.
 func (f *Fake) NextDue() (time.Time, bool) {
 	f.mu.Lock()
