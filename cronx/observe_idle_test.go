@@ -11,7 +11,6 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 )
 
 // rpcCount counts the gRPC calls a client makes, by method.
@@ -44,23 +43,7 @@ func (c *rpcCount) snapshot() map[string]int {
 // countedClient is a client of endpoint whose calls are counted.
 func countedClient(t *testing.T, endpoint string) (*clientv3.Client, *rpcCount) {
 	c := &rpcCount{calls: map[string]int{}}
-	cfg := etcdtest.ClientConfig(endpoint)
-	cfg.DialOptions = []grpc.DialOption{
-		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			c.add(method, req)
-			return invoker(ctx, method, req, reply, cc, opts...)
-		}),
-		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-			c.add(method, nil)
-			return streamer(ctx, desc, cc, method, opts...)
-		}),
-	}
-	cli, err := clientv3.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli, c
+	return etcdtest.CountingClient(t, endpoint, c.add), c
 }
 
 // TestIdleObservedFollowerSendsOnlyKeepalives: with an observer on, and

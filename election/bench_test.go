@@ -11,7 +11,6 @@ import (
 
 	"github.com/batonhq/baton/internal/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 )
 
 // reportPercentiles adds p50 and p99 of samples, in milliseconds, to b's output.
@@ -158,23 +157,7 @@ func (c *rpcCounter) snapshot() map[string]int {
 
 func countingClient(t testing.TB, endpoint string) (*clientv3.Client, *rpcCounter) {
 	c := &rpcCounter{calls: map[string]int{}}
-	cfg := etcdtest.ClientConfig(endpoint)
-	cfg.DialOptions = []grpc.DialOption{
-		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			c.add(method)
-			return invoker(ctx, method, req, reply, cc, opts...)
-		}),
-		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-			c.add(method)
-			return streamer(ctx, desc, cc, method, opts...)
-		}),
-	}
-	cli, err := clientv3.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli, c
+	return etcdtest.CountingClient(t, endpoint, func(method string, _ any) { c.add(method) }), c
 }
 
 // TestIdleFollowerCostsOnlyKeepalivesAndOneWatch checks that a follower does
