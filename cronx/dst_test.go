@@ -148,7 +148,7 @@ func TestDSTOnceAcrossReplicas(t *testing.T) {
 				mustAdd(t, c, "CRON_TZ=Europe/Berlin 30 2 * * *", Named("once", ContextFunc(job), WithDST(DSTOnce)))
 				mustAdd(t, c, "CRON_TZ=Europe/Berlin 30 2 * * *", Named("robfig", ContextFunc(job)))
 			})
-			pc.ready()
+			pc.ready(night.end)
 			pc.stepUntil(night.end)
 			want := map[string][]string{"once": night.once, "robfig": night.robfig}
 			until := time.Now().Add(10 * time.Second)

@@ -75,14 +75,14 @@ func TestJitterDelaysTheClaimNotTheTick(t *testing.T) {
 			mustAdd(t, c, "* * * * *", Named(n, job))
 		}
 	}, WithJobOptions(WithJitter(jitter)))
-	pc.ready()
+	pc.ready(first)
 	pc.set(first)
 	noStart(t, runs, 300*time.Millisecond, "at the tick, before any delay")
 	pc.set(first.Add(jitter))
 	for range names {
 		waitStart(t, runs, "run of the first tick")
 	}
-	pc.ready()
+	pc.ready(tick)
 	pc.set(tick)
 	noStart(t, runs, 300*time.Millisecond, "at the tick, before any delay")
 

@@ -48,16 +48,20 @@ func newPolicyCluster(t *testing.T, name string, start time.Time, mode Mode, add
 }
 
 // ready waits until a replica schedules (every replica in claim mode) and
-// every scheduling replica has armed its timer for the next tick.
-func (pc *policyCluster) ready() {
+// every scheduling replica has armed its timer for a tick due by at, the
+// time the test moves the clocks to next. A replica that has just become
+// leader sleeps on an idle timer until its loop resyncs; moving its clock
+// before then would skip the tick.
+func (pc *policyCluster) ready(at time.Time) {
 	pc.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		n := 0
 		for i, c := range pc.crons {
 			if c.coord.scheduling() {
-				c.Entries() // the loop has resynced
-				pc.fakes[i].WaitTimers(1, time.Second)
+				if !pc.fakes[i].WaitDueBy(at, time.Until(deadline)) {
+					pc.t.Fatalf("%s schedules but armed no timer due by %v within 15s", pc.ids[i], at)
+				}
 				n++
 			}
 		}

@@ -34,7 +34,7 @@ func TestReplaceCancelsTheRunInProgress(t *testing.T) {
 	pc := newPolicyCluster(t, "replace", start, ClaimMode, func(id string, c *Cron) {
 		mustAdd(t, c, "* * * * *", Named("long", job, WithOverlap(Replace)))
 	})
-	pc.ready()
+	pc.ready(tick)
 	pc.set(tick)
 	var cur held
 	select {

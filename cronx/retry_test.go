@@ -33,7 +33,7 @@ func TestRetriesKeepOneClaim(t *testing.T) {
 	pc := newPolicyCluster(t, "retry", start, LeaderMode, func(id string, c *Cron) {
 		mustAdd(t, c, "* * * * *", Named("flaky", job, WithOverlap(Forbid), WithRetries(3, 45*time.Second)))
 	})
-	pc.ready()
+	pc.ready(tick)
 	pc.set(tick)
 	first := waitStart(t, runs, "first attempt")
 	if first.info.Attempt != 1 {
@@ -142,7 +142,7 @@ func TestRetriesOfATimedOutRun(t *testing.T) {
 	pc := newPolicyCluster(t, "retry-timeout", start, ClaimMode, func(id string, c *Cron) {
 		mustAdd(t, c, "* * * * *", Named("hangs", job, WithTimeout(5*time.Second), WithRetries(2, time.Second)))
 	})
-	pc.ready()
+	pc.ready(tick)
 	pc.set(tick)
 	first := waitStart(t, runs, "first attempt")
 	pc.set(tick.Add(5 * time.Second))

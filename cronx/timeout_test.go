@@ -25,7 +25,7 @@ func TestTimeoutEndsTheRunAndRecordsIt(t *testing.T) {
 	pc := newPolicyCluster(t, "timeout", start, LeaderMode, func(id string, c *Cron) {
 		mustAdd(t, c, "* * * * *", Named("slow", job, WithTimeout(10*time.Second)))
 	}, WithJobOptions(WithTimeout(time.Hour)))
-	pc.ready()
+	pc.ready(tick)
 	pc.set(tick)
 	run := waitStart(t, runs, "run of the tick")
 	fake := pc.fake(run.info.Instance)

@@ -134,13 +134,27 @@ func (f *Fake) WaitTimers(n int, deadline time.Duration) bool {
 // real clock, and reports whether one was. Tests use it to know that the
 // code under test waits for t before they move time past it.
 func (f *Fake) WaitDue(t time.Time, deadline time.Duration) bool {
+	return f.waitFor(func(when time.Time) bool { return when.Equal(t) }, deadline)
+}
+
+// WaitDueBy blocks until a timer due at or before t is armed or deadline
+// passes on the real clock, and reports whether one was. Tests use it to
+// know that a scheduler has armed its timer for a tick, rather than an idle
+// wait, before they move time to the tick.
+func (f *Fake) WaitDueBy(t time.Time, deadline time.Duration) bool {
+	return f.waitFor(func(when time.Time) bool { return !when.After(t) }, deadline)
+}
+
+// waitFor blocks until an armed timer's due time satisfies due or deadline
+// passes on the real clock, and reports whether one did.
+func (f *Fake) waitFor(due func(time.Time) bool, deadline time.Duration) bool {
 	limit := time.NewTimer(deadline)
 	defer limit.Stop()
 	for {
 		f.mu.Lock()
 		found, changed := false, f.changed
 		for _, ft := range f.timers {
-			found = found || ft.when.Equal(t)
+			found = found || due(ft.when)
 		}
 		f.mu.Unlock()
 		if found {
