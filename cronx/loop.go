@@ -56,15 +56,7 @@ func (c *Cron) wait(timer clock.Timer) bool {
 	for {
 		select {
 		case <-timer.C():
-			// The Cron's clock, not the timer's reading, says what is due:
-			// they differ when the clock is not the machine's.
-			now := c.now()
-			c.logger.Info("wake", "now", now)
-			if c.coord != nil {
-				c.preclaimDue(now)
-				c.coord.claims.forgetStale(now)
-			}
-			c.runDue(now)
+			c.wake()
 			return true
 
 		case e := <-c.add:
@@ -89,7 +81,14 @@ func (c *Cron) wait(timer clock.Timer) bool {
 			return true
 
 		case <-c.resync:
-			timer.Stop()
+			// A timer that fired as the resync came runs its due entries
+			// first: recomputing them from now would skip their tick.
+			select {
+			case <-timer.C():
+				c.wake()
+			default:
+				timer.Stop()
+			}
 			c.resyncEntries(c.now())
 			return true
 
@@ -104,6 +103,19 @@ func (c *Cron) wait(timer clock.Timer) bool {
 			return false
 		}
 	}
+}
+
+// wake handles the loop's timer: it starts every entry due by now.
+func (c *Cron) wake() {
+	// The Cron's clock, not the timer's reading, says what is due: they
+	// differ when the clock is not the machine's.
+	now := c.now()
+	c.logger.Info("wake", "now", now)
+	if c.coord != nil {
+		c.preclaimDue(now)
+		c.coord.claims.forgetStale(now)
+	}
+	c.runDue(now)
 }
 
 // runDue fires every entry due by now. Entries are sorted, so the first one

@@ -1,0 +1,34 @@
+package cronx
+
+import (
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/internal/clock"
+)
+
+// TestResyncAtATickKeepsTheTick: a resync (this replica starts or stops
+// scheduling) that the loop takes at the moment its timer fires must not
+// recompute the due entry past its tick. The loop is held on a snapshot
+// while the tick comes and the resync is asked, so it finds both ready at
+// once; a select that drops the timer would skip about half the ticks.
+func TestResyncAtATickKeepsTheTick(t *testing.T) {
+	fake := clock.NewFake(t0)
+	fc := newFakeCron(t, fake, fake, WithSeconds())
+	fc.Schedule(Every(time.Second), FuncJob(func() {}))
+	fc.Start()
+	for i := range 24 {
+		if len(fc.settle(t)) != 1 {
+			t.Fatal("the entry is gone")
+		}
+		due, _ := fc.clock.NextDue()
+		reply := make(chan []Entry)
+		fc.snapshot <- reply // the loop now waits for us to take its reply
+		fake.Set(due)
+		fc.requestResync()
+		<-reply
+		if f := fc.nextFiring(t); !f.tick.Equal(due) {
+			t.Fatalf("tick %d: fired %v, want %v", i, f.tick, due)
+		}
+	}
+}
