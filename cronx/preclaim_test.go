@@ -83,7 +83,7 @@ func TestCrowdedTickIsClaimedAheadAndGivenBackOnStop(t *testing.T) {
 	// advance moves fake to its next wake-up, which must be at.
 	advance := func(fake *clock.Fake, at time.Time) {
 		t.Helper()
-		fake.WaitTimers(1, 10*time.Second)
+		fake.WaitDue(at, 10*time.Second) // a new leader resyncs from an idle wait
 		due, ok := fake.NextDue()
 		if !ok || !due.Equal(at) {
 			t.Fatalf("next wake-up %v (%v), want %v", due, ok, at)
