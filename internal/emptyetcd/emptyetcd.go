@@ -61,18 +61,13 @@ func emptyKey(prefix string) string { return prefix + "/etcd/empty" }
 // does, so a recheck asked while etcd is out is not lost. It returns when
 // ctx is done.
 func Watch(ctx context.Context, client *clientv3.Client, prefix, identity string, recheck <-chan struct{}, found func(Event)) {
-	var m etcdMemory
+	c := NewChecker(client, prefix, identity)
 	for {
 		wait := retryMin
 		for {
-			why, err := m.check(ctx, client, prefix, identity)
-			if why != "" {
-				e := Event{At: time.Now().UTC(), By: identity, Why: why}
-				if b, err := json.Marshal(e); err == nil {
-					_, _ = client.Put(ctx, emptyKey(prefix), string(b))
-				}
+			e, empty, err := c.Check(ctx)
+			if empty {
 				found(e)
-				m = etcdMemory{}
 				continue // take the new etcd's measure at once
 			}
 			if err == nil {
@@ -93,7 +88,41 @@ func Watch(ctx context.Context, client *clientv3.Client, prefix, identity string
 	}
 }
 
-// etcdMemory is what Watch remembers of the etcd it watches.
+// A Checker looks at one etcd when asked and remembers what it saw, so a
+// later look can tell that etcd came back empty. Watch asks one on its
+// caller's cue; a short-lived process asks one itself, when it starts and
+// when it loses its lease. A Checker is not safe for concurrent use.
+type Checker struct {
+	client           *clientv3.Client
+	prefix, identity string
+	mem              etcdMemory
+}
+
+// NewChecker returns a Checker of the etcd of client under prefix; identity
+// names the caller in what it records.
+func NewChecker(client *clientv3.Client, prefix, identity string) *Checker {
+	return &Checker{client: client, prefix: prefix, identity: identity}
+}
+
+// Check looks once, within a few seconds. The first look that etcd answers
+// takes its measure (and leaves the marker, if none is there). A later look
+// that finds etcd came back empty records it for Last and returns it with
+// empty true; the look after it measures the new etcd. err is that of a
+// look that etcd did not answer.
+func (c *Checker) Check(ctx context.Context) (e Event, empty bool, err error) {
+	why, err := c.mem.check(ctx, c.client, c.prefix, c.identity)
+	if why == "" {
+		return Event{}, false, err
+	}
+	e = Event{At: time.Now().UTC(), By: c.identity, Why: why}
+	if b, err := json.Marshal(e); err == nil {
+		_, _ = c.client.Put(ctx, emptyKey(c.prefix), string(b))
+	}
+	c.mem = etcdMemory{}
+	return e, true, nil
+}
+
+// etcdMemory is what a Checker remembers of the etcd it watches.
 type etcdMemory struct {
 	known   bool
 	cluster uint64

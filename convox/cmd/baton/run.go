@@ -37,7 +37,9 @@ COMMAND runs directly (not through a shell), with BATON_ID and BATON_FENCE
 (a fencing token that grows with every term, hold and claim) in its
 environment, and stdin, stdout and stderr passed through. baton exits with
 its status. If leadership, the lock or the claim is lost, baton sends
-COMMAND SIGTERM and, after half a second, SIGKILL, and exits 123. On SIGTERM
+COMMAND SIGTERM and, after half a second, SIGKILL, and exits 123; it then
+looks at etcd for up to 3 s, and if etcd came back empty (restarted without
+its data) says so, with what was lost with it. On SIGTERM
 or SIGINT baton forwards that signal to COMMAND; SIGHUP is handled as
 SIGTERM (COMMAND gets SIGTERM). baton then waits up to --grace for COMMAND,
 kills it if it is still running, and resigns or unlocks. COMMAND never
@@ -132,6 +134,10 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 			}
 		}
 	}
+	prefix, _, err := resolveNames(eopts)
+	if err != nil {
+		return usage("%v", err)
+	}
 	addr := httpAddr()
 	var loop *waitLoop
 	var srv *opsServer
@@ -139,10 +145,6 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 	if addr != "" {
 		if err := checkHTTPAddr(addr); err != nil {
 			return usage("%s %v", httpSource(fs), err)
-		}
-		prefix, _, err := resolveNames(eopts)
-		if err != nil {
-			return usage("%v", err)
 		}
 		loop = &waitLoop{}
 		reg := newRegistry()
@@ -186,7 +188,8 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 	if identity == "" {
 		identity = election.DefaultIdentity()
 	}
-	r := runner{env: env, argv: argv, grace: *grace, identity: identity, stopping: stopping, loop: loop}
+	r := runner{env: env, argv: argv, grace: *grace, identity: identity, stopping: stopping, loop: loop,
+		empty: lookAtEtcd(ctx, cli, prefix, identity)}
 	if obs != nil {
 		r.metrics = &runMetrics{obs: *obs, name: *leader + *lock + *once, identity: identity}
 	}
@@ -230,6 +233,8 @@ type runner struct {
 	loop *waitLoop
 	// metrics counts terms and runs for /metrics; nil without --http.
 	metrics *runMetrics
+	// empty says when a loss came with etcd's data lost.
+	empty *emptyLook
 }
 
 // outcome is how a command's run ended.
@@ -261,6 +266,7 @@ func (r runner) exec(fenced context.Context, fence election.Fence) (code int, ho
 		case <-fenced.Done():
 			fmt.Fprintf(r.env.stderr, "baton run: %v; stopping %s\n", context.Cause(fenced), r.argv[0])
 			p.stop(lostGrace)
+			r.empty.afterLoss(r.env.stderr)
 			return p.code, lost
 		case <-r.stopping.Done():
 			sig := forwarded(r.stopping)

@@ -103,7 +103,7 @@ func TestRunOnceLostClaimStopsTheCommand(t *testing.T) {
 	until(t, 10*time.Second, "the run to start", func() bool { return len(readLines(log)) == 1 })
 	pid, _ := strconv.Atoi(readLines(log)[0])
 	proxy.Blackhole()
-	if code := p.wait(10 * time.Second); code != runLost {
+	if code := p.wait(20 * time.Second); code != runLost {
 		t.Fatalf("exit %d after the partition, want %d", code, runLost)
 	}
 	if syscall.Kill(pid, 0) == nil && !zombie(pid) {

@@ -138,7 +138,7 @@ func TestRunLeaderLostStopsTheCommand(t *testing.T) {
 	until(t, 10*time.Second, "the command to start", func() bool { return len(readLines(pidFile)) == 1 })
 	pid, _ := strconv.Atoi(readLines(pidFile)[0])
 	proxy.Blackhole()
-	if code := p.wait(10 * time.Second); code != runLost {
+	if code := p.wait(20 * time.Second); code != runLost {
 		t.Fatalf("exit %d after the partition, want %d", code, runLost)
 	}
 	if syscall.Kill(pid, 0) == nil && !zombie(pid) {
