@@ -31,6 +31,7 @@ type Cron struct {
 
 	chain    Chain
 	jobOpts  []JobOption // every job's policy, under its own (policy.go)
+	policies policies    // the jobs' policies, one copy of each
 	logger   Logger
 	location *time.Location
 	parser   ScheduleParser

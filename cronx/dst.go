@@ -29,7 +29,7 @@ const (
 // zone databases (tzdata) disagree about a transition name ticks
 // differently around it.
 func WithDST(rule DST) JobOption {
-	return func(p *jobPolicy) {
+	return func(p *policyDraft) {
 		if rule != DSTAsRobfig && rule != DSTOnce {
 			p.errs = append(p.errs, fmt.Errorf("WithDST(%d): not a daylight-saving rule", int(rule)))
 			return

@@ -38,7 +38,7 @@ type Entry struct {
 	spec string
 	// policy is the job's overlap, timeout, retry, jitter and daylight-saving
 	// rules (policy.go).
-	policy jobPolicy
+	policy *jobPolicy
 }
 
 // Valid reports whether e is an entry rather than the zero Entry.

@@ -17,7 +17,7 @@ import (
 // first and makes the earlier one too old to claim; keep it shorter. The
 // default, 0, is none. A trigger runs at once.
 func WithJitter(max time.Duration) JobOption {
-	return func(p *jobPolicy) {
+	return func(p *policyDraft) {
 		if max < 0 {
 			p.errs = append(p.errs, fmt.Errorf("WithJitter(%s): want a duration of 0 (none) or more", max))
 			return

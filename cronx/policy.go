@@ -3,6 +3,7 @@ package cronx
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -11,22 +12,31 @@ import (
 // how far its start is spread, and what it does on the nights the clocks
 // change. The Cron's WithJobOptions set it for every job; a job's own
 // options, given to Named, are applied after them and win.
+//
+// A policy does not change once made, and the entries with the same policy
+// share one copy of it (policies), so a job costs a pointer's worth of
+// policy.
 type jobPolicy struct {
 	overlap Overlap
 	timeout time.Duration // 0: none
 	dst     DST
 	jitter  time.Duration // 0: none
 	retry   retryPolicy
-	errs    []error // options given values they cannot take
+}
+
+// policyDraft is a policy while options are applied to it.
+type policyDraft struct {
+	jobPolicy
+	errs []error // options given values they cannot take
 }
 
 // JobOption sets a part of a job's policy: given to Named for one job, or
 // to WithJobOptions for every job of a Cron.
-type JobOption func(*jobPolicy)
+type JobOption func(*policyDraft)
 
 // WithOverlap sets the job's overlap policy; the default is Allow.
 func WithOverlap(o Overlap) JobOption {
-	return func(p *jobPolicy) {
+	return func(p *policyDraft) {
 		if o < Allow || o > Replace {
 			p.errs = append(p.errs, fmt.Errorf("WithOverlap(%d): not an overlap policy", int(o)))
 			return
@@ -46,8 +56,8 @@ func WithJobOptions(opts ...JobOption) Option {
 // policyOf resolves the policy of job, as added to c. An option given a
 // value it cannot take is an error naming the job (or, for an unnamed job,
 // its schedule).
-func (c *Cron) policyOf(job Job, spec string) (jobPolicy, error) {
-	var p jobPolicy
+func (c *Cron) policyOf(job Job, spec string) (*jobPolicy, error) {
+	var p policyDraft
 	apply := func(opts []JobOption) {
 		for _, opt := range opts {
 			if opt != nil {
@@ -62,7 +72,29 @@ func (c *Cron) policyOf(job Job, spec string) (jobPolicy, error) {
 		label = fmt.Sprintf("job %q", nj.name)
 	}
 	if len(p.errs) > 0 {
-		return jobPolicy{}, fmt.Errorf("cronx: %s: %w", label, errors.Join(p.errs...))
+		return nil, fmt.Errorf("cronx: %s: %w", label, errors.Join(p.errs...))
 	}
-	return p, nil
+	return c.policies.intern(p.jobPolicy), nil
+}
+
+// policies holds one copy of each distinct policy of a Cron's jobs, for
+// their entries to share. Jobs mostly have none of their own, or the
+// Cron's, so it holds a few.
+type policies struct {
+	mu   sync.Mutex
+	seen map[jobPolicy]*jobPolicy
+}
+
+// intern returns the shared copy of p.
+func (ps *policies) intern(p jobPolicy) *jobPolicy {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if shared, ok := ps.seen[p]; ok {
+		return shared
+	}
+	if ps.seen == nil {
+		ps.seen = map[jobPolicy]*jobPolicy{}
+	}
+	ps.seen[p] = &p
+	return &p
 }

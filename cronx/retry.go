@@ -26,7 +26,7 @@ type retryPolicy struct {
 // marker stays through the backoff, so its next tick is skipped rather
 // than run beside a retry; an Allow job's next tick runs beside it.
 func WithRetries(attempts int, backoff time.Duration) JobOption {
-	return func(p *jobPolicy) {
+	return func(p *policyDraft) {
 		if attempts < 0 || backoff < 0 {
 			p.errs = append(p.errs, fmt.Errorf("WithRetries(%d, %s): want attempts and a backoff of 0 or more", attempts, backoff))
 			return

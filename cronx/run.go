@@ -13,7 +13,7 @@ type run struct {
 	tick      time.Time
 	wrapped   Job
 	overlap   Overlap
-	policy    jobPolicy
+	policy    *jobPolicy
 	delay     time.Duration // the jitter: the run is claimed at tick+delay
 	catchUp   bool
 	triggered int64 // the trigger's revision, for a triggered run

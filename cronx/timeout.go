@@ -21,7 +21,7 @@ var ErrTimeout = errors.New("cronx: run timed out")
 // Job) runs on, and is recorded as timed out if it returns after the
 // deadline. The default, 0, is no timeout.
 func WithTimeout(d time.Duration) JobOption {
-	return func(p *jobPolicy) {
+	return func(p *policyDraft) {
 		if d < 0 {
 			p.errs = append(p.errs, fmt.Errorf("WithTimeout(%s): want a duration of 0 (none) or more", d))
 			return
