@@ -3,6 +3,8 @@ package cronx
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -18,6 +20,10 @@ type jobNames struct {
 	// held maps each name in use to the base it was derived from, or to ""
 	// for a name given with Named.
 	held map[string]string
+	// from maps a base to the lowest copy number that may be free: every
+	// lower one is held by a copy of that base. Adding N copies then costs
+	// N steps, not N²/2.
+	from map[string]int
 }
 
 // take registers the name a job is added under: name when the job was
@@ -32,7 +38,7 @@ func (n *jobNames) take(name, base string) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.held == nil {
-		n.held = map[string]string{}
+		n.held, n.from = map[string]string{}, map[string]int{}
 	}
 	if base == "" {
 		if other, ok := n.held[name]; ok {
@@ -44,14 +50,12 @@ func (n *jobNames) take(name, base string) (string, error) {
 		n.held[name] = ""
 		return name, nil
 	}
-	for k := 1; ; k++ {
-		name = base
-		if k > 1 {
-			name = fmt.Sprintf("%s-%d", base, k)
-		}
+	for k := max(n.from[base], 1); ; k++ {
+		name = copyName(base, k)
 		other, ok := n.held[name]
 		if !ok {
 			n.held[name] = base
+			n.from[base] = k + 1
 			return name, nil
 		}
 		if other != base {
@@ -70,5 +74,27 @@ func (n *jobNames) release(name string) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	base, ok := n.held[name]
 	delete(n.held, name)
+	if !ok || base == "" {
+		return
+	}
+	k := 1
+	if name != base {
+		k, _ = strconv.Atoi(strings.TrimPrefix(name, base+"-"))
+	}
+	if k < n.from[base] {
+		n.from[base] = k
+	}
+	if n.from[base] == 1 {
+		delete(n.from, base) // no copy left below: forget the base
+	}
+}
+
+// copyName is the name of the k-th copy of the jobs derived from base.
+func copyName(base string, k int) string {
+	if k == 1 {
+		return base
+	}
+	return base + "-" + strconv.Itoa(k)
 }
