@@ -236,7 +236,7 @@ func (e *Elector) term(ctx context.Context, sess *Session, lead func(context.Con
 		return stillLeading, ErrClientClosed
 	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.ttl)
-	_, rerr := e.client.Txn(rctx).If(t.Cmp()).Then(clientv3.OpDelete(key)).Commit()
+	_, rerr := e.client.Txn(rctx).If(t.Cmp()).Then(clientv3.OpDelete(key)).Commit() // mutation:resign
 	rcancel()
 	if rerr != nil {
 		e.opts.logger.Warn("baton: resign failed; the lease will expire instead", "election", e.name, "err", rerr)

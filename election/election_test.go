@@ -84,9 +84,11 @@ func (c *candidate) wait(t *testing.T) error {
 
 func TestElectionOneLeaderAndGracefulHandover(t *testing.T) {
 	srv := etcdtest.Start(t)
-	a := startCandidate(t, srv.Client(t), "jobs", "a")
+	// A TTL far longer than the wait for b: only a resignation hands over
+	// in time, not the expiry of a's lease.
+	a := startCandidate(t, srv.Client(t), "jobs", "a", WithTTL(time.Minute))
 	ta := waitFor(t, a.terms, 5*time.Second, "a elected")
-	b := startCandidate(t, srv.Client(t), "jobs", "b")
+	b := startCandidate(t, srv.Client(t), "jobs", "b", WithTTL(time.Minute))
 
 	l, err := b.e.Leader(context.Background())
 	if err != nil || l.Identity != "a" || l.Fence != ta.term.Fence {

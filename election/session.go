@@ -117,7 +117,7 @@ func (s *Session) Close(ctx context.Context) error {
 	if already || s.client.Ctx().Err() != nil {
 		return nil // nothing to revoke with; the lease expires by itself
 	}
-	_, err := s.client.Revoke(ctx, s.lease)
+	_, err := s.client.Revoke(ctx, s.lease) // mutation:revoke
 	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		return fmt.Errorf("election: revoke lease %x: %w", int64(s.lease), err)
 	}

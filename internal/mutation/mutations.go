@@ -82,6 +82,15 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "election", Run: "^TestElectionOneLeaderAndGracefulHandover$"}},
 	},
 	{
+		Name:   "stop-without-handover",
+		Breaks: "G3: a stopping leader neither resigns nor revokes its lease, so its successor waits for the lease to expire",
+		Edits: []edit{
+			{Marker: "resign", Old: "Then(clientv3.OpDelete(key))", New: "Then()"},
+			{Marker: "revoke", Old: "_, err := s.client.Revoke(ctx, s.lease)", New: "var err error"},
+		},
+		Tests: []tests{{Pkg: "election", Run: "^TestElectionOneLeaderAndGracefulHandover$"}},
+	},
+	{
 		Name:   "once-claim-unchecked",
 		Breaks: "baton run --once runs the command though another run holds or recently succeeded its claim",
 		Edits:  []edit{{Marker: "once-claim", Old: "!resp.Succeeded", New: "false"}},
