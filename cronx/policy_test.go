@@ -12,8 +12,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// policyCluster is three replicas of one coordinated Cron sharing a real
-// etcd, each on a fake clock of its own that the test sets alike.
+// policyCluster is replicas of one coordinated Cron sharing a real etcd,
+// each on a fake clock of its own that the test sets alike, or off by the
+// replica's skew.
 type policyCluster struct {
 	t     *testing.T
 	cli   *clientv3.Client
@@ -21,6 +22,7 @@ type policyCluster struct {
 	ids   []string
 	fakes []*clock.Fake
 	crons []*Cron
+	skews []time.Duration // how far each replica's clock is ahead; nil: none is
 }
 
 // newPolicyCluster starts three replicas ("a", "b", "c") at start; add
@@ -48,10 +50,10 @@ func newPolicyCluster(t *testing.T, name string, start time.Time, mode Mode, add
 }
 
 // ready waits until a replica schedules (every replica in claim mode) and
-// every scheduling replica has armed its timer for a tick due by at, the
-// time the test moves the clocks to next. A replica that has just become
-// leader sleeps on an idle timer until its loop resyncs; moving its clock
-// before then would skip the tick.
+// every scheduling replica has armed its timer for a tick due by at (on its
+// own clock, at plus its skew), the time the test moves the clocks to next.
+// A replica that has just become leader sleeps on an idle timer until its
+// loop resyncs; moving its clock before then would skip the tick.
 func (pc *policyCluster) ready(at time.Time) {
 	pc.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
@@ -59,8 +61,8 @@ func (pc *policyCluster) ready(at time.Time) {
 		n := 0
 		for i, c := range pc.crons {
 			if c.coord.scheduling() {
-				if !pc.fakes[i].WaitDueBy(at, time.Until(deadline)) {
-					pc.t.Fatalf("%s schedules but armed no timer due by %v within 15s", pc.ids[i], at)
+				if !pc.fakes[i].WaitDueBy(at.Add(pc.skew(i)), time.Until(deadline)) {
+					pc.t.Fatalf("%s schedules but armed no timer due by %v within 15s", pc.ids[i], at.Add(pc.skew(i)))
 				}
 				n++
 			}
@@ -75,11 +77,19 @@ func (pc *policyCluster) ready(at time.Time) {
 	}
 }
 
-// set moves every replica's clock to at.
+// set moves every replica's clock to at, plus its skew.
 func (pc *policyCluster) set(at time.Time) {
-	for _, f := range pc.fakes {
-		f.Set(at)
+	for i, f := range pc.fakes {
+		f.Set(at.Add(pc.skew(i)))
 	}
+}
+
+// skew returns how far replica i's clock is ahead.
+func (pc *policyCluster) skew(i int) time.Duration {
+	if pc.skews == nil {
+		return 0
+	}
+	return pc.skews[i]
 }
 
 // fake returns the clock of replica id.
