@@ -165,7 +165,7 @@ func newTickCluster(t *testing.T, l *ledger, mode Mode, skews ...time.Duration) 
 	for i, skew := range skews {
 		id := fmt.Sprintf("r%d", i)
 		fake := clock.NewFake(t0.Add(skew))
-		r := startReplica(t, srv.Client(t), id, l, mode, withClock(fake), WithLocation(time.UTC))
+		r := startReplica(t, srv.Client(t), id, l, mode, withClock(fake), WithLocation(time.UTC), WithElection(election.WithTTL(stallTTL)))
 		pc.ids, pc.fakes, pc.crons = append(pc.ids, id), append(pc.fakes, fake), append(pc.crons, r.cron)
 	}
 	return pc

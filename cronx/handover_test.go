@@ -35,7 +35,7 @@ func TestStopWithAClaimInFlightMissesNoTick(t *testing.T) {
 	a := &replica{id: "a", cli: etcdtest.NewClient(t, proxy.Endpoint())}
 	fakeA := clock.NewFake(t0)
 	a.cron = New(WithSeconds(), WithEtcd(a.cli), WithName("test"), withClock(fakeA), WithLocation(time.UTC),
-		WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
 	if _, err := a.cron.AddJob("* * * * * *", Named("tick", l.job("a", func(ctx context.Context) {
 		if ctx.Err() != nil {
 			info, _ := InfoFrom(ctx)
@@ -54,7 +54,7 @@ func TestStopWithAClaimInFlightMissesNoTick(t *testing.T) {
 		t.Fatalf("the first tick ran on %s, want a", r.Instance)
 	}
 	fakeB := clock.NewFake(first)
-	b := startReplica(t, srv.Client(t), "b", l, LeaderMode, withClock(fakeB), WithLocation(time.UTC))
+	b := startReplica(t, srv.Client(t), "b", l, LeaderMode, withClock(fakeB), WithLocation(time.UTC), WithElection(election.WithTTL(stallTTL)))
 	pc.ids, pc.fakes, pc.crons = append(pc.ids, "b"), append(pc.fakes, fakeB), append(pc.crons, b.cron)
 	waitCandidates(t, srv.Client(t), "test", 2)
 

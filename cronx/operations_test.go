@@ -633,7 +633,7 @@ func TestEnvironmentTurnsCoordinationOn(t *testing.T) {
 	for _, id := range []string{"web-1", "web-2"} {
 		fake := clock.NewFake(t0)
 		c := New(WithSeconds(), WithName("same"), withClock(fake), WithLocation(time.UTC),
-			WithElection(election.WithIdentity(id), election.WithTTL(2*time.Second)))
+			WithElection(election.WithIdentity(id), election.WithTTL(stallTTL)))
 		mustAdd(t, c, "* * * * * *", Named("tick", l.job(id, nil)))
 		c.Start()
 		r := &replica{id: id, cron: c}

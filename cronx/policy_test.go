@@ -25,6 +25,14 @@ type policyCluster struct {
 	skews []time.Duration // how far each replica's clock is ahead; nil: none is
 }
 
+// stallTTL is the session TTL of the tests that move fake clocks: etcd
+// keeps time on the real clock, and a test process that a loaded machine
+// does not schedule for a second or two must keep its terms and run
+// markers, as a 2s TTL does not (its safe deadline is 1.5s after the last
+// keepalive). Leadership changes hands in these tests by Stop, which
+// resigns at once, so the TTL costs them no time.
+const stallTTL = 10 * time.Second
+
 // newPolicyCluster starts three replicas ("a", "b", "c") at start; add
 // registers each replica's jobs before it starts.
 func newPolicyCluster(t *testing.T, name string, start time.Time, mode Mode, add func(id string, c *Cron), opts ...Option) *policyCluster {
@@ -34,7 +42,7 @@ func newPolicyCluster(t *testing.T, name string, start time.Time, mode Mode, add
 	for _, id := range []string{"a", "b", "c"} {
 		fake := clock.NewFake(start)
 		c := New(append([]Option{withClock(fake), WithLocation(time.UTC), WithLogger(testLogger{t, id}), WithEtcd(pc.cli),
-			WithName(name), WithMode(mode), WithElection(election.WithIdentity(id), election.WithTTL(2*time.Second))}, opts...)...)
+			WithName(name), WithMode(mode), WithElection(election.WithIdentity(id), election.WithTTL(stallTTL))}, opts...)...)
 		add(id, c)
 		c.Start()
 		t.Cleanup(func() {
