@@ -233,7 +233,8 @@ func (l *ledger) last() Info {
 }
 
 // TestGracefulStopOfLeaderMissesNoTick is G3: the leader stops between
-// ticks, resigns, and the next replica runs the next tick on time.
+// ticks, resigns, and the next replica runs every tick from the next one:
+// none is missed and none runs twice.
 func TestGracefulStopOfLeaderMissesNoTick(t *testing.T) {
 	l := newLedger()
 	pc := newTickCluster(t, l, LeaderMode, 0, 0, 0)
