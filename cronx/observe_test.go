@@ -151,9 +151,11 @@ func TestPausedTicksAreReportedAndCountedOnce(t *testing.T) {
 	}
 	l.waitTicks(t, 1, 10*time.Second)
 	ctx := context.Background()
-	if err := replicas[0].cron.Pause(ctx, "tick"); err != nil {
-		t.Fatal(err)
-	}
+	// A tick may run before the job's spec is published; pausing needs it.
+	eventually(t, 10*time.Second, func() (bool, string) {
+		err := replicas[0].cron.Pause(ctx, "tick")
+		return err == nil, fmt.Sprint(err)
+	})
 	for _, ev := range logs {
 		waitNotRun(t, ev, "tick", ReasonPaused, 10*time.Second)
 		waitNotRun(t, ev, "tick", ReasonPaused, 10*time.Second)
