@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
 )
 
@@ -19,17 +20,22 @@ import (
 // the leader's term, and the stopping leader runs the tick (Stop's context
 // waits for it, as robfig/cron's does for a job already started), or the
 // leader resigned first, the claim fails, and the successor runs it. The
-// tick must not be left claimed and unrun.
+// tick must not be left claimed and unrun. The clocks are fake and set
+// alike, so that the leader stops as its clock reaches the tick however
+// late the test process is scheduled, and a successor slow to take over
+// delays the next ticks rather than making them missed.
 func TestStopWithAClaimInFlightMissesNoTick(t *testing.T) {
 	srv := etcdtest.Start(t)
 	proxy := etcdtest.NewProxy(t, srv.Addr())
 	l := newLedger()
+	pc := &policyCluster{t: t, cli: srv.Client(t), name: "test"}
 	// A context-aware job on a: the run of a tick claimed as a stops must
 	// not start with its context already cancelled, or it is a tick lost.
 	var cancelledAtStart atomic.Value // time.Time: the tick
 	a := &replica{id: "a", cli: etcdtest.NewClient(t, proxy.Endpoint())}
-	a.cron = New(WithSeconds(), WithEtcd(a.cli), WithName("test"),
-		WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))
+	fakeA := clock.NewFake(t0)
+	a.cron = New(WithSeconds(), WithEtcd(a.cli), WithName("test"), withClock(fakeA), WithLocation(time.UTC),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
 	if _, err := a.cron.AddJob("* * * * * *", Named("tick", l.job("a", func(ctx context.Context) {
 		if ctx.Err() != nil {
 			info, _ := InfoFrom(ctx)
@@ -40,52 +46,46 @@ func TestStopWithAClaimInFlightMissesNoTick(t *testing.T) {
 	}
 	a.cron.Start()
 	t.Cleanup(func() { a.stop(t) })
-	deadline := time.After(15 * time.Second)
-	for led := false; !led; {
-		select {
-		case r := <-l.ch:
-			led = r.Instance == "a"
-		case <-deadline:
-			t.Fatal("a ran no tick within 15s")
-		}
+	pc.ids, pc.fakes, pc.crons = []string{"a"}, []*clock.Fake{fakeA}, []*Cron{a.cron}
+	first := t0.Add(time.Second)
+	pc.ready(first)
+	pc.set(first)
+	if r := runAfter(t, l.ch, time.Time{}, 15*time.Second, "run"); r.Instance != "a" {
+		t.Fatalf("the first tick ran on %s, want a", r.Instance)
 	}
-	startReplica(t, srv.Client(t), "b", l, LeaderMode)
+	fakeB := clock.NewFake(first)
+	b := startReplica(t, srv.Client(t), "b", l, LeaderMode, withClock(fakeB), WithLocation(time.UTC), WithElection(election.WithTTL(stallTTL)))
+	pc.ids, pc.fakes, pc.crons = append(pc.ids, "b"), append(pc.fakes, fakeB), append(pc.crons, b.cron)
 	waitCandidates(t, srv.Client(t), "test", 2)
 
-	// a's requests now take 100 ms each way; it stops 30 ms after a tick,
-	// while that tick's claim is on its way.
+	// a's requests now take 100 ms each way; it stops as soon as its clock
+	// reaches the tick, while that tick's claim is on its way.
 	proxy.Delay(100 * time.Millisecond)
-	tick := time.Now().Truncate(time.Second).Add(2 * time.Second)
-	time.Sleep(time.Until(tick.Add(30 * time.Millisecond)))
+	tick := first.Add(time.Second)
+	pc.ready(tick)
+	pc.set(tick)
 	stopped := a.cron.Stop()
 
-	deadline = time.After(10 * time.Second)
-	for {
+	r := runAfter(t, l.ch, first, 15*time.Second, "run of the tick")
+	if !r.Tick.Equal(tick) {
+		t.Fatalf("tick %v was missed: the next run is %v, on %s", tick, r.Tick, r.Instance)
+	}
+	if r.Instance == "a" {
+		if v := cancelledAtStart.Load(); v != nil && v.(time.Time).Equal(tick) {
+			t.Errorf("a ran tick %v, claimed as it stopped, with its context already cancelled", tick)
+		}
 		select {
-		case r := <-l.ch:
-			if r.Tick.Before(tick) {
-				continue
-			}
-			if !r.Tick.Equal(tick) {
-				t.Fatalf("tick %v was missed: the next run is %v, on %s", tick, r.Tick, r.Instance)
-			}
-			if r.Instance == "a" {
-				if v := cancelledAtStart.Load(); v != nil && v.(time.Time).Equal(tick) {
-					t.Errorf("a ran tick %v, claimed as it stopped, with its context already cancelled", tick)
-				}
-				select {
-				case <-stopped.Done():
-				case <-time.After(10 * time.Second):
-					t.Fatal("a's Stop context not done within 10s of its last run")
-				}
-			}
-			l.waitTicks(t, 3, 10*time.Second) // and the successor goes on
-			l.check(t, time.Second)
-			return
-		case <-deadline:
-			t.Fatalf("no run of tick %v or later within 10s", tick)
+		case <-stopped.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("a's Stop context not done within 10s of its last run")
 		}
 	}
+	// And the successor goes on.
+	next := tick.Add(time.Second)
+	pc.ready(next)
+	pc.set(next)
+	l.waitTicks(t, 3, 15*time.Second)
+	l.check(t, time.Second)
 }
 
 // waitCandidates waits until the election of the named scheduler has n

@@ -112,9 +112,10 @@ func TestTicksThatRunCostNoNotRunRequest(t *testing.T) {
 	}
 	// The same client does send them once a tick is not run: the count
 	// above can see them.
-	if err := r.cron.Pause(context.Background(), "tick"); err != nil {
-		t.Fatal(err)
-	}
+	eventually(t, 10*time.Second, func() (bool, string) { // once the job's spec is published
+		err := r.cron.Pause(context.Background(), "tick")
+		return err == nil, fmt.Sprint(err)
+	})
 	waitNotRunCount(t, r.cron, "tick", ReasonPaused, 1)
 	counter.mu.Lock()
 	defer counter.mu.Unlock()

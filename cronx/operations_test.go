@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -620,21 +621,29 @@ func TestUnreachableEtcdBlocksNothingAndRunsNothing(t *testing.T) {
 }
 
 // TestEnvironmentTurnsCoordinationOn: BATON_ETCD_ENDPOINTS alone makes
-// replicas built with a plain New share each tick.
+// replicas built with a plain New share each tick. Their clocks are fake,
+// moved a tick at a time, so that a loaded machine cannot make a tick
+// missed.
 func TestEnvironmentTurnsCoordinationOn(t *testing.T) {
 	srv := etcdtest.Start(t)
 	t.Setenv("BATON_ETCD_ENDPOINTS", srv.Endpoint())
 	l := newLedger()
+	pc := &policyCluster{t: t, name: "same"}
 	var crons []*Cron
 	for _, id := range []string{"web-1", "web-2"} {
-		c := New(WithSeconds(), WithName("same"), WithElection(election.WithIdentity(id), election.WithTTL(2*time.Second)))
+		fake := clock.NewFake(t0)
+		c := New(WithSeconds(), WithName("same"), withClock(fake), WithLocation(time.UTC),
+			WithElection(election.WithIdentity(id), election.WithTTL(stallTTL)))
 		mustAdd(t, c, "* * * * * *", Named("tick", l.job(id, nil)))
 		c.Start()
 		r := &replica{id: id, cron: c}
 		t.Cleanup(func() { r.stop(t) })
 		crons = append(crons, c)
+		pc.ids, pc.fakes, pc.crons = append(pc.ids, id), append(pc.fakes, fake), append(pc.crons, c)
 	}
-	l.waitTicks(t, 4, 10*time.Second)
+	for n := 1; n <= 4; n++ {
+		pc.tick(l, n, n)
+	}
 	for _, c := range crons {
 		returnsWithin(t, 10*time.Second, "Stop's context", func() { <-c.Stop().Done() })
 	}

@@ -12,8 +12,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// policyCluster is three replicas of one coordinated Cron sharing a real
-// etcd, each on a fake clock of its own that the test sets alike.
+// policyCluster is replicas of one coordinated Cron sharing a real etcd,
+// each on a fake clock of its own that the test sets alike, or off by the
+// replica's skew.
 type policyCluster struct {
 	t     *testing.T
 	cli   *clientv3.Client
@@ -21,7 +22,16 @@ type policyCluster struct {
 	ids   []string
 	fakes []*clock.Fake
 	crons []*Cron
+	skews []time.Duration // how far each replica's clock is ahead; nil: none is
 }
+
+// stallTTL is the session TTL of the tests that move fake clocks: etcd
+// keeps time on the real clock, and a test process that a loaded machine
+// does not schedule for a second or two must keep its terms and run
+// markers, as a 2s TTL does not (its safe deadline is 1.5s after the last
+// keepalive). Leadership changes hands in these tests by Stop, which
+// resigns at once, so the TTL costs them no time.
+const stallTTL = 10 * time.Second
 
 // newPolicyCluster starts three replicas ("a", "b", "c") at start; add
 // registers each replica's jobs before it starts.
@@ -32,7 +42,7 @@ func newPolicyCluster(t *testing.T, name string, start time.Time, mode Mode, add
 	for _, id := range []string{"a", "b", "c"} {
 		fake := clock.NewFake(start)
 		c := New(append([]Option{withClock(fake), WithLocation(time.UTC), WithLogger(testLogger{t, id}), WithEtcd(pc.cli),
-			WithName(name), WithMode(mode), WithElection(election.WithIdentity(id), election.WithTTL(2*time.Second))}, opts...)...)
+			WithName(name), WithMode(mode), WithElection(election.WithIdentity(id), election.WithTTL(stallTTL))}, opts...)...)
 		add(id, c)
 		c.Start()
 		t.Cleanup(func() {
@@ -48,10 +58,10 @@ func newPolicyCluster(t *testing.T, name string, start time.Time, mode Mode, add
 }
 
 // ready waits until a replica schedules (every replica in claim mode) and
-// every scheduling replica has armed its timer for a tick due by at, the
-// time the test moves the clocks to next. A replica that has just become
-// leader sleeps on an idle timer until its loop resyncs; moving its clock
-// before then would skip the tick.
+// every scheduling replica has armed its timer for a tick due by at (on its
+// own clock, at plus its skew), the time the test moves the clocks to next.
+// A replica that has just become leader sleeps on an idle timer until its
+// loop resyncs; moving its clock before then would skip the tick.
 func (pc *policyCluster) ready(at time.Time) {
 	pc.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
@@ -59,8 +69,8 @@ func (pc *policyCluster) ready(at time.Time) {
 		n := 0
 		for i, c := range pc.crons {
 			if c.coord.scheduling() {
-				if !pc.fakes[i].WaitDueBy(at, time.Until(deadline)) {
-					pc.t.Fatalf("%s schedules but armed no timer due by %v within 15s", pc.ids[i], at)
+				if !pc.fakes[i].WaitDueBy(at.Add(pc.skew(i)), time.Until(deadline)) {
+					pc.t.Fatalf("%s schedules but armed no timer due by %v within 15s", pc.ids[i], at.Add(pc.skew(i)))
 				}
 				n++
 			}
@@ -75,11 +85,19 @@ func (pc *policyCluster) ready(at time.Time) {
 	}
 }
 
-// set moves every replica's clock to at.
+// set moves every replica's clock to at, plus its skew.
 func (pc *policyCluster) set(at time.Time) {
-	for _, f := range pc.fakes {
-		f.Set(at)
+	for i, f := range pc.fakes {
+		f.Set(at.Add(pc.skew(i)))
 	}
+}
+
+// skew returns how far replica i's clock is ahead.
+func (pc *policyCluster) skew(i int) time.Duration {
+	if pc.skews == nil {
+		return 0
+	}
+	return pc.skews[i]
 }
 
 // fake returns the clock of replica id.

@@ -47,7 +47,10 @@ func TestReplaceCancelsTheRunInProgress(t *testing.T) {
 		next := tick.Add(time.Duration(i) * time.Minute)
 		// One replica reaches the tick first and claims it: each in turn,
 		// so that the run it replaces is on another replica as often as not.
+		// Its loop must wait for the tick first: one that wakes for the last
+		// tick only after its clock reached this one skips this one.
 		winner := pc.ids[i%len(pc.ids)]
+		pc.waitDue(pc.fake(winner), next, "the tick of "+winner)
 		pc.fake(winner).Set(next)
 		select {
 		case <-cur.ctx.Done():

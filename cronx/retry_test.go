@@ -14,10 +14,14 @@ import (
 
 // TestRetriesKeepOneClaim runs a Forbid job that fails its first two
 // attempts on three replicas: the runner retries it under the same claim
-// after 45s and 90s, the ticks that come meanwhile are skipped rather than
+// after 30s and 60s, the tick that comes meanwhile is skipped rather than
 // run beside it, every attempt is in the history, and the marker goes with
 // the last. Then the leader stops in a backoff: it makes no further
 // attempt, and its successor runs the next tick.
+//
+// The last attempt (tick+90s) comes before the tick after the skipped one:
+// a clock moved past both at once would leave to chance whether that tick
+// is claimed while the last attempt runs (skipped) or after it (run).
 func TestRetriesKeepOneClaim(t *testing.T) {
 	start := time.Date(2026, 3, 2, 10, 0, 30, 0, time.UTC)
 	tick := start.Truncate(time.Minute).Add(time.Minute)
@@ -31,7 +35,7 @@ func TestRetriesKeepOneClaim(t *testing.T) {
 		return nil
 	})
 	pc := newPolicyCluster(t, "retry", start, LeaderMode, func(id string, c *Cron) {
-		mustAdd(t, c, "* * * * *", Named("flaky", job, WithOverlap(Forbid), WithRetries(3, 45*time.Second)))
+		mustAdd(t, c, "* * * * *", Named("flaky", job, WithOverlap(Forbid), WithRetries(3, 30*time.Second)))
 	})
 	pc.ready(tick)
 	pc.set(tick)
@@ -44,15 +48,15 @@ func TestRetriesKeepOneClaim(t *testing.T) {
 		t.Fatalf("%d in-progress markers in the backoff, want the run's one", n)
 	}
 	runner := pc.fake(first.info.Instance)
-	pc.waitDue(runner, tick.Add(45*time.Second), "the first backoff")
-	pc.set(tick.Add(45 * time.Second))
+	pc.waitDue(runner, tick.Add(30*time.Second), "the first backoff")
+	pc.set(tick.Add(30 * time.Second))
 	second := waitStart(t, runs, "second attempt")
-	pc.waitDue(runner, tick.Add(45*time.Second+90*time.Second), "the second backoff")
+	pc.waitDue(runner, tick.Add(30*time.Second+60*time.Second), "the second backoff")
 	pc.set(tick.Add(time.Minute))
 	noStart(t, runs, 300*time.Millisecond, "the next tick, during the backoff of a Forbid job")
-	pc.set(tick.Add(45*time.Second + 90*time.Second - time.Millisecond))
-	noStart(t, runs, 200*time.Millisecond, "before the second backoff (90s) ended")
-	pc.set(tick.Add(45*time.Second + 90*time.Second))
+	pc.set(tick.Add(30*time.Second + 60*time.Second - time.Millisecond))
+	noStart(t, runs, 200*time.Millisecond, "before the second backoff (60s) ended")
+	pc.set(tick.Add(30*time.Second + 60*time.Second))
 	third := waitStart(t, runs, "third attempt")
 	for i, s := range []started{first, second, third} {
 		if s.info.Attempt != i+1 || !s.info.Tick.Equal(tick) || s.info.Instance != first.info.Instance || s.info.Fence != first.info.Fence {
@@ -69,7 +73,7 @@ func TestRetriesKeepOneClaim(t *testing.T) {
 	pc.waitMarkers("flaky", 0)
 
 	// The next tick runs; the leader stops in its first backoff.
-	next := tick.Add(3 * time.Minute)
+	next := tick.Add(2 * time.Minute)
 	pc.set(next)
 	r := waitStart(t, runs, "the run of the next tick")
 	leader := r.info.Instance
@@ -84,8 +88,9 @@ func TestRetriesKeepOneClaim(t *testing.T) {
 		}
 	}
 	pc.waitMarkers("flaky", 0)
-	pc.set(next.Add(45 * time.Second))
+	pc.set(next.Add(30 * time.Second))
 	noStart(t, runs, 300*time.Millisecond, "a retry after the runner stopped")
+	pc.ready(next.Add(time.Minute))
 	pc.set(next.Add(time.Minute))
 	r = waitStart(t, runs, "the tick after, on the successor")
 	if r.info.Instance == leader || !r.info.Tick.Equal(next.Add(time.Minute)) || r.info.Attempt != 1 {
