@@ -155,17 +155,18 @@ func (r *replica) stop(t *testing.T) {
 }
 
 // newTickCluster starts a replica of the every-second job per skew, named
-// r0, r1, ..., each on a fake clock that reads t0 plus its skew. The test
-// moves the clocks a tick at a time once every scheduling replica waits for
-// it, so that a loaded machine delays ticks but cannot make one missed.
-func newTickCluster(t *testing.T, l *ledger, mode Mode, skews ...time.Duration) *policyCluster {
+// r0, r1, ..., each on a fake clock that reads t0 plus its skew and with
+// sessions of ttl. The test moves the clocks a tick at a time once every
+// scheduling replica waits for it, so that a loaded machine delays ticks
+// but cannot make one missed.
+func newTickCluster(t *testing.T, l *ledger, mode Mode, ttl time.Duration, skews ...time.Duration) *policyCluster {
 	t.Helper()
 	srv := etcdtest.Start(t)
 	pc := &policyCluster{t: t, cli: srv.Client(t), name: "test", skews: skews}
 	for i, skew := range skews {
 		id := fmt.Sprintf("r%d", i)
 		fake := clock.NewFake(t0.Add(skew))
-		r := startReplica(t, srv.Client(t), id, l, mode, withClock(fake), WithLocation(time.UTC), WithElection(election.WithTTL(stallTTL)))
+		r := startReplica(t, srv.Client(t), id, l, mode, withClock(fake), WithLocation(time.UTC), WithElection(election.WithTTL(ttl)))
 		pc.ids, pc.fakes, pc.crons = append(pc.ids, id), append(pc.fakes, fake), append(pc.crons, r.cron)
 	}
 	return pc
@@ -186,7 +187,7 @@ func TestThreeReplicasRunEachTickOnce(t *testing.T) {
 	for _, mode := range []Mode{LeaderMode, ClaimMode} {
 		t.Run(mode.String(), func(t *testing.T) {
 			l := newLedger()
-			pc := newTickCluster(t, l, mode, 0, 0, 0)
+			pc := newTickCluster(t, l, mode, stallTTL, 0, 0, 0)
 			for n := 1; n <= 5; n++ {
 				pc.tick(l, n, n)
 			}
@@ -206,7 +207,7 @@ func (o offsetClock) NewTimer(d time.Duration) clock.Timer { return clock.Real.N
 // replica that reaches it first, and none is missed.
 func TestClaimModeSkewedClocksRunEachTickOnce(t *testing.T) {
 	l := newLedger()
-	pc := newTickCluster(t, l, ClaimMode, -2*time.Second, 0, 2*time.Second)
+	pc := newTickCluster(t, l, ClaimMode, stallTTL, -2*time.Second, 0, 2*time.Second)
 	// A replica whose clock is ahead claims from its own now when it joins,
 	// so ticks the others had not reached yet are skipped once (see the
 	// package documentation). Here r2, ahead, runs its first tick before
@@ -234,10 +235,12 @@ func (l *ledger) last() Info {
 
 // TestGracefulStopOfLeaderMissesNoTick is G3: the leader stops between
 // ticks, resigns, and the next replica runs every tick from the next one:
-// none is missed and none runs twice.
+// none is missed and none runs twice. The fake clocks wait for the
+// successor, so the sessions last a minute, past the wait for it: only a
+// resignation, not the expiry of the old leader's lease, elects it in time.
 func TestGracefulStopOfLeaderMissesNoTick(t *testing.T) {
 	l := newLedger()
-	pc := newTickCluster(t, l, LeaderMode, 0, 0, 0)
+	pc := newTickCluster(t, l, LeaderMode, time.Minute, 0, 0, 0)
 	pc.tick(l, 1, 1)
 	pc.tick(l, 2, 2)
 	leader := l.last().Instance

@@ -88,7 +88,10 @@ var mutations = []mutation{
 			{Marker: "resign", Old: "Then(clientv3.OpDelete(key))", New: "Then()"},
 			{Marker: "revoke", Old: "_, err := s.client.Revoke(ctx, s.lease)", New: "var err error"},
 		},
-		Tests: []tests{{Pkg: "election", Run: "^TestElectionOneLeaderAndGracefulHandover$"}},
+		Tests: []tests{
+			{Pkg: "election", Run: "^TestElectionOneLeaderAndGracefulHandover$"},
+			{Pkg: "cronx", Run: "^TestGracefulStopOfLeaderMissesNoTick$"},
+		},
 	},
 	{
 		Name:   "once-claim-unchecked",
