@@ -350,8 +350,12 @@
 // TTL). Two runs never overlap, and every tick is claimed once. A job must
 // return when its context ends: one that does not keeps its successors
 // waiting, and a run still waiting when an even later tick is claimed
-// gives way to that tick without starting (ReasonOvertaken). A trigger of a Replace job is
-// claimed as under Forbid, and replaces nothing.
+// gives way to that tick without starting (ReasonOvertaken). A run that
+// loses its claim's session while it waits does not start
+// (ReasonEtcdUnavailable); one whose replica stops or gives up its term
+// while it waits does not start either, and is logged as an error: that
+// tick is claimed and not run. A trigger of a Replace job is claimed as
+// under Forbid, and replaces nothing.
 //
 // WithTimeout(d) ends each run's context d after it started, on the
 // replica that runs it, with ErrTimeout as the cause; the run is recorded

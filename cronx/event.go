@@ -81,7 +81,8 @@ const (
 	// replica, never counted among a job's ticks not run.
 	ReasonClaimedElsewhere
 	// ReasonEtcdUnavailable: etcd did not answer the claim before the
-	// misfire deadline.
+	// misfire deadline, or a Replace run lost its claim's session while it
+	// waited for the run it replaces.
 	ReasonEtcdUnavailable
 )
 

@@ -29,9 +29,10 @@ var ErrReplaced = errors.New("cronx: run replaced by a later tick")
 // replacing prepares a run of a Replace job under its claim: it returns the
 // run's context, cancelled with ErrReplaced by a later claim of the job, and
 // a func to release the watch, once every earlier run of the job has
-// ended. It returns ok false, having released the watch, if the run must
-// not start: ctx ended or a later tick was claimed first.
-func (co *coordinator) replacing(ctx context.Context, r run, claim election.Claim) (context.Context, func(), bool) {
+// ended. It returns why, having released the watch, if the run must not
+// start: ErrReplaced when a later tick was claimed first, else the cause
+// of ctx's end (the claim's session lost).
+func (co *coordinator) replacing(ctx context.Context, r run, claim election.Claim) (context.Context, func(), error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	wctx, stopWatch := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -46,9 +47,9 @@ func (co *coordinator) replacing(ctx context.Context, r run, claim election.Clai
 	}
 	if err := co.awaitEarlierRuns(ctx, r, claim.Fence.Key); err != nil {
 		release()
-		return nil, nil, false
+		return nil, nil, err
 	}
-	return ctx, release, true
+	return ctx, release, nil
 }
 
 // watchLaterClaim calls replaced once the job's claim key is written after
@@ -83,11 +84,22 @@ func (co *coordinator) watchLaterClaim(ctx context.Context, r run, rev int64, re
 	}
 }
 
-// giveUp releases the marker of a run that a later tick replaced before it
-// started.
-func (co *coordinator) giveUp(r run, claim election.Claim, sess *election.Session) {
-	co.logger.Info("cronx: skipped: a later tick was claimed while the run waited to start", "job", r.job, "tick", r.tick)
-	co.notRun(r.job, r.tick, ReasonOvertaken, nil)
+// giveUp reports a run that did not start, having waited for the run it
+// replaces, and releases its marker. why is ErrReplaced when a later tick
+// was claimed meanwhile; else the claim's session was lost (etcd out of
+// reach), or this replica stopped or gave up its term, which the run's
+// context ends with.
+func (co *coordinator) giveUp(r run, claim election.Claim, sess *election.Session, why error) {
+	switch {
+	case errors.Is(why, ErrReplaced):
+		co.logger.Info("cronx: skipped: a later tick was claimed while the run waited to start", "job", r.job, "tick", r.tick)
+		co.notRun(r.job, r.tick, ReasonOvertaken, nil)
+	case sess.Context().Err() != nil:
+		co.logger.Error(why, "cronx: tick not run: its claim was lost while it waited for the run it replaces", "job", r.job, "tick", r.tick)
+		co.notRun(r.job, r.tick, ReasonEtcdUnavailable, why)
+	default:
+		co.logger.Error(why, "cronx: tick not run: this replica stopped while the run waited for the run it replaces", "job", r.job, "tick", r.tick)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
 	co.rec.release(ctx, finishItem{r: r, claim: claim, sess: sess})

@@ -123,7 +123,9 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 		base = context.WithoutCancel(base)
 	}
 	ctx := context.WithValue(base, infoKey{}, info)
-	if !r.plain {
+	// A plain job cannot see its context; but a Replace job's wait for the
+	// run it replaces ends with its claim too.
+	if !r.plain || r.overlap == Replace {
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		stop := context.AfterFunc(sess.Context(), func() { cancel(context.Cause(sess.Context())) })
@@ -132,9 +134,9 @@ func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, cl
 	}
 	if r.overlap == Replace && r.triggered == 0 {
 		var release func()
-		var ok bool
-		if ctx, release, ok = co.replacing(ctx, r, claim); !ok {
-			co.giveUp(r, claim, sess)
+		var why error
+		if ctx, release, why = co.replacing(ctx, r, claim); why != nil {
+			co.giveUp(r, claim, sess, why)
 			return
 		}
 		defer release()
