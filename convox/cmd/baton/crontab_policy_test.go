@@ -189,7 +189,10 @@ func TestCrontabRetriesStayWithTheClaim(t *testing.T) {
 			ledger := filepath.Join(dir, "ledger")
 			file := filepath.Join(dir, "crontab")
 			line := `echo "%s $BATON_TICK $BATON_ATTEMPT $BATON_ID $BATON_FENCE $(date +%%s%%N)" >> ` + ledger
-			os.WriteFile(file, []byte(`flaky: */6 * * * * * `+fmt.Sprintf(line, "start")+`; sleep 0.5; `+fmt.Sprintf(line, "end")+"; exit 1\n"), 0o644)
+			// A second attempt runs until its replica is stopped: the stop
+			// comes in it however late the test gets to send it.
+			os.WriteFile(file, []byte(`flaky: */6 * * * * * `+fmt.Sprintf(line, "start")+
+				`; if [ "$BATON_ATTEMPT" = 2 ]; then while :; do sleep 0.05; done; fi; sleep 0.5; `+fmt.Sprintf(line, "end")+"; exit 1\n"), 0o644)
 			replicas := map[string]*process{}
 			for _, id := range []string{"r1", "r2", "r3"} {
 				replicas[id] = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
