@@ -375,7 +375,7 @@ func TestCrontabWaitsForEtcd(t *testing.T) {
 	p = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint()}, "crontab", "--seconds", "--dial-timeout", "1s", file)
 	p.waitOutput("waiting for etcd", 10*time.Second)
 	p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.wait(5 * time.Second); code != 0 || !strings.Contains(p.out.String(), "stopped while waiting") {
+	if code := p.wait(20 * time.Second); code != 0 || !strings.Contains(p.out.String(), "stopped while waiting") {
 		t.Fatalf("exit %d after SIGTERM while waiting:\n%s", code, p.out.String())
 	}
 }
