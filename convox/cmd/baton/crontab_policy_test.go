@@ -60,6 +60,12 @@ func TestParseCrontabOptions(t *testing.T) {
 	}
 }
 
+// policyTTL is the replicas' --ttl in these tests, in seconds: longer than
+// a pause of the test process, which runs etcd. A session lost in such a
+// pause has its command stopped (SIGKILL half a second after SIGTERM), which
+// the tests would read as a run that never ended.
+const policyTTL = 6
+
 // jobHistory reads a crontab job's run history from etcd.
 func jobHistory(t *testing.T, cli *clientv3.Client, job string) []cronx.Record {
 	t.Helper()
@@ -102,7 +108,7 @@ func TestCrontabTimeoutStopsTheCommand(t *testing.T) {
 		`echo "start $BATON_TICK" >> `+log+`; while true; do sleep 0.05; done`+"\n"), 0o644)
 	for _, id := range []string{"r1", "r2", "r3"} {
 		startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
-			"crontab", "--seconds", "--ttl", "2", "--grace", "2s", "--timeout", "1h", file)
+			"crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL), "--grace", "2s", "--timeout", "1h", file)
 	}
 	until(t, 20*time.Second, "a run to start", func() bool { return len(readLines(log)) >= 1 })
 	var lines []string
@@ -196,7 +202,7 @@ func TestCrontabRetriesStayWithTheClaim(t *testing.T) {
 			replicas := map[string]*process{}
 			for _, id := range []string{"r1", "r2", "r3"} {
 				replicas[id] = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
-					"crontab", "--seconds", "--ttl", "2", "--overlap", "forbid", "--attempts", "3", "--retry-backoff", "1s", "--grace", "1s", file)
+					"crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL), "--overlap", "forbid", "--attempts", "3", "--retry-backoff", "1s", "--grace", "1s", file)
 			}
 			var victim attemptLine
 			until(t, 30*time.Second, "a second attempt to start", func() bool {
@@ -283,7 +289,7 @@ func TestCrontabReplaceNeverOverlaps(t *testing.T) {
 			replicas := map[string]*process{}
 			for _, id := range []string{"r1", "r2", "r3"} {
 				replicas[id] = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
-					"crontab", "--seconds", "--ttl", "2", "--mode", "claim", "--grace", "3s", file)
+					"crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL), "--mode", "claim", "--grace", "3s", file)
 			}
 			// Three runs replaced, then the runner of the fourth is stopped.
 			var victim attemptLine
