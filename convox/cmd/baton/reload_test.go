@@ -28,8 +28,10 @@ func TestCrontabReloadsOnSIGHUP(t *testing.T) {
 	if err := os.WriteFile(file, entry("a"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A TTL longer than a pause of the test process, which runs etcd: a
+	// session lost in one would drop ticks that the reloads did not.
 	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=r1"},
-		"crontab", "--seconds", "--ttl", "2", file)
+		"crontab", "--seconds", "--ttl", "6", file)
 	count := func(job string) int {
 		n := 0
 		for _, l := range readLedger(t, ledger) {
