@@ -6,8 +6,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/batonhq/baton/internal/etcdtest"
 )
 
 // TestCrontabReloadsOnSIGHUP: on SIGHUP baton crontab reads its file again.
@@ -18,7 +16,7 @@ func TestCrontabReloadsOnSIGHUP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process")
 	}
-	etcd := etcdtest.Start(t)
+	etcd := separateEtcd(t)
 	dir := t.TempDir()
 	ledger := filepath.Join(dir, "ledger")
 	file := filepath.Join(dir, "crontab")
@@ -28,9 +26,9 @@ func TestCrontabReloadsOnSIGHUP(t *testing.T) {
 	if err := os.WriteFile(file, entry("a"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// A TTL longer than a pause of the test process, which runs etcd: a
-	// session lost in one would drop ticks that the reloads did not.
-	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=r1"},
+	// A TTL longer than a pause of etcd: a session lost in one would drop
+	// ticks that the reloads did not.
+	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd, "BATON_ID=r1"},
 		"crontab", "--seconds", "--ttl", "6", file)
 	count := func(job string) int {
 		n := 0
