@@ -164,13 +164,15 @@ func countingClient(t testing.TB, endpoint string) (*clientv3.Client, *rpcCounte
 // not poll: over several TTLs it sends etcd nothing but lease keepalives and
 // holds one watch stream.
 func TestIdleFollowerCostsOnlyKeepalivesAndOneWatch(t *testing.T) {
-	const ttl = 2 * time.Second
+	// Longer than a pause of the test process, which runs the etcd server:
+	// a session lapsed in a pause would make the follower campaign anew.
+	const ttl = 6 * time.Second
 	srv := etcdtest.Start(t)
-	leader := startCandidate(t, srv.Client(t), "idle", "leader")
+	leader := startCandidate(t, srv.Client(t), "idle", "leader", WithTTL(ttl))
 	waitFor(t, leader.terms, 5*time.Second, "leader elected")
 
 	cli, counter := countingClient(t, srv.Endpoint())
-	follower := startCandidate(t, cli, "idle", "follower")
+	follower := startCandidate(t, cli, "idle", "follower", WithTTL(ttl))
 	// The follower queues: a watch, its key, one read of who is ahead.
 	eventually(t, 5*time.Second, "follower to queue", func() bool {
 		return counter.snapshot()["/etcdserverpb.KV/Range"] == 1

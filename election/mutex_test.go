@@ -325,7 +325,9 @@ func TestMutexLockCancelledWhileWaitingLeavesNoKey(t *testing.T) {
 	cli := srv.Client(t)
 	const queue = "/t/lock/job/"
 	ctx := deadlineCtx(t, 20*time.Second)
-	holder := newTestMutex(t, cli, "job", "holder")
+	// The holder's lease outlasts a pause of the test process, which runs
+	// the etcd server: its key must be the one left.
+	holder := newTestMutex(t, cli, "job", "holder", WithTTL(30*time.Second))
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}

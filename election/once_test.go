@@ -15,9 +15,12 @@ import (
 func TestOnceClaim(t *testing.T) {
 	m := etcdtest.Start(t)
 	cli := m.Client(t)
-	opts := []Option{WithTTL(2 * time.Second), WithIdentity("a")}
+	// Sessions and a window longer than a pause of the test process, which
+	// runs etcd: a lease lapsed in a pause would free the key early.
+	const ttl, window = 10 * time.Second, 6 * time.Second
+	opts := []Option{WithTTL(ttl), WithIdentity("a")}
 	claim := func(window time.Duration, id string) (*Once, error) {
-		return ClaimOnce(deadlineCtx(t, 5*time.Second), cli, "nightly", window, WithTTL(2*time.Second), WithIdentity(id))
+		return ClaimOnce(deadlineCtx(t, 5*time.Second), cli, "nightly", window, WithTTL(ttl), WithIdentity(id))
 	}
 	a, err := ClaimOnce(deadlineCtx(t, 5*time.Second), cli, "nightly", time.Second, opts...)
 	if err != nil {
@@ -33,7 +36,7 @@ func TestOnceClaim(t *testing.T) {
 	if a.Context().Err() == nil {
 		t.Error("a released claim's context is not done")
 	}
-	b, err := claim(2*time.Second, "b")
+	b, err := claim(window, "b")
 	if err != nil {
 		t.Fatalf("a claim after a release: %v", err)
 	}
@@ -46,7 +49,7 @@ func TestOnceClaim(t *testing.T) {
 	if _, err := claim(time.Second, "c"); !errors.Is(err, ErrDone) || !errors.As(err, &oe) || oe.By != "b" {
 		t.Fatalf("a claim within the window of a success: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(window + 10*time.Second)
 	for {
 		c, err := claim(time.Second, "c")
 		if err == nil {
@@ -54,7 +57,7 @@ func TestOnceClaim(t *testing.T) {
 			break
 		}
 		if !errors.Is(err, ErrDone) || time.Now().After(deadline) {
-			t.Fatalf("the key is still done 10s after a success with a 2s window: %v", err)
+			t.Fatalf("the key is still done %v after a success with a %v window: %v", window+10*time.Second, window, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -20,7 +20,7 @@ func TestSessionDeadlineFollowsAcknowledgedKeepalives(t *testing.T) {
 	cli := etcdtest.NewClient(t, proxy.Endpoint())
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	fake := clock.NewFake(start)
-	const ttl, margin = 3 * time.Second, 600 * time.Millisecond
+	const ttl, margin = 30 * time.Second, 600 * time.Millisecond // the real lease outlasts any pause of the test
 
 	s, err := NewSession(context.Background(), cli, WithTTL(ttl), WithMargin(margin), withClock(fake))
 	if err != nil {
@@ -63,14 +63,17 @@ func TestSessionDeadlineFollowsAcknowledgedKeepalives(t *testing.T) {
 func TestSessionEndsWhenItsLeaseIsRevoked(t *testing.T) {
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
-	s, err := NewSession(context.Background(), cli, WithTTL(2*time.Second))
+	// A TTL longer than a pause of the test: the session ends of
+	// the revoke, which its next keepalive (every TTL/3) finds, and not of
+	// its own deadline.
+	s, err := NewSession(context.Background(), cli, WithTTL(6*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cli.Revoke(context.Background(), s.Lease()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, s.Done(), 5*time.Second, "session to notice its lease is gone")
+	waitFor(t, s.Done(), 15*time.Second, "session to notice its lease is gone")
 	if cause := context.Cause(s.Context()); !errors.Is(cause, ErrLeaseLost) {
 		t.Fatalf("cause %v, want ErrLeaseLost", cause)
 	}
@@ -83,7 +86,9 @@ func TestSessionEndsWhenItsLeaseIsRevoked(t *testing.T) {
 func TestSessionCloseRevokesTheLease(t *testing.T) {
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
-	s, err := NewSession(context.Background(), cli, WithTTL(2*time.Second))
+	// A TTL longer than a pause of the test: the key goes with the Close,
+	// and the session ends of it, not of its own deadline.
+	s, err := NewSession(context.Background(), cli, WithTTL(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

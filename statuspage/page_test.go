@@ -182,8 +182,10 @@ func TestPageSaysEtcdIsDown(t *testing.T) {
 		!strings.Contains(body, `http-equiv="refresh"`) {
 		t.Errorf("GET with etcd down: %d:\n%s", code, body)
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("GET with etcd down took %v; want about the 1s timeout", d)
+	// Between the 1s asked for and the default: the option is what ended
+	// the wait, with room for a loaded machine's pauses.
+	if d := time.Since(start); d >= DefaultTimeout-time.Second {
+		t.Errorf("GET with etcd down took %v; want about the 1s timeout, not the default %v", d, DefaultTimeout)
 	}
 }
 

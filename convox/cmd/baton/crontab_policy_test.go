@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,6 +60,12 @@ func TestParseCrontabOptions(t *testing.T) {
 	}
 }
 
+// policyTTL is the replicas' --ttl in these tests, in seconds: longer than
+// a pause of the test process, which runs etcd. A session lost in such a
+// pause has its command stopped (SIGKILL half a second after SIGTERM), which
+// the tests would read as a run that never ended.
+const policyTTL = 6
+
 // jobHistory reads a crontab job's run history from etcd.
 func jobHistory(t *testing.T, cli *clientv3.Client, job string) []cronx.Record {
 	t.Helper()
@@ -94,46 +101,58 @@ func TestCrontabTimeoutStopsTheCommand(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "log")
 	file := filepath.Join(dir, "crontab")
-	os.WriteFile(file, []byte(`slow: [timeout=1s] */5 * * * * * echo "start $BATON_TICK" >> `+log+
-		`; trap 'echo "term $BATON_TICK" >> `+log+`; sleep 30' TERM; while true; do sleep 0.05; done`+"\n"), 0o644)
+	// The trap comes first: a shell that a loaded machine starts late may
+	// still be before it at the timeout, and die of the SIGTERM; a shell
+	// that got past it says when the SIGTERM came.
+	os.WriteFile(file, []byte(`slow: [timeout=1s] */5 * * * * * trap 'echo "term $BATON_TICK $(date +%s.%N)" >> `+log+`; sleep 30' TERM; `+
+		`echo "start $BATON_TICK" >> `+log+`; while true; do sleep 0.05; done`+"\n"), 0o644)
 	for _, id := range []string{"r1", "r2", "r3"} {
 		startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
-			"crontab", "--seconds", "--ttl", "2", "--grace", "2s", "--timeout", "1h", file)
+			"crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL), "--grace", "2s", "--timeout", "1h", file)
 	}
-	var startedAt time.Time
-	until(t, 20*time.Second, "a run to start", func() bool {
-		startedAt = time.Now()
-		return len(readLines(log)) >= 1
-	})
+	until(t, 20*time.Second, "a run to start", func() bool { return len(readLines(log)) >= 1 })
 	var lines []string
-	until(t, 5*time.Second, "the command to get SIGTERM", func() bool {
+	until(t, 10*time.Second, "the command to get SIGTERM", func() bool {
 		lines = readLines(log)
 		return len(lines) >= 2
 	})
-	if took := time.Since(startedAt); took < 500*time.Millisecond {
-		t.Errorf("SIGTERM %v after the start, want about the 1s timeout", took)
-	}
 	tick := strings.TrimPrefix(lines[0], "start ")
-	if lines[1] != "term "+tick {
+	term := strings.Fields(lines[1])
+	if len(term) != 3 || term[0] != "term" || term[1] != tick {
 		t.Fatalf("log %q, want the run of %s to get SIGTERM", lines, tick)
 	}
-	var hist []cronx.Record
-	until(t, 10*time.Second, "the run in the history", func() bool {
-		hist = jobHistory(t, cli, "slow")
-		return len(hist) >= 1
+	nominal, err := time.Parse(time.RFC3339, tick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	termAt, err := strconv.ParseFloat(term[2], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The run starts at its tick or later: a SIGTERM within a second of
+	// the tick came before the timeout.
+	if after := time.Duration((termAt - float64(nominal.UnixNano())/1e9) * float64(time.Second)); after < time.Second {
+		t.Errorf("SIGTERM %v after the tick, want the 1s timeout", after)
+	}
+	var h cronx.Record
+	until(t, 20*time.Second, "the run in the history", func() bool {
+		for _, r := range jobHistory(t, cli, "slow") {
+			if r.Tick.Format(time.RFC3339) == tick {
+				h = r
+				return true
+			}
+		}
+		return false
 	})
-	h := hist[0]
-	if h.Tick.Format(time.RFC3339) != tick || !h.TimedOut || !strings.Contains(h.Error, "timed out after 1s") {
+	if !h.TimedOut || !strings.Contains(h.Error, "timed out after 1s") {
 		t.Errorf("recorded %+v, want the run of %s timed out after 1s", h, tick)
 	}
 	// SIGKILL came after the 2s grace, not after the trap's 30s sleep.
 	if h.Duration < 2500*time.Millisecond || h.Duration > 6*time.Second {
 		t.Errorf("the run took %v, want the 1s timeout and the 2s grace", h.Duration)
 	}
-	for _, l := range readLines(log) {
-		if l == "start "+tick && l != lines[0] {
-			t.Errorf("the tick %s started twice: %q", tick, readLines(log))
-		}
+	if n := slices.Index(readLines(log)[1:], "start "+tick); n >= 0 {
+		t.Errorf("the tick %s started twice: %q", tick, readLines(log))
 	}
 }
 
@@ -176,11 +195,14 @@ func TestCrontabRetriesStayWithTheClaim(t *testing.T) {
 			ledger := filepath.Join(dir, "ledger")
 			file := filepath.Join(dir, "crontab")
 			line := `echo "%s $BATON_TICK $BATON_ATTEMPT $BATON_ID $BATON_FENCE $(date +%%s%%N)" >> ` + ledger
-			os.WriteFile(file, []byte(`flaky: */6 * * * * * `+fmt.Sprintf(line, "start")+`; sleep 0.5; `+fmt.Sprintf(line, "end")+"; exit 1\n"), 0o644)
+			// A second attempt runs until its replica is stopped: the stop
+			// comes in it however late the test gets to send it.
+			os.WriteFile(file, []byte(`flaky: */6 * * * * * `+fmt.Sprintf(line, "start")+
+				`; if [ "$BATON_ATTEMPT" = 2 ]; then while :; do sleep 0.05; done; fi; sleep 0.5; `+fmt.Sprintf(line, "end")+"; exit 1\n"), 0o644)
 			replicas := map[string]*process{}
 			for _, id := range []string{"r1", "r2", "r3"} {
 				replicas[id] = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
-					"crontab", "--seconds", "--ttl", "2", "--overlap", "forbid", "--attempts", "3", "--retry-backoff", "1s", "--grace", "1s", file)
+					"crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL), "--overlap", "forbid", "--attempts", "3", "--retry-backoff", "1s", "--grace", "1s", file)
 			}
 			var victim attemptLine
 			until(t, 30*time.Second, "a second attempt to start", func() bool {
@@ -267,7 +289,7 @@ func TestCrontabReplaceNeverOverlaps(t *testing.T) {
 			replicas := map[string]*process{}
 			for _, id := range []string{"r1", "r2", "r3"} {
 				replicas[id] = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
-					"crontab", "--seconds", "--ttl", "2", "--mode", "claim", "--grace", "3s", file)
+					"crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL), "--mode", "claim", "--grace", "3s", file)
 			}
 			// Three runs replaced, then the runner of the fourth is stopped.
 			var victim attemptLine

@@ -152,7 +152,9 @@ func TestCrontabRunFinishingAfterSIGTERMCanStillWrite(t *testing.T) {
 	sink := startFencedSink(t, etcd.Client(t), "/baton/jobs/fence/export/running/")
 	file := fencedCrontab(t, sink)
 	env := func(id string) []string { return []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id} }
-	args := []string{"crontab", "--seconds", "--ttl", "2", "--name", "fence", "--grace", "20s", file}
+	// A resignation, not a lapse, hands over: the TTL outlasts a pause of
+	// the test process, which runs etcd, so that the run's marker does too.
+	args := []string{"crontab", "--seconds", "--ttl", "6", "--name", "fence", "--grace", "20s", file}
 	a := startBaton(t, env("a"), args...)
 	run := sink.next("a", 15*time.Second)
 	startBaton(t, env("b"), args...)

@@ -77,9 +77,11 @@ func TestRunLeaderStartsTheSecondOnlyAfterTheFirst(t *testing.T) {
 		return []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id}
 	}
 	// The command records who started it and its pid, then runs until the
-	// file "stop-<id>" appears.
+	// file "stop-<id>" appears. The TTL is longer than a pause of the test
+	// process, which runs etcd: a leader that lost its session in one would
+	// hand over early.
 	cmd := func(id string) []string {
-		return []string{"run", "--leader", "worker", "--ttl", "2", "--", "sh", "-c",
+		return []string{"run", "--leader", "worker", "--ttl", "6", "--", "sh", "-c",
 			`echo "$BATON_ID $$ $BATON_FENCE" >> ` + log + `; while [ ! -e ` + filepath.Join(dir, "stop-") + `$BATON_ID ]; do sleep 0.05; done; exit 7`}
 	}
 	a := startBaton(t, env("a"), cmd("a")...)
@@ -112,7 +114,7 @@ func TestRunLeaderStartsTheSecondOnlyAfterTheFirst(t *testing.T) {
 	b.cmd.Process.Kill()
 	b.wait(5 * time.Second)
 	until(t, 5*time.Second, "b's command to die with b", func() bool { return syscall.Kill(bpid, 0) != nil || zombie(bpid) })
-	until(t, 10*time.Second, "c's command to start", func() bool { return len(readLines(log)) == 3 })
+	until(t, 20*time.Second, "c's command to start", func() bool { return len(readLines(log)) == 3 })
 	if lines := readLines(log); !strings.HasPrefix(lines[2], "c ") {
 		t.Fatalf("log %q: want c third", lines)
 	}

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,24 +25,28 @@ func startRedis(t *testing.T) *redis.Client {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found on PATH (%v): install it, e.g. apt-get install -y redis-server", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := freePort(t)
 	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
 	t.Cleanup(func() { rdb.Close() })
-	for i := 0; rdb.Ping(context.Background()).Err() != nil; i++ {
-		if i > 100 {
-			t.Fatal("redis-server did not answer")
+	deadline := time.Now().Add(30 * time.Second)
+	for rdb.Ping(context.Background()).Err() != nil {
+		select {
+		case <-exited:
+			t.Fatalf("redis-server exited:\n%s", out.String())
+		case <-time.After(50 * time.Millisecond):
 		}
-		time.Sleep(50 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatal("redis-server did not answer within 30s")
+		}
 	}
 	return rdb
 }
@@ -75,12 +82,15 @@ func TestLockerExcludesAndUnlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := NewLocker(rdb, "p:", "b", 5*time.Second, slog.Default())
+	locking := time.Now()
 	l, err := a.Lock(ctx, "job")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ttl := rdb.PTTL(ctx, "p:job").Val(); ttl <= 4*time.Second {
-		t.Errorf("PTTL = %v, want about 5s", ttl)
+	// The key was set after locking began: what is left of 5s then, at
+	// least, however long the test was paused since.
+	if ttl := rdb.PTTL(ctx, "p:job").Val(); ttl > 5*time.Second || ttl < 5*time.Second-time.Since(locking)-time.Millisecond {
+		t.Errorf("PTTL = %v %v after locking began, want what is left of 5s", ttl, time.Since(locking))
 	}
 	if _, err := b.Lock(ctx, "job"); !errors.Is(err, ErrHeld) {
 		t.Fatalf("second Lock = %v, want ErrHeld", err)
@@ -102,4 +112,31 @@ func TestLockerExcludesAndUnlocks(t *testing.T) {
 	if rdb.Exists(ctx, "p:job2").Val() != 1 {
 		t.Error("the key went away although the DEL was never sent")
 	}
+}
+
+// freePort returns a free 127.0.0.1 port below the kernel's ephemeral range:
+// released before redis-server binds it, it cannot meanwhile be given to a
+// connection or a listener on port 0, of this test or of any process.
+func freePort(t *testing.T) int {
+	t.Helper()
+	low := 32768 // Linux's default first ephemeral port
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if p, err := strconv.Atoi(f[0]); err == nil {
+				low = p
+			}
+		}
+	}
+	if low <= 10000 {
+		t.Fatalf("the ephemeral ports start at %d: no room below them", low)
+	}
+	for range 1000 {
+		port := 10000 + rand.IntN(low-10000)
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			l.Close()
+			return port
+		}
+	}
+	t.Fatalf("no free port below %d in 1000 tries", low)
+	return 0
 }
