@@ -9,7 +9,6 @@ package etcdtest
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -294,7 +293,7 @@ func (c *Cluster) Kill() {
 // launch starts n members with data under base and waits until all serve.
 // On error it returns the members started so far, for the caller to kill.
 func launch(base string, n int, tlsCfg *TLS) (*Cluster, error) {
-	ports, err := freePorts(2 * n)
+	ports, err := FreePorts(2 * n)
 	if err != nil {
 		return nil, err
 	}
@@ -401,20 +400,4 @@ func (c *Cluster) WaitHealthy(t testing.TB) {
 			}
 		}
 	}
-}
-
-// freePorts finds n distinct free TCP ports on 127.0.0.1. The ports are
-// released before etcd binds them; nothing else in a test run competes for
-// them in that moment.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("free port: %w", err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,36 +18,17 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// localURLs returns n http://127.0.0.1 URLs on distinct free ports. The
-// ports are released before baton binds them, so they are drawn from below
-// the kernel's ephemeral range: no connection made meanwhile, by this test
-// or any process on the machine, and no listener on port 0, can be given
-// one of them.
+// localURLs returns n http://127.0.0.1 URLs on distinct free ports, for
+// baton processes to bind (etcdtest.FreePorts).
 func localURLs(t *testing.T, n int) []string {
 	t.Helper()
-	low := 32768 // Linux's default first ephemeral port
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if p, err := strconv.Atoi(f[0]); err == nil {
-				low = p
-			}
-		}
-	}
-	if low <= 10000 {
-		t.Fatalf("the ephemeral ports start at %d: no room below them for the test's ports", low)
+	ports, err := etcdtest.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var urls []string
-	for tries := 0; len(urls) < n; tries++ {
-		if tries == 1000 {
-			t.Fatalf("no %d free ports below %d in 1000 tries", n, low)
-		}
-		port := 10000 + rand.IntN(low-10000)
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue // taken
-		}
-		defer l.Close()
-		urls = append(urls, "http://"+l.Addr().String())
+	for _, p := range ports {
+		urls = append(urls, fmt.Sprintf("http://127.0.0.1:%d", p))
 	}
 	return urls
 }

@@ -5,15 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/internal/etcdtest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -114,29 +112,13 @@ func TestLockerExcludesAndUnlocks(t *testing.T) {
 	}
 }
 
-// freePort returns a free 127.0.0.1 port below the kernel's ephemeral range:
-// released before redis-server binds it, it cannot meanwhile be given to a
-// connection or a listener on port 0, of this test or of any process.
+// freePort returns a free 127.0.0.1 port for redis-server to bind
+// (etcdtest.FreePorts).
 func freePort(t *testing.T) int {
 	t.Helper()
-	low := 32768 // Linux's default first ephemeral port
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if p, err := strconv.Atoi(f[0]); err == nil {
-				low = p
-			}
-		}
+	ports, err := etcdtest.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if low <= 10000 {
-		t.Fatalf("the ephemeral ports start at %d: no room below them", low)
-	}
-	for range 1000 {
-		port := 10000 + rand.IntN(low-10000)
-		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			l.Close()
-			return port
-		}
-	}
-	t.Fatalf("no free port below %d in 1000 tries", low)
-	return 0
+	return ports[0]
 }
