@@ -129,8 +129,8 @@ func errString(err error) string {
 // Stop and a Start — never "not coordinated", never from a client being
 // closed.
 func TestStatusOfACronFromTheEnvironment(t *testing.T) {
-	srv := etcdtest.Start(t)
-	t.Setenv("BATON_ETCD_ENDPOINTS", srv.Endpoint())
+	srv := etcdtest.Shared(t)
+	srv.Setenv(t)
 	l := newLedger()
 	c := New(WithSeconds(), WithName("envstatus"), WithElection(election.WithIdentity("r"), election.WithTTL(2*time.Second)))
 	mustAdd(t, c, "* * * * * *", Named("tick", l.job("r", nil)))
@@ -176,7 +176,7 @@ func TestClaimModeStopDoesNotWaitForAResignation(t *testing.T) {
 		opts func(t *testing.T) []Option
 	}{
 		{"etcd up", func(t *testing.T) []Option {
-			return []Option{WithEtcd(etcdtest.Start(t).Client(t))}
+			return []Option{WithEtcd(etcdtest.Shared(t).Client(t))}
 		}},
 		{"etcd down, credentials", func(t *testing.T) []Option {
 			t.Setenv("BATON_ETCD_ENDPOINTS", closedEndpoint(t))
@@ -219,6 +219,7 @@ func TestClaimModeStopDoesNotWaitForAResignation(t *testing.T) {
 // to panic in the caller (or, for a nil job, crash the program at its first
 // run).
 func TestNilScheduleOrJobIsAnError(t *testing.T) {
+	t.Parallel()
 	cli := etcdtest.NewClient(t, closedEndpoint(t))
 	for _, tc := range []struct {
 		name     string

@@ -16,6 +16,7 @@ import (
 // a later session than the tick fired under needs the job's claim key, which
 // the empty etcd does not have.
 func TestClaimModeEtcdBackEmptyDoesNotRunATickAgain(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	l := newLedger()
 	// A tick every 10 s, so that no later tick's claim gets in first.

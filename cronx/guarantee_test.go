@@ -20,10 +20,11 @@ import (
 // clocks are fake and set alike, so that the leader is cut off before its
 // clock reaches the tick however late the test process is scheduled.
 func TestCrashedLeadersMissedTickRunsOnceLate(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []Misfire{RunOnce, Skip} {
 		name := map[Misfire]string{RunOnce: "run-once", Skip: "skip"}[policy]
 		t.Run(name, func(t *testing.T) {
-			srv := etcdtest.Start(t)
+			srv := etcdtest.Shared(t)
 			proxy := etcdtest.NewProxy(t, srv.Addr())
 			ch := make(chan Info, 64)
 			job := func(ctx context.Context) error {
@@ -35,7 +36,7 @@ func TestCrashedLeadersMissedTickRunsOnceLate(t *testing.T) {
 			replica := func(id string, endpoint string) {
 				cli := srv.Client(t)
 				if endpoint != "" {
-					cli = etcdtest.NewClient(t, endpoint)
+					cli = srv.NewClient(t, endpoint)
 				}
 				fake := clock.NewFake(t0)
 				c := New(WithSeconds(), WithEtcd(cli), WithName("g4"), WithMisfire(policy, time.Minute),
@@ -120,7 +121,8 @@ func TestCrashedLeadersMissedTickRunsOnceLate(t *testing.T) {
 // the job's ticks until that run ends. The replicas that do not lead run
 // nothing.
 func TestForbidAcrossLeaders(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	l := newLedger()
 	var inProgress, most atomic.Int32
 	starts := make(chan Info, 64)
@@ -221,7 +223,8 @@ func TestForbidAcrossLeaders(t *testing.T) {
 // deleted, as by an operator or an expired lease, while the network holds
 // the claim) does not run that tick, although nobody else claimed it.
 func TestDeposedLeadersClaimIsRefused(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	proxy := etcdtest.NewProxy(t, srv.Addr())
 	runs := make(chan Info, 256)
@@ -233,7 +236,7 @@ func TestDeposedLeadersClaimIsRefused(t *testing.T) {
 	replica := func(id string, endpoint string, opts ...Option) {
 		rcli := cli
 		if endpoint != "" {
-			rcli = etcdtest.NewClient(t, endpoint)
+			rcli = srv.NewClient(t, endpoint)
 		}
 		c := New(append([]Option{WithSeconds(), WithEtcd(rcli), WithName("deposed"),
 			WithElection(election.WithIdentity(id), election.WithTTL(5*time.Second))}, opts...)...)

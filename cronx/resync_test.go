@@ -13,6 +13,7 @@ import (
 // while the tick comes and the resync is asked, so it finds both ready at
 // once; a select that drops the timer would skip about half the ticks.
 func TestResyncAtATickKeepsTheTick(t *testing.T) {
+	t.Parallel()
 	fake := clock.NewFake(t0)
 	fc := newFakeCron(t, fake, fake, WithSeconds())
 	fc.Schedule(Every(time.Second), FuncJob(func() {}))

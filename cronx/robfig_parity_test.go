@@ -38,6 +38,7 @@ var robfigPackageClause = regexp.MustCompile(`(?m)^package cron$`)
 //
 // The suite sleeps on the wall clock (about 40 s); -short skips it.
 func TestRobfigParity(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs robfig/cron's wall-clock test suite (about 40 s)")
 	}
