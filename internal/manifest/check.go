@@ -53,11 +53,10 @@ func (c *checker) ignored(at *yaml.Node, format string, a ...any) { c.add(Ignore
 
 // app is a manifest as Convox reads it, as far as baton's rules need.
 type app struct {
-	envKey, envNode *yaml.Node // the top-level environment, as written
-	env             []envEntry
-	services        []*service
-	byName          map[string]*service
-	timers          []*timer
+	env      []envEntry // the app-level environment
+	services []*service
+	byName   map[string]*service
+	timers   []*timer
 }
 
 // service is what the rules need to know of one service.
@@ -91,7 +90,7 @@ func (s *service) at(key string) *yaml.Node {
 
 type timer struct {
 	name, command, service string
-	key, cmdNode           *yaml.Node
+	cmdNode                *yaml.Node
 }
 
 // etcdMember is how Init names etcd services, and how the rules know them.
@@ -124,7 +123,6 @@ func read(d *Document) (*app, *checker) {
 	for _, p := range topFields(top) {
 		switch k := p.key.Value; {
 		case k == "environment":
-			a.envKey, a.envNode = p.key, p.value
 			a.env = c.environment("environment", p.value)
 		case k == "services" || k == "timers" || k == "resources" || k == "balancers":
 			section[k] = p.value
@@ -158,7 +156,7 @@ func read(d *Document) (*app, *checker) {
 		}
 	}
 	for _, p := range entries(section["timers"]) {
-		t := &timer{name: p.key.Value, key: p.key}
+		t := &timer{name: p.key.Value}
 		c.unknownIn("timer "+t.name, p.value, timerKeys)
 		if cmd := valueOf(p.value, "command"); cmd != nil {
 			t.command, _ = str(cmd)
