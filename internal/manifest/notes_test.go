@@ -102,6 +102,20 @@ func TestNotesOnAnEtcdWithoutAuth(t *testing.T) {
 	}
 }
 
+// TestSetsUpAuthOutsideTheApp: with no etcd service, init's steps set a
+// password only when the app names BATON_ETCD_PASSWORD for the etcd it
+// points at, as an app pointed at an etcd app does.
+func TestSetsUpAuthOutsideTheApp(t *testing.T) {
+	for src, want := range map[string]bool{
+		"environment:\n  - BATON_ETCD_ENDPOINTS=https://etcd.example.com:2379\nservices:\n  web:\n    command: baton crontab c\n":                                                false,
+		"environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd.shop-etcd:2379\n  - BATON_ETCD_USERNAME\n  - BATON_ETCD_PASSWORD\nservices:\n  web:\n    command: baton crontab c\n": true,
+	} {
+		if got := SetsUpAuth(mustParse(t, src)); got != want {
+			t.Errorf("SetsUpAuth = %v, want %v:\n%s", got, want, src)
+		}
+	}
+}
+
 // hasNote reports whether a note on service name ("" for any) says each
 // of want.
 func hasNote(notes []Problem, name string, want ...string) bool {
