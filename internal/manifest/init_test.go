@@ -326,13 +326,8 @@ services:
     <<: *common
     command: baton crontab crontab
 `
-	d := mustParse(t, in)
-	changes, err := Init(d, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, changes := initKeeping(t, in)
 	got := string(d.Bytes())
-	assertLinesKept(t, in, got)
 	if !strings.HasPrefix(got, anchor+"\n") || strings.Contains(got, "!!merge") {
 		t.Errorf("the anchor or a merge key was rewritten:\n%s", got)
 	}
@@ -380,13 +375,8 @@ services:
     command: bin/api
     port: 3000
 `
-	d := mustParse(t, in)
-	changes, err := Init(d, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, changes := initKeeping(t, in)
 	got := string(d.Bytes())
-	assertLinesKept(t, in, got)
 	if !strings.Contains(got, "  etcd:\n    build:\n      path: .\n      manifest: Dockerfile.web\n    command: baton etcd") {
 		t.Errorf("the etcd service does not copy web's merged build:\n%s", got)
 	}
@@ -454,6 +444,18 @@ timers:
 			t.Errorf("encode: %v:\n%s\nwant:\n%s", err, out, in)
 		}
 	}
+}
+
+// initKeeping runs Init on in and checks that every line of in is kept.
+func initKeeping(t *testing.T, in string) (*Document, []string) {
+	t.Helper()
+	d := mustParse(t, in)
+	changes, err := Init(d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertLinesKept(t, in, string(d.Bytes()))
+	return d, changes
 }
 
 // assertLinesKept checks that every line of in is in out, in order.
