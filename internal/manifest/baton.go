@@ -3,6 +3,7 @@ package manifest
 import (
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -124,18 +125,10 @@ func (s *service) probePath(key string) string {
 	return "/"
 }
 
-// endpointsFor returns the BATON_ETCD_ENDPOINTS entry a service gets: its
-// own if it lists one, else the app's (Convox gives app-level variables to
-// every service, and a service's own entry comes after them).
-func endpointsFor(a *app, s *service) (envEntry, bool) {
-	var found envEntry
-	ok := false
-	for _, e := range append(append([]envEntry(nil), a.env...), s.env...) {
-		if e.name == "BATON_ETCD_ENDPOINTS" {
-			found, ok = e, true
-		}
-	}
-	return found, ok
+// hasEndpoints reports whether a service gets BATON_ETCD_ENDPOINTS: its
+// own, or the app's, which Convox gives every service.
+func (a *app) hasEndpoints(s *service) bool {
+	return a.hasEnv("BATON_ETCD_ENDPOINTS") || slices.ContainsFunc(s.env, func(e envEntry) bool { return e.name == "BATON_ETCD_ENDPOINTS" })
 }
 
 // isEtcd reports whether a service runs baton's etcd: by its name, its
@@ -199,7 +192,7 @@ func (c *checker) baton(a *app) {
 				c.addf(e.node, "service %s: environment lists %s without a value, which overrides the app-level default: Convox then requires `convox env set %s=...` and refuses to deploy without it; drop the entry to use the default", s.name, e.name, e.name)
 			}
 		}
-		if _, ok := endpointsFor(a, s); !ok && a.byName["etcd"] == nil && runsBaton(s.command) && !runsEtcd(s.command) {
+		if !a.hasEndpoints(s) && a.byName["etcd"] == nil && runsBaton(s.command) && !runsEtcd(s.command) {
 			noEtcd(s.cmdNode, "service "+s.name)
 		}
 		if a.isEtcd(s) {
@@ -208,7 +201,7 @@ func (c *checker) baton(a *app) {
 	}
 	for _, t := range a.timers {
 		if s := a.byName[t.service]; s != nil && runsBaton(t.command) {
-			if _, ok := endpointsFor(a, s); !ok && a.byName["etcd"] == nil {
+			if !a.hasEndpoints(s) && a.byName["etcd"] == nil {
 				noEtcd(t.cmdNode, "timer "+t.name)
 			}
 		}
