@@ -69,7 +69,7 @@ func Notes(d *Document) []Problem {
 func disruption(s *service, cluster bool) string {
 	for _, a := range annotations(s) {
 		if k, v, _ := strings.Cut(a, "="); k == "convox.com/pdb-disabled" && v == "true" || k == "convox.com/pdb-minavailable" && (v == "0" || v == "0%") {
-			return "Its annotation " + a + " lets a node drain (a rack update, a node replaced) evict it: etcd is then down while it starts on another node, and on an emptyDir it comes back empty."
+			return "Its annotation " + a + " lets a node drain (a rack update that replaces nodes, a node replaced) evict it: etcd is then down while it starts on another node, and on an emptyDir it comes back empty."
 		}
 	}
 	lower := "at the cost of etcd being down while it starts on another node (and, on an emptyDir, coming back empty)"
@@ -77,7 +77,7 @@ func disruption(s *service, cluster bool) string {
 		lower = "at the cost of the member being down while it starts on another node: each member has a budget of its own, so a drain may then take two members, and the cluster, at once"
 	}
 	return "Convox gives its Deployment a PodDisruptionBudget of minAvailable 50% (the rack's pdb_default_min_available_percentage), which for one process is 1: " +
-		"a node drain (a rack update, a node replaced or scaled in) cannot evict it and waits on it. To let drains move it, " + lower +
+		"a node drain (a rack update that replaces nodes, a node replaced or scaled in) cannot evict it and waits on it. To let drains move it, " + lower +
 		", give the service annotations: [convox.com/pdb-minavailable=0]"
 }
 

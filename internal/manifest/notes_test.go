@@ -38,14 +38,14 @@ func TestNotesOnEveryEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	scale := "nothing keeps it at one process: `convox scale etcd --count 2` is not refused"
-	drain := "PodDisruptionBudget of minAvailable 50% (the rack's pdb_default_min_available_percentage), which for one process is 1: a node drain (a rack update, a node replaced or scaled in) cannot evict it and waits on it"
+	drain := "PodDisruptionBudget of minAvailable 50% (the rack's pdb_default_min_available_percentage), which for one process is 1: a node drain (a rack update that replaces nodes, a node replaced or scaled in) cannot evict it and waits on it"
 	annotated := func(a string) string {
 		return "services:\n" + strings.Replace(etcdOK, "    internal: true\n", "    internal: true\n    annotations:\n      - "+a+"\n", 1)
 	}
 	for _, tc := range []struct{ name, src, want string }{
 		{"the etcd app", string(app), drain},
 		{"an etcd in the app", "services:\n  web:\n    build: .\n" + etcdOK, drain},
-		{"minAvailable 0", annotated("convox.com/pdb-minavailable=0"), "Its annotation convox.com/pdb-minavailable=0 lets a node drain (a rack update, a node replaced) evict it"},
+		{"minAvailable 0", annotated("convox.com/pdb-minavailable=0"), "Its annotation convox.com/pdb-minavailable=0 lets a node drain (a rack update that replaces nodes, a node replaced) evict it"},
 		{"PDB disabled", annotated("convox.com/pdb-disabled=true"), "Its annotation convox.com/pdb-disabled=true lets a node drain"},
 		{"minAvailable 1 is still 1", annotated("convox.com/pdb-minavailable=1"), drain},
 	} {

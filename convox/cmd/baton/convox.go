@@ -134,7 +134,7 @@ It also notes, without counting it a problem, what Convox does to each
 etcd service that no manifest changes: a release of the app it is in
 restarts it; ` + "`convox scale`" + ` can start a second process beside it (singleton
 does not stop that); its PodDisruptionBudget (minAvailable 50%, which for
-one process is 1) keeps node drains, and so rack updates, from moving it
+one process is 1) keeps a node drain, as a rack update that replaces nodes does, from moving it
 until the service's annotations lower it; and an etcd that is not ` + "`baton\netcd`" + `
 has no auth that baton set up.`
 
