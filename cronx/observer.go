@@ -6,9 +6,10 @@ import (
 	"sync/atomic"
 )
 
-// Observer receives the events of a Cron: runs started and ended, ticks not
-// run and why, leadership gained and lost, the etcd session lost and
-// regained, etcd found empty. Each field is optional; a nil one ignores its
+// Observer receives the events of a Cron: jobs added, runs started and
+// ended, ticks not run and why, leadership gained and lost, the etcd session
+// lost and regained, etcd refusing writes and accepting them again, etcd
+// found empty. Each field is optional; a nil one ignores its
 // events. The metrics package builds Prometheus metrics on an Observer.
 //
 // An observer cannot slow the scheduler. Each observer given to
@@ -18,9 +19,10 @@ import (
 // events wait, and yields to the runs after each. When an observer is so
 // slow that its queue is full, further events are dropped, never waited
 // for: OnDropped, when set, is then told how many, before the next event it
-// gets. The goroutine ends once the queue is empty, so none outlives the
+// gets. An event it has no function for is neither queued nor dropped. The goroutine ends once the queue is empty, so none outlives the
 // events of a stopped Cron.
 type Observer struct {
+	OnJobAdded         func(JobAdded)
 	OnRunStarted       func(RunStarted)
 	OnRunEnded         func(RunEnded)
 	OnTickNotRun       func(TickNotRun)
@@ -28,6 +30,8 @@ type Observer struct {
 	OnLeadershipLost   func(Leadership)
 	OnSessionLost      func(Session)
 	OnSessionRegained  func(Session)
+	OnEtcdRefused      func(EtcdRefusal)
+	OnEtcdAccepted     func(EtcdRefusal)
 	OnEtcdEmpty        func(EtcdEmpty)
 	// OnDropped is told the number of events dropped because the queue was
 	// full since it was last called.
@@ -81,8 +85,12 @@ func newObserverQueue(o Observer) *observerQueue {
 	return &observerQueue{o: o, size: size}
 }
 
-// push queues ev, or drops it when the queue is full.
+// push queues ev, or drops it when the queue is full. An event the
+// observer has no function for takes no place in its queue.
 func (q *observerQueue) push(ev any) {
+	if !q.o.wants(ev) {
+		return
+	}
 	q.mu.Lock()
 	if len(q.items) >= q.size {
 		q.pending++
@@ -132,6 +140,10 @@ func (q *observerQueue) drain() {
 func (q *observerQueue) deliver(ev any) {
 	o := &q.o
 	switch ev := ev.(type) {
+	case JobAdded:
+		if o.OnJobAdded != nil {
+			o.OnJobAdded(ev)
+		}
 	case RunStarted:
 		if o.OnRunStarted != nil {
 			o.OnRunStarted(ev)
@@ -160,11 +172,48 @@ func (q *observerQueue) deliver(ev any) {
 		if o.OnSessionRegained != nil {
 			o.OnSessionRegained(Session(ev))
 		}
+	case etcdRefused:
+		if o.OnEtcdRefused != nil {
+			o.OnEtcdRefused(EtcdRefusal(ev))
+		}
+	case etcdAccepted:
+		if o.OnEtcdAccepted != nil {
+			o.OnEtcdAccepted(EtcdRefusal(ev))
+		}
 	case EtcdEmpty:
 		if o.OnEtcdEmpty != nil {
 			o.OnEtcdEmpty(ev)
 		}
 	}
+}
+
+// wants reports whether o has a function for ev.
+func (o *Observer) wants(ev any) bool {
+	switch ev.(type) {
+	case JobAdded:
+		return o.OnJobAdded != nil
+	case RunStarted:
+		return o.OnRunStarted != nil
+	case RunEnded:
+		return o.OnRunEnded != nil
+	case TickNotRun:
+		return o.OnTickNotRun != nil
+	case leadershipGained:
+		return o.OnLeadershipGained != nil
+	case leadershipLost:
+		return o.OnLeadershipLost != nil
+	case sessionLost:
+		return o.OnSessionLost != nil
+	case sessionRegained:
+		return o.OnSessionRegained != nil
+	case etcdRefused:
+		return o.OnEtcdRefused != nil
+	case etcdAccepted:
+		return o.OnEtcdAccepted != nil
+	case EtcdEmpty:
+		return o.OnEtcdEmpty != nil
+	}
+	return false
 }
 
 // The events that share a type with their opposite, told apart in a queue.
@@ -173,4 +222,6 @@ type (
 	leadershipLost   Leadership
 	sessionLost      Session
 	sessionRegained  Session
+	etcdRefused      EtcdRefusal
+	etcdAccepted     EtcdRefusal
 )
