@@ -72,9 +72,9 @@ type observerQueue struct {
 	dropped atomic.Int64 // dropped in all
 
 	mu      sync.Mutex
-	items   []any
-	pending int  // dropped and not yet told to OnDropped
-	running bool // a goroutine delivers
+	items   []func() // the calls of the observer's functions, in order
+	pending int      // dropped and not yet told to OnDropped
+	running bool     // a goroutine delivers
 }
 
 func newObserverQueue(o Observer) *observerQueue {
@@ -88,7 +88,8 @@ func newObserverQueue(o Observer) *observerQueue {
 // push queues ev, or drops it when the queue is full. An event the
 // observer has no function for takes no place in its queue.
 func (q *observerQueue) push(ev any) {
-	if !q.o.wants(ev) {
+	call := q.o.call(ev)
+	if call == nil {
 		return
 	}
 	q.mu.Lock()
@@ -98,7 +99,7 @@ func (q *observerQueue) push(ev any) {
 		q.dropped.Add(1)
 		return
 	}
-	q.items = append(q.items, ev)
+	q.items = append(q.items, call)
 	start := !q.running
 	q.running = true
 	q.mu.Unlock()
@@ -123,97 +124,55 @@ func (q *observerQueue) drain() {
 			}
 			return
 		}
-		ev := q.items[0]
+		call := q.items[0]
 		q.items[0] = nil
 		q.items = q.items[1:]
 		q.mu.Unlock()
 		if dropped > 0 && q.o.OnDropped != nil {
 			q.o.OnDropped(dropped)
 		}
-		q.deliver(ev)
+		call()
 		// Runs that are starting go first: an observer's work may wait,
 		// a run's start may not.
 		runtime.Gosched()
 	}
 }
 
-func (q *observerQueue) deliver(ev any) {
-	o := &q.o
+// call returns the call of o's function for ev, nil when o has none.
+func (o *Observer) call(ev any) func() {
 	switch ev := ev.(type) {
 	case JobAdded:
-		if o.OnJobAdded != nil {
-			o.OnJobAdded(ev)
-		}
+		return bind(o.OnJobAdded, ev)
 	case RunStarted:
-		if o.OnRunStarted != nil {
-			o.OnRunStarted(ev)
-		}
+		return bind(o.OnRunStarted, ev)
 	case RunEnded:
-		if o.OnRunEnded != nil {
-			o.OnRunEnded(ev)
-		}
+		return bind(o.OnRunEnded, ev)
 	case TickNotRun:
-		if o.OnTickNotRun != nil {
-			o.OnTickNotRun(ev)
-		}
+		return bind(o.OnTickNotRun, ev)
 	case leadershipGained:
-		if o.OnLeadershipGained != nil {
-			o.OnLeadershipGained(Leadership(ev))
-		}
+		return bind(o.OnLeadershipGained, Leadership(ev))
 	case leadershipLost:
-		if o.OnLeadershipLost != nil {
-			o.OnLeadershipLost(Leadership(ev))
-		}
+		return bind(o.OnLeadershipLost, Leadership(ev))
 	case sessionLost:
-		if o.OnSessionLost != nil {
-			o.OnSessionLost(Session(ev))
-		}
+		return bind(o.OnSessionLost, Session(ev))
 	case sessionRegained:
-		if o.OnSessionRegained != nil {
-			o.OnSessionRegained(Session(ev))
-		}
+		return bind(o.OnSessionRegained, Session(ev))
 	case etcdRefused:
-		if o.OnEtcdRefused != nil {
-			o.OnEtcdRefused(EtcdRefusal(ev))
-		}
+		return bind(o.OnEtcdRefused, EtcdRefusal(ev))
 	case etcdAccepted:
-		if o.OnEtcdAccepted != nil {
-			o.OnEtcdAccepted(EtcdRefusal(ev))
-		}
+		return bind(o.OnEtcdAccepted, EtcdRefusal(ev))
 	case EtcdEmpty:
-		if o.OnEtcdEmpty != nil {
-			o.OnEtcdEmpty(ev)
-		}
+		return bind(o.OnEtcdEmpty, ev)
 	}
+	return nil
 }
 
-// wants reports whether o has a function for ev.
-func (o *Observer) wants(ev any) bool {
-	switch ev.(type) {
-	case JobAdded:
-		return o.OnJobAdded != nil
-	case RunStarted:
-		return o.OnRunStarted != nil
-	case RunEnded:
-		return o.OnRunEnded != nil
-	case TickNotRun:
-		return o.OnTickNotRun != nil
-	case leadershipGained:
-		return o.OnLeadershipGained != nil
-	case leadershipLost:
-		return o.OnLeadershipLost != nil
-	case sessionLost:
-		return o.OnSessionLost != nil
-	case sessionRegained:
-		return o.OnSessionRegained != nil
-	case etcdRefused:
-		return o.OnEtcdRefused != nil
-	case etcdAccepted:
-		return o.OnEtcdAccepted != nil
-	case EtcdEmpty:
-		return o.OnEtcdEmpty != nil
+// bind is f called with ev, nil when f is nil.
+func bind[E any](f func(E), ev E) func() {
+	if f == nil {
+		return nil
 	}
-	return false
+	return func() { f(ev) }
 }
 
 // The events that share a type with their opposite, told apart in a queue.

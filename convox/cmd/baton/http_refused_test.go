@@ -98,9 +98,10 @@ func TestCrontabOutOfSpaceIsSeenAtOnce(t *testing.T) {
 // TestCrontabRevokedPermissionIsSeenAtOnce: the role of baton's user loses
 // its write permission under the prefix: every claim, and the lease's
 // keepalives, are refused, which is an error in the log, a 503 from
-// /readyz and a 1 in /metrics within 5 s, and the term is lost, said at
-// info level with etcd's words; once the permission is granted again, all
-// clear within 5 s and the replica leads again.
+// /readyz and a 1 in /metrics within 5 s, and the term and the session are
+// lost, said at info level with etcd's words and in /metrics; once the
+// permission is granted again, all clear within 5 s and the replica leads
+// again.
 func TestCrontabRevokedPermissionIsSeenAtOnce(t *testing.T) {
 	etcd := etcdWithAuth(t)
 	p, base := refusedCrontab(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_PREFIX=/baton/app",
@@ -124,8 +125,10 @@ func TestCrontabRevokedPermissionIsSeenAtOnce(t *testing.T) {
 	refusedWithin(t, p, base, "etcdserver: permission denied")
 	p.waitOutput(`level=INFO msg="cronx: no longer leading" scheduler=crontab instance=web-1`, 10*time.Second)
 	p.waitOutput("the last keepalive: etcdserver: permission denied", time.Second)
-	seenWithin(t, 5*time.Second, base+"/metrics", http.StatusOK, `baton_scheduler_leader{scheduler="crontab"} 0`)
+	seenWithin(t, 5*time.Second, base+"/metrics", http.StatusOK,
+		`baton_scheduler_leader{scheduler="crontab"} 0`, `baton_etcd_session_up{scheduler="crontab"} 0`)
 	grant(clientv3.PermissionType(clientv3.PermReadWrite))
 	acceptedWithin(t, p, base)
-	seenWithin(t, 10*time.Second, base+"/metrics", http.StatusOK, `baton_scheduler_leader{scheduler="crontab"} 1`)
+	seenWithin(t, 10*time.Second, base+"/metrics", http.StatusOK,
+		`baton_scheduler_leader{scheduler="crontab"} 1`, `baton_etcd_session_up{scheduler="crontab"} 1`)
 }
