@@ -116,6 +116,10 @@ func TestNoSpaceIsARefusalSeenAtOnce(t *testing.T) {
 	for _, lost := range rc.termsLost() {
 		t.Errorf("the term was lost while etcd was out of space: %v", lost.Err)
 	}
+	<-rc.cron.Stop().Done()
+	if out := rc.log.String(); !strings.Contains(out, `level=INFO msg="cronx: no longer leading: stopped" scheduler=test instance=a`) {
+		t.Errorf("the term ended by Stop is not logged at info level:\n%s", out)
+	}
 }
 
 // appEtcd is an etcd with authentication on, where user "app" has role
