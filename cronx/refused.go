@@ -22,14 +22,10 @@ import (
 // deadline; one still refused then is not run, with ReasonEtcdRefused.
 //
 // While etcd refuses, a write that changes nothing is sent every
-// refusalProbe, so that the replica hears that etcd accepts writes again
+// refusalProbe (limits.go), so that the replica hears that etcd accepts writes again
 // (OnEtcdAccepted, and a line at info level) when no tick is due. A small
 // write says nothing of a request too large or with too many operations:
 // those refusals last until a claim is accepted.
-
-// refusalProbe is how often a replica whose claims etcd refuses asks
-// whether it accepts writes again: well within a readiness probe's period.
-const refusalProbe = time.Second
 
 // etcdRefusal returns etcd's refusal that err is, nil when it is none, and
 // whether a write that changes nothing tells when etcd accepts such
