@@ -43,6 +43,7 @@ type Member struct {
 	cluster string // the static --initial-cluster of the member's cluster
 	token   string
 	tls     *TLS
+	quota   int64 // --quota-backend-bytes; 0 for etcd's default
 
 	mu      sync.Mutex
 	etcd    *embed.Etcd
@@ -202,6 +203,7 @@ func (m *Member) startLocked() error {
 	cfg.ListenMetricsUrls = nil
 	cfg.UnsafeNoFsync = true // test data is thrown away; fsync only slows tests
 	cfg.BcryptCost = 4       // the minimum: auth tests hash passwords, not guard them
+	cfg.QuotaBackendBytes = m.quota
 	if os.Getenv("BATON_ETCDTEST_LOG") == "" {
 		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	} else {
