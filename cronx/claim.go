@@ -31,6 +31,7 @@ type claimer struct {
 	// notRun reports a tick not run; watchSession, a session granted.
 	notRun       func(job string, tick time.Time, reason Reason, err error)
 	watchSession func(*election.Session)
+	refusals     *refusals // told of each claim etcd refused or answered
 
 	sessMu sync.Mutex // held while sess is replaced; never taken under mu
 	mu     sync.Mutex
@@ -58,6 +59,7 @@ func newClaimer(co *coordinator) *claimer {
 
 		notRun:       co.notRun,
 		watchSession: co.watchSession,
+		refusals:     co.refusals,
 	}
 	cl.batch = newBatcher(cl)
 	return cl
@@ -179,10 +181,12 @@ func (cl *claimer) claim(ctx context.Context, r run, ts *termState, latest time.
 				c, err = cl.claimSingle(ctx, key, seq, opts)
 			}
 			if err == nil {
+				cl.refusals.accepted()
 				return c, sess, nil
 			}
 			if errors.Is(err, election.ErrClaimed) || errors.Is(err, election.ErrBusy) || errors.Is(err, ErrPaused) ||
 				errors.Is(err, election.ErrNotLeader) || errors.Is(err, claims.ErrNeverClaimed) {
+				cl.refusals.accepted() // etcd weighed the claim's conditions
 				if try > 1 {
 					err = &retriedError{err}
 				}
@@ -191,6 +195,9 @@ func (cl *claimer) claim(ctx context.Context, r run, ts *termState, latest time.
 		} else {
 			err = serr
 		}
+		// Retried all the same: etcd may accept the claim before its
+		// deadline, once space is freed or a permission granted.
+		cl.refusals.refused(err)
 		if ctx.Err() != nil {
 			return election.Claim{}, nil, fmt.Errorf("%w (%v)", context.Cause(ctx), err)
 		}

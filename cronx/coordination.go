@@ -213,6 +213,7 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 	if c.flushEvery > 0 {
 		co.tally.every = c.flushEvery
 	}
+	co.refusals = newRefusals(co)
 	co.claims = newClaimer(co)
 	co.rec = newRecorder(co)
 	if co.ownsClient {

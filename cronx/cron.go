@@ -180,6 +180,10 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 		spec:       published,
 		policy:     policy,
 	}
+	if len(c.observers) > 0 {
+		// Told before the loop has the entry, so before any of its runs.
+		c.observers.emit(c.jobAdded(name, policy))
+	}
 	if c.running {
 		c.add <- e
 	} else {

@@ -399,12 +399,15 @@
 // # Observing a Cron
 //
 // WithObserver gives a Cron an Observer, a struct of callbacks, each
-// optional: OnRunStarted and OnRunEnded (job, nominal tick, instance, fence,
-// lateness, claim latency, duration, outcome, error), OnTickNotRun (a tick
-// this replica did not run, and its Reason), OnLeadershipGained and
-// OnLeadershipLost, OnSessionLost and OnSessionRegained (this replica's etcd
-// session), and OnEtcdEmpty (etcd came back without its data). A Cron
-// without etcd reports its runs too. Package
+// optional: OnJobAdded (a job added, with the reasons its ticks can be
+// reported with, before any of its runs), OnRunStarted and OnRunEnded (job,
+// nominal tick, instance, fence, lateness, claim latency, duration,
+// outcome, error), OnTickNotRun (a tick this replica did not run, and its
+// Reason), OnLeadershipGained and OnLeadershipLost, OnSessionLost and
+// OnSessionRegained (this replica's etcd session), OnEtcdRefused and
+// OnEtcdAccepted (etcd refusing this replica's claims, and accepting writes
+// again), and OnEtcdEmpty (etcd came back without its data). A Cron without
+// etcd reports its jobs and runs too. Package
 // github.com/batonhq/baton/metrics turns them into Prometheus metrics.
 //
 // The reasons are a closed set, each reported by the replica that knows it:
@@ -419,6 +422,31 @@
 //	                        claim reached etcd; the later one stands for it
 //	ReasonClaimedElsewhere  claim mode: another replica claimed it first (so it ran)
 //	ReasonEtcdUnavailable   etcd did not answer the claim before the misfire deadline
+//	ReasonEtcdRefused       etcd answered the claim with a refusal until the misfire deadline:
+//	                        out of space, permission denied, request too large
+//
+// Which can happen to a job depends on its Cron and policy: none without
+// etcd (every tick runs, as under robfig/cron); with etcd, misfire_skipped,
+// paused, overtaken, etcd_unavailable and etcd_refused, and no_leader in
+// leader mode, claimed_elsewhere in claim mode, overlap under Forbid.
+// JobAdded.Reasons lists them, so that an observer counts each from zero.
+//
+// An etcd that refuses a write answers; it is not out. It is out of space
+// (the NOSPACE alarm of --quota-backend-bytes, which stays until space is
+// freed and the alarm disarmed), the user's role may not write under the
+// prefix, or a request is too large (--max-request-bytes, --max-txn-ops).
+// The first claim it refuses is an error in the log, in etcd's words, and
+// OnEtcdRefused; claims are retried until their misfire deadline, as while
+// etcd does not answer, and a tick still refused then is not run, with
+// ReasonEtcdRefused. While etcd refuses, the replica sends a write that
+// changes nothing every second, so it hears that etcd accepts writes again
+// (OnEtcdAccepted, and a line at info level through WithSlog) though no
+// tick is due; a request too large stays refused until a claim is accepted.
+// etcd from 3.5 on also refuses the keepalives of a lease whose keys the
+// user may not write, so a leader that loses its write permission loses its
+// term too, and that is a refusal as well. A follower, which writes
+// nothing, hears of none. Leadership gained and lost is logged at info
+// level through WithSlog, with the cause of a loss.
 //
 // An observer never slows the scheduler: each has a queue of its own
 // (Observer.QueueSize, DefaultObserverQueue by default) and a goroutine

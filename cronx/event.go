@@ -84,12 +84,39 @@ const (
 	// misfire deadline, or a Replace run lost its claim's session while it
 	// waited for the run it replaces.
 	ReasonEtcdUnavailable
+	// ReasonEtcdRefused: etcd answered the claim, still at the misfire
+	// deadline, with a refusal: out of space (its NOSPACE alarm), no write
+	// permission under the prefix, a request too large or with too many
+	// operations, a corrupt cluster. TickNotRun.Err is what etcd said.
+	ReasonEtcdRefused
 )
 
 // Reasons lists every Reason, in order.
 func Reasons() []Reason {
 	return []Reason{ReasonNoLeader, ReasonMisfireSkipped, ReasonOverlap, ReasonPaused,
-		ReasonOvertaken, ReasonClaimedElsewhere, ReasonEtcdUnavailable}
+		ReasonOvertaken, ReasonClaimedElsewhere, ReasonEtcdUnavailable, ReasonEtcdRefused}
+}
+
+// reasonsOf lists the Reasons a tick of a job can be reported with, in
+// order: none without etcd, where every tick runs as robfig/cron runs it;
+// with etcd, the misfire deadline, a pause, a later tick, an etcd that does
+// not answer or refuses; and, by mode and policy, no_leader (leader mode),
+// claimed_elsewhere (claim mode) and overlap (Forbid).
+func reasonsOf(coordinated bool, mode Mode, overlap Overlap) []Reason {
+	if !coordinated {
+		return nil
+	}
+	var out []Reason
+	for _, r := range Reasons() {
+		switch {
+		case r == ReasonNoLeader && mode != LeaderMode,
+			r == ReasonClaimedElsewhere && mode != ClaimMode,
+			r == ReasonOverlap && overlap != Forbid:
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 var reasonNames = [...]string{
@@ -100,11 +127,12 @@ var reasonNames = [...]string{
 	ReasonOvertaken:        "overtaken",
 	ReasonClaimedElsewhere: "claimed_elsewhere",
 	ReasonEtcdUnavailable:  "etcd_unavailable",
+	ReasonEtcdRefused:      "etcd_refused",
 }
 
 // String is the reason's name in snake case, as in metric labels:
 // "no_leader", "misfire_skipped", "overlap", "paused", "overtaken",
-// "claimed_elsewhere", "etcd_unavailable".
+// "claimed_elsewhere", "etcd_unavailable", "etcd_refused".
 func (r Reason) String() string {
 	if r > 0 && int(r) < len(reasonNames) {
 		return reasonNames[r]
@@ -156,4 +184,32 @@ type EtcdEmpty struct {
 	Scheduler string
 	Instance  string
 	Why       string
+}
+
+// JobAdded is a job added to the Cron (AddFunc, AddJob, Schedule), told
+// before any event of its runs, so that an observer can count each of its
+// outcomes and reasons from zero: a counter that appears at its first
+// increment shows no increase.
+type JobAdded struct {
+	// Scheduler is empty for a Cron without etcd; Job is the job's name
+	// (empty for an unnamed job of a Cron without etcd).
+	Scheduler string
+	Job       string
+	// Coordinated is true for a Cron that coordinates through etcd, in Mode.
+	Coordinated bool
+	Mode        Mode
+	// Reasons are those its ticks can be reported with, given the mode and
+	// the job's overlap policy (package documentation, "Observing a Cron").
+	Reasons []Reason
+}
+
+// EtcdRefusal is etcd refusing this replica's claims, or accepting writes
+// again: a refusal is an answer, not an outage, and waiting alone does not
+// cure it.
+type EtcdRefusal struct {
+	Scheduler string
+	Instance  string
+	Time      time.Time
+	// Err is what etcd said; nil when it accepts writes again.
+	Err error
 }

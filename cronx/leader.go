@@ -66,6 +66,7 @@ type coordinator struct {
 	obs         observers    // the Cron's
 	tally       *notRunTally // ticks not run, to count in etcd
 	sessionDown atomic.Bool  // a session was lost and none regained since
+	refusals    *refusals    // whether etcd refuses this replica's claims (refused.go)
 	// emptyCheck asks the empty-etcd watch to look again (emptyetcd.go).
 	emptyCheck chan struct{}
 }
@@ -173,7 +174,7 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	co.mu.Lock()
 	co.term = &termState{term: term, ctx: ctx}
 	co.mu.Unlock()
-	co.logger.Info("cronx: leading", "scheduler", co.name, "instance", co.identity, "fence", term.Revision)
+	notice(co.logger, "cronx: leading", "scheduler", co.name, "instance", co.identity, "fence", term.Revision)
 	co.host.requestResync()
 	co.rec.publishAll()
 	co.watchTriggers(ctx, &term)
@@ -190,6 +191,12 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	var cause error
 	if !stopping {
 		cause = context.Cause(ctx)
+		notice(co.logger, "cronx: no longer leading", "scheduler", co.name, "instance", co.identity, "fence", term.Revision, "cause", cause)
+		// etcd refuses the keepalives of a user that may not write the
+		// lease's keys: no claim may have told it yet.
+		co.refusals.refused(cause)
+	} else {
+		notice(co.logger, "cronx: no longer leading: stopped", "scheduler", co.name, "instance", co.identity, "fence", term.Revision)
 	}
 	co.leadershipChanged(term, false, cause)
 }

@@ -45,6 +45,10 @@ const (
 	// watchRetry is the pause before the trigger watch reads again after a
 	// failed read.
 	watchRetry = time.Second
+	// refusalProbe is how often a replica whose claims etcd refuses asks
+	// whether it accepts writes again (refused.go): well within a
+	// readiness probe's period, and one request a second at most.
+	refusalProbe = time.Second
 )
 
 // skipTolerance is how long, under Skip, a tick's claim is retried while etcd

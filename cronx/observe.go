@@ -12,6 +12,16 @@ import (
 // to the observers' queues (observer.go) and ticks not run to the tally
 // (notrun.go).
 
+// jobAdded is the event of a job named name added with policy p.
+func (c *Cron) jobAdded(name string, p *jobPolicy) JobAdded {
+	ev := JobAdded{Job: name}
+	if co := c.coord; co != nil {
+		ev.Scheduler, ev.Coordinated, ev.Mode = co.name, true, co.mode
+	}
+	ev.Reasons = reasonsOf(ev.Coordinated, ev.Mode, p.overlap)
+	return ev
+}
+
 // runStarted is the event of a run of r, claimed as claim, starting now.
 func (co *coordinator) runStarted(r run, claim election.Claim, claimLatency time.Duration) RunStarted {
 	start := co.clock.Now()
@@ -45,7 +55,7 @@ func (co *coordinator) notRun(job string, tick time.Time, reason Reason, err err
 	// In claim mode another replica may have run a tick that this one
 	// could not claim on its own account.
 	strict := co.mode == ClaimMode &&
-		(reason == ReasonMisfireSkipped || reason == ReasonOvertaken || reason == ReasonEtcdUnavailable)
+		(reason == ReasonMisfireSkipped || reason == ReasonOvertaken || reason == ReasonEtcdUnavailable || reason == ReasonEtcdRefused)
 	co.tally.add(job, notRunEntry{tick: tick.UnixNano(), hour: hourOf(tick), reason: reason, n: 1, strict: strict})
 }
 

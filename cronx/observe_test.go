@@ -43,6 +43,9 @@ func (l *eventLog) observer() Observer {
 		OnSessionLost:      func(e Session) { l.add(sessionLost(e)) },
 		OnSessionRegained:  func(e Session) { l.add(sessionRegained(e)) },
 		OnEtcdEmpty:        func(e EtcdEmpty) { l.add(e) },
+		OnJobAdded:         func(e JobAdded) { l.add(e) },
+		OnEtcdRefused:      func(e EtcdRefusal) { l.add(etcdRefused(e)) },
+		OnEtcdAccepted:     func(e EtcdRefusal) { l.add(etcdAccepted(e)) },
 	}
 }
 

@@ -6,9 +6,10 @@ import (
 	"sync/atomic"
 )
 
-// Observer receives the events of a Cron: runs started and ended, ticks not
-// run and why, leadership gained and lost, the etcd session lost and
-// regained, etcd found empty. Each field is optional; a nil one ignores its
+// Observer receives the events of a Cron: jobs added, runs started and
+// ended, ticks not run and why, leadership gained and lost, the etcd session
+// lost and regained, etcd refusing writes and accepting them again, etcd
+// found empty. Each field is optional; a nil one ignores its
 // events. The metrics package builds Prometheus metrics on an Observer.
 //
 // An observer cannot slow the scheduler. Each observer given to
@@ -18,9 +19,10 @@ import (
 // events wait, and yields to the runs after each. When an observer is so
 // slow that its queue is full, further events are dropped, never waited
 // for: OnDropped, when set, is then told how many, before the next event it
-// gets. The goroutine ends once the queue is empty, so none outlives the
+// gets. An event it has no function for is neither queued nor dropped. The goroutine ends once the queue is empty, so none outlives the
 // events of a stopped Cron.
 type Observer struct {
+	OnJobAdded         func(JobAdded)
 	OnRunStarted       func(RunStarted)
 	OnRunEnded         func(RunEnded)
 	OnTickNotRun       func(TickNotRun)
@@ -28,6 +30,8 @@ type Observer struct {
 	OnLeadershipLost   func(Leadership)
 	OnSessionLost      func(Session)
 	OnSessionRegained  func(Session)
+	OnEtcdRefused      func(EtcdRefusal)
+	OnEtcdAccepted     func(EtcdRefusal)
 	OnEtcdEmpty        func(EtcdEmpty)
 	// OnDropped is told the number of events dropped because the queue was
 	// full since it was last called.
@@ -68,9 +72,9 @@ type observerQueue struct {
 	dropped atomic.Int64 // dropped in all
 
 	mu      sync.Mutex
-	items   []any
-	pending int  // dropped and not yet told to OnDropped
-	running bool // a goroutine delivers
+	items   []func() // the calls of the observer's functions, in order
+	pending int      // dropped and not yet told to OnDropped
+	running bool     // a goroutine delivers
 }
 
 func newObserverQueue(o Observer) *observerQueue {
@@ -81,8 +85,13 @@ func newObserverQueue(o Observer) *observerQueue {
 	return &observerQueue{o: o, size: size}
 }
 
-// push queues ev, or drops it when the queue is full.
+// push queues ev, or drops it when the queue is full. An event the
+// observer has no function for takes no place in its queue.
 func (q *observerQueue) push(ev any) {
+	call := q.o.call(ev)
+	if call == nil {
+		return
+	}
 	q.mu.Lock()
 	if len(q.items) >= q.size {
 		q.pending++
@@ -90,7 +99,7 @@ func (q *observerQueue) push(ev any) {
 		q.dropped.Add(1)
 		return
 	}
-	q.items = append(q.items, ev)
+	q.items = append(q.items, call)
 	start := !q.running
 	q.running = true
 	q.mu.Unlock()
@@ -115,56 +124,55 @@ func (q *observerQueue) drain() {
 			}
 			return
 		}
-		ev := q.items[0]
+		call := q.items[0]
 		q.items[0] = nil
 		q.items = q.items[1:]
 		q.mu.Unlock()
 		if dropped > 0 && q.o.OnDropped != nil {
 			q.o.OnDropped(dropped)
 		}
-		q.deliver(ev)
+		call()
 		// Runs that are starting go first: an observer's work may wait,
 		// a run's start may not.
 		runtime.Gosched()
 	}
 }
 
-func (q *observerQueue) deliver(ev any) {
-	o := &q.o
+// call returns the call of o's function for ev, nil when o has none.
+func (o *Observer) call(ev any) func() {
 	switch ev := ev.(type) {
+	case JobAdded:
+		return bind(o.OnJobAdded, ev)
 	case RunStarted:
-		if o.OnRunStarted != nil {
-			o.OnRunStarted(ev)
-		}
+		return bind(o.OnRunStarted, ev)
 	case RunEnded:
-		if o.OnRunEnded != nil {
-			o.OnRunEnded(ev)
-		}
+		return bind(o.OnRunEnded, ev)
 	case TickNotRun:
-		if o.OnTickNotRun != nil {
-			o.OnTickNotRun(ev)
-		}
+		return bind(o.OnTickNotRun, ev)
 	case leadershipGained:
-		if o.OnLeadershipGained != nil {
-			o.OnLeadershipGained(Leadership(ev))
-		}
+		return bind(o.OnLeadershipGained, Leadership(ev))
 	case leadershipLost:
-		if o.OnLeadershipLost != nil {
-			o.OnLeadershipLost(Leadership(ev))
-		}
+		return bind(o.OnLeadershipLost, Leadership(ev))
 	case sessionLost:
-		if o.OnSessionLost != nil {
-			o.OnSessionLost(Session(ev))
-		}
+		return bind(o.OnSessionLost, Session(ev))
 	case sessionRegained:
-		if o.OnSessionRegained != nil {
-			o.OnSessionRegained(Session(ev))
-		}
+		return bind(o.OnSessionRegained, Session(ev))
+	case etcdRefused:
+		return bind(o.OnEtcdRefused, EtcdRefusal(ev))
+	case etcdAccepted:
+		return bind(o.OnEtcdAccepted, EtcdRefusal(ev))
 	case EtcdEmpty:
-		if o.OnEtcdEmpty != nil {
-			o.OnEtcdEmpty(ev)
-		}
+		return bind(o.OnEtcdEmpty, ev)
 	}
+	return nil
+}
+
+// bind is f called with ev, nil when f is nil.
+func bind[E any](f func(E), ev E) func() {
+	if f == nil {
+		return nil
+	}
+	return func() { f(ev) }
 }
 
 // The events that share a type with their opposite, told apart in a queue.
@@ -173,4 +181,6 @@ type (
 	leadershipLost   Leadership
 	sessionLost      Session
 	sessionRegained  Session
+	etcdRefused      EtcdRefusal
+	etcdAccepted     EtcdRefusal
 )

@@ -40,7 +40,8 @@ func WithLogger(logger Logger) Option {
 }
 
 // WithSlog makes the Cron log through l, with routine messages at debug
-// level; it is WithLogger(SlogLogger(l)).
+// level and leadership gained and lost, and etcd refusing writes and
+// accepting them again, at info; it is WithLogger(SlogLogger(l)).
 func WithSlog(l *slog.Logger) Option {
 	return WithLogger(SlogLogger(l))
 }

@@ -51,7 +51,9 @@ func (cl *claimer) triage(base context.Context, r run, err error) {
 		// Stopped or no longer leading: not a failure of this tick. A
 		// successor reports it if nobody ran it.
 	default:
-		if !errors.Is(err, election.ErrNotLeader) {
+		if refusal, _ := etcdRefusal(err); refusal != nil {
+			reason = ReasonEtcdRefused
+		} else if !errors.Is(err, election.ErrNotLeader) {
 			reason = ReasonEtcdUnavailable
 		}
 		cl.logger.Error(err, "cronx: tick not run", "job", r.job, "tick", r.tick)

@@ -45,6 +45,7 @@ type Session struct {
 	mu       sync.Mutex
 	deadline time.Time
 	closed   bool
+	lastErr  error // why the last keepalive failed; nil once one is acknowledged
 }
 
 // NewSession grants a lease with the configured TTL and keeps it alive until
@@ -181,6 +182,9 @@ func (s *Session) keepAlive() {
 			case errors.Is(r.err, rpctypes.ErrLeaseNotFound):
 				s.lose(ErrLeaseLost)
 			case r.err != nil:
+				s.mu.Lock()
+				s.lastErr = r.err
+				s.mu.Unlock()
 				if s.ctx.Err() == nil {
 					o.logger.Warn("baton: lease keepalive failed", "lease", fmt.Sprintf("%x", int64(s.lease)), "err", r.err)
 				}
@@ -188,6 +192,7 @@ func (s *Session) keepAlive() {
 			default:
 				d := r.sent.Add(r.ttl - o.margin) // mutation:deadline-from-send
 				s.mu.Lock()
+				s.lastErr = nil
 				if d.After(s.deadline) {
 					s.deadline = d
 				}
@@ -200,7 +205,16 @@ func (s *Session) keepAlive() {
 	}
 }
 
+// lose ends the session with cause; an expiry names what etcd said to the
+// last keepalive (a revoked permission refuses them: etcd checks that the
+// user may write the lease's keys).
 func (s *Session) lose(cause error) {
+	s.mu.Lock()
+	last := s.lastErr
+	s.mu.Unlock()
+	if errors.Is(cause, ErrSessionExpired) && last != nil {
+		cause = fmt.Errorf("%w; the last keepalive: %w", cause, last)
+	}
 	if s.ctx.Err() == nil {
 		s.opts.logger.Warn("baton: session lost", "lease", fmt.Sprintf("%x", int64(s.lease)), "cause", cause)
 	}

@@ -15,7 +15,8 @@
 //	baton_job_runs_total{scheduler,job,outcome}          counter: runs ended, outcome "success" or "failure"
 //	baton_job_ticks_not_run_total{scheduler,job,reason}  counter: ticks this replica did not run, by cronx.Reason
 //	                                                     ("no_leader", "misfire_skipped", "overlap", "paused",
-//	                                                     "overtaken", "claimed_elsewhere", "etcd_unavailable")
+//	                                                     "overtaken", "claimed_elsewhere", "etcd_unavailable",
+//	                                                     "etcd_refused")
 //	baton_job_run_duration_seconds{scheduler}            histogram: how long runs took
 //	baton_job_tick_lateness_seconds{scheduler}           histogram: how long after its tick a run started
 //	baton_claim_latency_seconds{scheduler}               histogram: how long the claim of a run took in etcd
@@ -24,9 +25,21 @@
 //	                                                     counter: terms "gained" and "lost" by this replica
 //	baton_etcd_session_up{scheduler}                     gauge: 0 once this replica's etcd session is lost,
 //	                                                     1 once one is granted again (or a run or term shows it)
+//	baton_etcd_writes_refused{scheduler}                 gauge: 1 from etcd's first refusal of this replica's claims
+//	                                                     (out of space, permission denied, request too large)
+//	                                                     until it accepts writes again, else 0
 //	baton_etcd_found_empty_total{scheduler}              counter: times etcd was found to have lost its data
 //	baton_observer_events_dropped_total                  counter: events dropped because this observer's
 //	                                                     queue was full (see cronx.Observer)
+//
+// Every series an alert or a dashboard needs exists, at 0, from the moment
+// a job is added (cronx.Observer.OnJobAdded), so that increase() sees the
+// first failure and the first tick not run: each of the job's outcomes,
+// each reason its ticks can be reported with (cronx.JobAdded.Reasons), the
+// histograms of its scheduler and, for a scheduler with etcd, its refused
+// gauge, its empty-etcd counter and, in leader mode, its leader gauge and
+// leadership changes. The session gauge appears once the session is known.
+// The series of a removed job stay until the process ends.
 //
 // Labels stay bounded: schedulers, job names, outcomes, reasons and
 // changes; never a tick time or an instance. The histograms are labelled by

@@ -28,6 +28,7 @@ type collectors struct {
 	leader   *prometheus.GaugeVec
 	changes  *prometheus.CounterVec
 	session  *prometheus.GaugeVec
+	refused  *prometheus.GaugeVec
 	empty    *prometheus.CounterVec
 	dropped  prometheus.Counter
 }
@@ -65,6 +66,9 @@ func New(reg prometheus.Registerer) (cronx.Observer, error) {
 		session: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "baton_etcd_session_up", Help: "0 while this replica's etcd session is lost, else 1.",
 		}, []string{"scheduler"}),
+		refused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "baton_etcd_writes_refused", Help: "1 while etcd refuses this replica's claims (out of space, permission denied, request too large), else 0.",
+		}, []string{"scheduler"}),
 		empty: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_etcd_found_empty_total", Help: "Times etcd was found to have come back without its data.",
 		}, []string{"scheduler"}),
@@ -83,7 +87,7 @@ func New(reg prometheus.Registerer) (cronx.Observer, error) {
 func register(reg prometheus.Registerer, c *collectors) error {
 	return errors.Join(
 		use(reg, &c.runs), use(reg, &c.notRun), use(reg, &c.duration), use(reg, &c.lateness), use(reg, &c.claim),
-		use(reg, &c.leader), use(reg, &c.changes), use(reg, &c.session), use(reg, &c.empty), use(reg, &c.dropped))
+		use(reg, &c.leader), use(reg, &c.changes), use(reg, &c.session), use(reg, &c.refused), use(reg, &c.empty), use(reg, &c.dropped))
 }
 
 func use[T prometheus.Collector](reg prometheus.Registerer, c *T) error {
@@ -104,6 +108,7 @@ func use[T prometheus.Collector](reg prometheus.Registerer, c *T) error {
 // observer updates the collectors from a Cron's events.
 func (c collectors) observer() cronx.Observer {
 	return cronx.Observer{
+		OnJobAdded: c.jobAdded,
 		OnRunStarted: func(e cronx.RunStarted) {
 			c.session.WithLabelValues(e.Scheduler).Set(1)
 			if !e.Triggered {
@@ -131,7 +136,36 @@ func (c collectors) observer() cronx.Observer {
 		},
 		OnSessionLost:     func(e cronx.Session) { c.session.WithLabelValues(e.Scheduler).Set(0) },
 		OnSessionRegained: func(e cronx.Session) { c.session.WithLabelValues(e.Scheduler).Set(1) },
+		OnEtcdRefused:     func(e cronx.EtcdRefusal) { c.refused.WithLabelValues(e.Scheduler).Set(1) },
+		OnEtcdAccepted:    func(e cronx.EtcdRefusal) { c.refused.WithLabelValues(e.Scheduler).Set(0) },
 		OnEtcdEmpty:       func(e cronx.EtcdEmpty) { c.empty.WithLabelValues(e.Scheduler).Inc() },
 		OnDropped:         func(n int) { c.dropped.Add(float64(n)) },
+	}
+}
+
+// jobAdded makes the series of a job, and of its scheduler, that its
+// events will update, each at 0 and none set: a counter that appears at its
+// first increment shows no increase(), so an alert on a job's first failure
+// or first tick not run would not fire. Only the reasons that can happen to
+// the job are made; a gauge already set keeps its value.
+func (c collectors) jobAdded(e cronx.JobAdded) {
+	for _, o := range []cronx.Outcome{cronx.Succeeded, cronx.Failed} {
+		c.runs.WithLabelValues(e.Scheduler, e.Job, o.String())
+	}
+	for _, r := range e.Reasons {
+		c.notRun.WithLabelValues(e.Scheduler, e.Job, r.String())
+	}
+	c.duration.WithLabelValues(e.Scheduler)
+	c.lateness.WithLabelValues(e.Scheduler)
+	if !e.Coordinated {
+		return
+	}
+	c.claim.WithLabelValues(e.Scheduler)
+	c.refused.WithLabelValues(e.Scheduler)
+	c.empty.WithLabelValues(e.Scheduler)
+	if e.Mode == cronx.LeaderMode {
+		c.leader.WithLabelValues(e.Scheduler)
+		c.changes.WithLabelValues(e.Scheduler, "gained")
+		c.changes.WithLabelValues(e.Scheduler, "lost")
 	}
 }

@@ -3,6 +3,7 @@ package manifest
 import (
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -10,18 +11,12 @@ import (
 )
 
 // endpoint is one URL of BATON_ETCD_ENDPOINTS that names a service of the
-// app.
-type endpoint struct {
-	raw, service, port string
-	// elsewhere: the host may name a service of another app
-	// (etcd.other.convox.local).
-	elsewhere bool
-}
+// app by its bare name, as every process of the app reaches it.
+type endpoint struct{ raw, service, port string }
 
-// appEndpoints reads BATON_ETCD_ENDPOINTS. It returns only the endpoints
-// that name a service of this app: a bare name ("etcd") or a cluster-local
-// one ("etcd.myapp.convox.local"); other hosts are outside the app and not
-// Check's to know.
+// appEndpoints returns the endpoints of BATON_ETCD_ENDPOINTS that name a
+// service of this app. A dotted name (etcd.shop-etcd, the etcd app's; any
+// DNS name) or an address is outside the app and not Check's to know.
 func appEndpoints(value string) []endpoint {
 	if strings.Contains(value, "${") {
 		return nil // interpolated at deploy time
@@ -29,61 +24,31 @@ func appEndpoints(value string) []endpoint {
 	var out []endpoint
 	for _, raw := range strings.Split(value, ",") {
 		raw = strings.TrimSpace(raw)
-		if raw == "" {
-			continue
-		}
 		host, port := raw, ""
-		if strings.Contains(raw, "://") {
-			u, err := url.Parse(raw)
-			if err != nil {
-				continue
-			}
+		if u, err := url.Parse(raw); err == nil && strings.Contains(raw, "://") {
 			host, port = u.Hostname(), u.Port()
 		} else if h, p, err := net.SplitHostPort(raw); err == nil {
 			host, port = h, p
 		}
-		if host == "" || net.ParseIP(host) != nil || host == "localhost" {
-			continue
+		if host != "" && !strings.Contains(host, ".") && !strings.Contains(host, ":") && host != "localhost" {
+			out = append(out, endpoint{raw: raw, service: host, port: port})
 		}
-		label, rest, dotted := strings.Cut(host, ".")
-		if dotted && !strings.HasSuffix(rest, ".local") && rest != "local" {
-			continue
-		}
-		out = append(out, endpoint{raw: raw, service: label, port: port, elsewhere: strings.Count(host, ".") >= 3})
 	}
 	return out
 }
 
-// exposes reports whether a service exposes port inside the app, through
-// port: or ports:. A service with neither has no address at all.
-func (s *service) exposes(port string) bool {
-	for _, p := range s.ports() {
-		if strconv.Itoa(p) == port {
-			return true
-		}
-	}
-	return false
-}
-
-// ports are the port numbers a service exposes inside the app.
+// ports are the port numbers a service exposes inside the app, read as
+// Convox reads port: (3000, "https:3000", {port: 3000}) and ports: (5000,
+// "5001/udp").
 func (s *service) ports() []int {
 	var out []int
 	if p := s.mainPort(); p > 0 {
 		out = append(out, p)
 	}
-	if ps := resolve(s.value("ports")); ps != nil && ps.Kind == yaml.SequenceNode {
+	if ps := resolve(s.get("ports")); ps != nil && ps.Kind == yaml.SequenceNode {
 		for _, item := range ps.Content {
-			ri := resolve(item)
-			if ri.Kind == yaml.MappingNode {
-				_, item = get(ri, "port")
-			} else if sv, ok := str(ri); ok && isString(ri) {
-				num, _, _ := strings.Cut(sv, "/")
-				if n, err := strconv.Atoi(num); err == nil {
-					out = append(out, n)
-				}
-				continue
-			}
-			if n, ok := portNumber(item); ok {
+			v, _ := str(item)
+			if n, err := strconv.Atoi(strings.Split(v, "/")[0]); err == nil {
 				out = append(out, n)
 			}
 		}
@@ -93,124 +58,157 @@ func (s *service) ports() []int {
 
 // mainPort is the number of a service's port:, 0 without one.
 func (s *service) mainPort() int {
-	v := resolve(s.value("port"))
-	if v == nil {
-		return 0
+	v := resolve(s.get("port"))
+	if v != nil && v.Kind == yaml.MappingNode {
+		v = valueOf(v, "port")
 	}
-	if v.Kind == yaml.MappingNode {
-		_, v = get(v, "port")
+	p, _ := str(v)
+	n, _ := strconv.Atoi(p[strings.LastIndex(p, ":")+1:])
+	return n
+}
+
+func (s *service) exposes(port string) bool {
+	for _, p := range s.ports() {
+		if strconv.Itoa(p) == port {
+			return true
+		}
 	}
-	if n, ok := portNumber(v); ok {
-		return n
-	}
-	if sv, ok := str(v); ok {
-		_, num, _ := strings.Cut(sv, ":")
-		n, _ := strconv.Atoi(num)
-		return n
-	}
-	return 0
+	return false
 }
 
 func (s *service) isTrue(key string) bool {
-	b, _ := boolean(s.value(key))
+	b, _ := boolean(s.get(key))
 	return b
 }
 
-// endpointsFor returns the BATON_ETCD_ENDPOINTS entry a service gets: its
-// own if it lists one, else the app's (Convox gives app-level variables to
-// every service, and a service's own entry comes after them).
-func endpointsFor(app []envEntry, s *service) (envEntry, bool) {
-	var found envEntry
-	ok := false
-	for _, list := range [][]envEntry{app, s.env} {
-		for _, e := range list {
-			if e.name == "BATON_ETCD_ENDPOINTS" {
-				found, ok = e, true
+// maxCount is the most processes a service's scale lets Convox run: a
+// count (3, "1-5", {min: 1, max: 5}), or min and max, 10 with an autoscale
+// and no max (ApplyDefaults in pkg/manifest/manifest.go).
+func (s *service) maxCount() int {
+	v := resolve(s.get("scale"))
+	if v != nil && v.Kind == yaml.MappingNode && valueOf(v, "count") != nil {
+		v = resolve(valueOf(v, "count"))
+	} else if v != nil && v.Kind == yaml.MappingNode && valueOf(v, "autoscale") != nil && valueOf(v, "max") == nil {
+		return 10
+	}
+	hi := 1
+	if v != nil && v.Kind == yaml.MappingNode {
+		for _, k := range []string{"min", "max"} {
+			if n, ok := number(valueOf(v, k)); ok {
+				hi = max(hi, n)
 			}
 		}
+		return hi
 	}
-	return found, ok
+	c, _ := str(v)
+	for _, part := range strings.Split(c, "-") {
+		if n, err := strconv.Atoi(part); err == nil {
+			hi = max(hi, n)
+		}
+	}
+	return hi
 }
 
-// baton checks that every baton process can reach an etcd, that every etcd
-// is one cluster that stays one, and that timers run once.
-func (c *checker) baton(app []envEntry, services []*service, timers []*timer) {
-	byName := map[string]*service{}
-	for _, s := range services {
-		byName[s.name] = s
-	}
-
-	// Where BATON_ETCD_ENDPOINTS points, it must find an etcd.
-	named := map[string]bool{}
-	checkEntry := func(where string, e envEntry) {
-		if e.name != "BATON_ETCD_ENDPOINTS" || !e.hasValue {
-			return
+// probePath is the path of a service's health: (Convox's default is /) or
+// liveness:, "" when it has none or it is disabled.
+func (s *service) probePath(key string) string {
+	h := resolve(s.get(key))
+	if h != nil && h.Kind == yaml.MappingNode {
+		if off, _ := boolean(valueOf(h, "disable")); off {
+			return ""
 		}
-		for _, ep := range appEndpoints(e.value) {
-			s := byName[ep.service]
-			switch {
-			case s == nil && ep.elsewhere:
-				// Another app's service, such as an etcd app's.
-			case s == nil:
-				c.addf(e.node, "%sBATON_ETCD_ENDPOINTS: %s names service %s, but there is no service %s; baton could reach no etcd", prefix(where), ep.raw, ep.service, ep.service)
-			case len(s.ports()) == 0:
-				named[s.name] = true
-				c.addf(e.node, "%sBATON_ETCD_ENDPOINTS: %s names service %s, which has no port: or ports:, so Convox gives it no address", prefix(where), ep.raw, ep.service)
-			default:
-				named[s.name] = true
-				if ep.port != "" && !s.exposes(ep.port) {
-					c.addf(e.node, "%sBATON_ETCD_ENDPOINTS: %s: service %s does not expose port %s (it has %s)", prefix(where), ep.raw, ep.service, ep.port, portList(s.ports()))
+		h = valueOf(h, "path")
+	}
+	if p, _ := str(h); p != "" || key == "liveness" {
+		return p
+	}
+	return "/"
+}
+
+// hasEndpoints reports whether a service gets BATON_ETCD_ENDPOINTS: its
+// own, or the app's, which Convox gives every service.
+func (a *app) hasEndpoints(s *service) bool {
+	return a.hasEnv("BATON_ETCD_ENDPOINTS") || slices.ContainsFunc(s.env, func(e envEntry) bool { return e.name == "BATON_ETCD_ENDPOINTS" })
+}
+
+// isEtcd reports whether a service runs baton's etcd: by its name, its
+// command, or, named by BATON_ETCD_ENDPOINTS, an etcd image.
+func (a *app) isEtcd(s *service) bool {
+	if etcdMember.MatchString(s.name) || runsEtcd(s.command) {
+		return true
+	}
+	img, _ := str(s.get("image"))
+	return s.command == "" && strings.Contains(img, "etcd") && a.named(s.name)
+}
+
+// named reports whether a BATON_ETCD_ENDPOINTS of the app names service.
+func (a *app) named(name string) bool {
+	lists := [][]envEntry{a.env}
+	for _, s := range a.services {
+		lists = append(lists, s.env)
+	}
+	for _, list := range lists {
+		for _, e := range list {
+			for _, ep := range appEndpoints(e.value) {
+				if e.name == "BATON_ETCD_ENDPOINTS" && ep.service == name {
+					return true
 				}
 			}
 		}
 	}
-	for _, e := range app {
-		checkEntry("environment", e)
-	}
-	for _, s := range services {
-		for _, e := range s.env {
-			checkEntry("service "+s.name+": environment", e)
-		}
-		if len(s.env) > 0 && len(app) > 0 {
-			c.bareOverride(app, s)
-		}
-	}
+	return false
+}
 
-	// A baton client with no BATON_ETCD_ENDPOINTS at all uses
-	// http://etcd:2379, the default under Convox.
+// baton checks that every baton process can reach an etcd, that every etcd
+// is one cluster that stays one, and that timers run once.
+func (c *checker) baton(a *app) {
+	check := func(where string, e envEntry) {
+		if e.name != "BATON_ETCD_ENDPOINTS" || !e.hasValue {
+			return
+		}
+		for _, ep := range appEndpoints(e.value) {
+			switch s := a.byName[ep.service]; {
+			case s == nil:
+				c.addf(e.node, "%sBATON_ETCD_ENDPOINTS: %s names service %s, but there is no service %s; baton could reach no etcd", prefix(where), ep.raw, ep.service, ep.service)
+			case len(s.ports()) == 0:
+				c.addf(e.node, "%sBATON_ETCD_ENDPOINTS: %s names service %s, which has no port: or ports:, so Convox gives it no address", prefix(where), ep.raw, ep.service)
+			case ep.port != "" && !s.exposes(ep.port):
+				c.addf(e.node, "%sBATON_ETCD_ENDPOINTS: %s: service %s does not expose port %s (it has %s)", prefix(where), ep.raw, ep.service, ep.port, portList(s.ports()))
+			}
+		}
+	}
+	defaults := map[string]bool{}
+	for _, e := range a.env {
+		check("environment", e)
+		defaults[e.name] = e.hasValue
+	}
 	noEtcd := func(at *yaml.Node, what string) {
 		c.addf(at, "%s runs baton, but no etcd is reachable: BATON_ETCD_ENDPOINTS is not set and there is no service etcd (baton's default under Convox is http://etcd:2379); run `baton convox init`", what)
 	}
-	for _, s := range services {
-		if !runsBaton(s.command) || runsEtcd(s.command) {
-			continue
+	for _, s := range a.services {
+		for _, e := range s.env {
+			check("service "+s.name+": environment", e)
+			if !e.hasValue && defaults[e.name] && strings.HasPrefix(e.name, "BATON_") {
+				c.addf(e.node, "service %s: environment lists %s without a value, which overrides the app-level default: Convox then requires `convox env set %s=...` and refuses to deploy without it; drop the entry to use the default", s.name, e.name, e.name)
+			}
 		}
-		if _, ok := endpointsFor(app, s); !ok && byName["etcd"] == nil {
+		if !a.hasEndpoints(s) && a.byName["etcd"] == nil && runsBaton(s.command) && !runsEtcd(s.command) {
 			noEtcd(s.cmdNode, "service "+s.name)
 		}
-	}
-	for _, t := range timers {
-		s := byName[t.service]
-		if s == nil || !runsBaton(t.command) {
-			continue
-		}
-		if _, ok := endpointsFor(app, s); !ok && byName["etcd"] == nil {
-			noEtcd(t.cmdNode, "timer "+t.name)
+		if a.isEtcd(s) {
+			c.etcd(a, s)
 		}
 	}
-
-	for _, s := range services {
-		if etcdMember.MatchString(s.name) || runsEtcd(s.command) || (named[s.name] && s.command == "" && imageIsEtcd(s)) {
-			c.etcd(s, byName)
+	for _, t := range a.timers {
+		if s := a.byName[t.service]; s != nil && runsBaton(t.command) {
+			if !a.hasEndpoints(s) && a.byName["etcd"] == nil {
+				noEtcd(t.cmdNode, "timer "+t.name)
+			}
 		}
-	}
-
-	for _, t := range timers {
-		if t.command == "" || runsOnce(t.command) {
-			continue
+		if t.command != "" && !runsOnce(t.command) {
+			c.addf(t.cmdNode, "timer %s runs %q directly: a Convox timer is a Kubernetes CronJob, which may start one schedule twice (a missed start caught up, a job retried after its pod was lost); "+
+				"run it through baton so each tick runs once: baton run --once %s --ttl D -- %s, with D shorter than the schedule's period", t.name, t.command, t.name, t.command)
 		}
-		c.addf(t.cmdNode, "timer %s runs %q directly: a Convox timer is a Kubernetes CronJob, which may start one schedule twice (a missed start caught up, a job retried after its pod was lost); "+
-			"run it through baton so each tick runs once: baton run --once %s --ttl D -- %s, with D shorter than the schedule's period", t.name, t.command, t.name, t.command)
 	}
 }
 
@@ -222,24 +220,8 @@ func portList(ps []int) string {
 	return strings.Join(s, ", ")
 }
 
-// bareOverride reports a service that lists a BATON_* variable without a
-// value when the app level gives it a default: the bare entry comes last
-// and asks for a value set with `convox env set`, so the default no longer
-// counts and the deploy fails without one.
-func (c *checker) bareOverride(app []envEntry, s *service) {
-	defaults := map[string]bool{}
-	for _, e := range app {
-		defaults[e.name] = e.hasValue
-	}
-	for _, e := range s.env {
-		if !e.hasValue && defaults[e.name] && strings.HasPrefix(e.name, "BATON_") {
-			c.addf(e.node, "service %s: environment lists %s without a value, which overrides the app-level default: Convox then requires `convox env set %s=...` and refuses to deploy without it; drop the entry to use the default", s.name, e.name, e.name)
-		}
-	}
-}
-
 // etcd checks a service that runs, or is named as, baton's etcd.
-func (c *checker) etcd(s *service, byName map[string]*service) {
+func (c *checker) etcd(a *app, s *service) {
 	where := "service " + s.name
 	if !s.isTrue("singleton") {
 		c.addf(s.at("singleton"), "%s runs etcd but is not singleton: true; a deploy would start the new etcd beside the old one, a second, empty cluster behind the same name, and a tick could be claimed in both", where)
@@ -247,16 +229,15 @@ func (c *checker) etcd(s *service, byName map[string]*service) {
 	if !s.isTrue("internal") {
 		c.addf(s.at("internal"), "%s runs etcd but is not internal: true; a service with a port is public unless internal, and etcd would be open to anyone", where)
 	}
-	if _, hi := serviceScale(s.body); hi > 1 {
+	if hi := s.maxCount(); hi > 1 {
 		c.addf(s.at("scale"), "%s runs etcd at scale %d: each process would be a separate one-member cluster behind one name, and a tick could be claimed in each; keep it at 1 (three members are three services, etcd-0, etcd-1 and etcd-2)", where, hi)
 	}
 	if s.isTrue("agent") {
 		c.addf(s.at("agent"), "%s runs etcd as an agent: one process per node, each a separate cluster; etcd must not be an agent", where)
 	}
-
 	args, runs := etcdArgs(s.command)
 	if !runs {
-		if img, _ := str(s.value("image")); s.command == "" && (strings.Contains(img, "etcd-development/etcd") || strings.Contains(img, "coreos/etcd")) {
+		if img, _ := str(s.get("image")); s.command == "" && (strings.Contains(img, "etcd-development/etcd") || strings.Contains(img, "coreos/etcd")) {
 			c.addf(s.at("image"), "%s runs etcd's image without a command: etcd then serves 127.0.0.1 only, out of reach of every other service; give it --listen-client-urls http://0.0.0.0:2379 and --advertise-client-urls http://%s:2379", where, s.name)
 		}
 		return
@@ -265,38 +246,37 @@ func (c *checker) etcd(s *service, byName map[string]*service) {
 	if urls, ok := flagValue(args, "listen-client-urls"); !ok || loopbackOnly(urls) {
 		c.addf(s.cmdNode, "%s: etcd serves clients on 127.0.0.1 only (--listen-client-urls), out of reach of every other service; give it --listen-client-urls http://0.0.0.0:2379", where)
 	}
-
 	members := initialCluster(args)
-	if s.mainPort() > 0 && !healthDisabled(s) {
-		if path := healthPath(s); !isEtcdHealth(path) {
-			c.addf(s.at("health"), "%s: port %d gets Convox's readiness check on %s, which etcd answers with 404, so no process ever becomes ready; set health: /health", where, s.mainPort(), path)
-		} else if len(members) > 1 {
+	if s.mainPort() > 0 {
+		for _, probe := range []struct{ key, kind, does string }{
+			{"health", "readiness", "so no process ever becomes ready; set health: /health"},
+			{"liveness", "liveness", "so Kubernetes restarts it again and again; use path: /livez"},
+		} {
+			if path := s.probePath(probe.key); path != "" && !isEtcdHealth(path) {
+				c.addf(s.at(probe.key), "%s: port %d gets Convox's %s check on %s, which etcd answers with 404, %s", where, s.mainPort(), probe.kind, path, probe.does)
+			}
+		}
+		if len(members) > 1 && s.probePath("health") != "" {
 			c.addf(s.at("port"), "%s is one of %d etcd members and has port:, so Convox checks its readiness, and Kubernetes sends peers' traffic only to ready members while a member is ready only once the cluster has a leader: the members never meet; "+
 				"expose its ports with ports: [2379, 2380] and no port:", where, len(members))
 		}
 	}
-	if len(members) > 1 {
-		if urls, ok := flagValue(args, "listen-peer-urls"); !ok || loopbackOnly(urls) {
-			c.addf(s.cmdNode, "%s: etcd serves its peers on 127.0.0.1 only (--listen-peer-urls), so the other members cannot reach it; give it --listen-peer-urls http://0.0.0.0:2380", where)
-		}
-		for _, m := range members {
-			for _, ep := range appEndpoints(m.url) {
-				peer := byName[ep.service]
-				switch {
-				case peer == nil:
-					c.addf(s.cmdNode, "%s: --initial-cluster names member %s at %s, but there is no service %s", where, m.name, m.url, ep.service)
-				case ep.port != "" && !peer.exposes(ep.port):
-					c.addf(s.cmdNode, "%s: --initial-cluster names member %s at %s, but service %s does not expose port %s; list it under ports:", where, m.name, m.url, ep.service, ep.port)
-				}
+	if len(members) < 2 {
+		return
+	}
+	if urls, ok := flagValue(args, "listen-peer-urls"); !ok || loopbackOnly(urls) {
+		c.addf(s.cmdNode, "%s: etcd serves its peers on 127.0.0.1 only (--listen-peer-urls), so the other members cannot reach it; give it --listen-peer-urls http://0.0.0.0:2380", where)
+	}
+	for _, m := range members {
+		for _, ep := range appEndpoints(m.url) {
+			switch peer := a.byName[ep.service]; {
+			case peer == nil:
+				c.addf(s.cmdNode, "%s: --initial-cluster names member %s at %s, but there is no service %s", where, m.name, m.url, ep.service)
+			case ep.port != "" && !peer.exposes(ep.port):
+				c.addf(s.cmdNode, "%s: --initial-cluster names member %s at %s, but service %s does not expose port %s; list it under ports:", where, m.name, m.url, ep.service, ep.port)
 			}
 		}
 	}
-}
-
-// imageIsEtcd reports whether a service runs an etcd image.
-func imageIsEtcd(s *service) bool {
-	img, _ := str(s.value("image"))
-	return strings.Contains(img, "etcd")
 }
 
 type member struct{ name, url string }
@@ -328,29 +308,8 @@ func loopbackOnly(urls string) bool {
 	return true
 }
 
-func healthDisabled(s *service) bool {
-	h := resolve(s.value("health"))
-	if h == nil || h.Kind != yaml.MappingNode {
-		return false
-	}
-	_, d := get(h, "disable")
-	b, _ := boolean(d)
-	return b
-}
-
-// healthPath is the path of a service's readiness check; Convox's default
-// is /.
-func healthPath(s *service) string {
-	h := resolve(s.value("health"))
-	if h != nil && h.Kind == yaml.MappingNode {
-		_, h = get(h, "path")
-	}
-	if p, ok := str(h); ok && p != "" {
-		return p
-	}
-	return "/"
-}
-
+// isEtcdHealth reports whether etcd answers path: /health, and /livez and
+// /readyz (etcdserver/api/etcdhttp/health.go).
 func isEtcdHealth(path string) bool {
 	p, _, _ := strings.Cut(path, "?")
 	return p == "/health" || p == "/readyz" || p == "/livez"
@@ -362,15 +321,11 @@ func isEtcdHealth(path string) bool {
 // would be lost at each restart all the same.
 func (c *checker) storage(s *service, args []string) {
 	var mounts []string
-	var at *yaml.Node
-	if list := resolve(s.value("volumeOptions")); list != nil && list.Kind == yaml.SequenceNode {
+	if list := resolve(s.get("volumeOptions")); list != nil && list.Kind == yaml.SequenceNode {
 		for _, item := range list.Content {
 			for _, kind := range []string{"emptyDir", "awsEfs"} {
-				if _, vol := get(item, kind); vol != nil {
-					if m, ok := str(valueOf(vol, "mountPath")); ok && m != "" {
-						mounts = append(mounts, strings.TrimSuffix(m, "/"))
-						at = s.at("volumeOptions")
-					}
+				if m, _ := str(valueOf(valueOf(item, kind), "mountPath")); m != "" {
+					mounts = append(mounts, strings.TrimSuffix(m, "/"))
 				}
 			}
 		}
@@ -378,6 +333,7 @@ func (c *checker) storage(s *service, args []string) {
 	if len(mounts) == 0 {
 		return
 	}
+	at := s.at("volumeOptions")
 	dir, ok := flagValue(args, "data-dir")
 	if !ok {
 		c.addf(at, "service %s mounts a volume on %s, but etcd keeps its data in its working directory (no --data-dir): give it --data-dir %s", s.name, strings.Join(mounts, ", "), mounts[0])
@@ -389,10 +345,4 @@ func (c *checker) storage(s *service, args []string) {
 		}
 	}
 	c.addf(at, "service %s keeps etcd's data in %s, but its volume is mounted on %s, so the data is not on it: mount the volume on %s or give etcd --data-dir %s", s.name, dir, strings.Join(mounts, ", "), dir, mounts[0])
-}
-
-// valueOf returns the value of key in mapping m, or nil.
-func valueOf(m *yaml.Node, key string) *yaml.Node {
-	_, v := get(m, key)
-	return v
 }

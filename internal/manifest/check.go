@@ -16,12 +16,17 @@ const (
 	// Baton is one of baton's own rules: the manifest would make baton run
 	// a tick twice, or not at all.
 	Baton Rule = iota
-	// Rejected is one of Convox's rules: Convox refuses the manifest.
-	Rejected
 	// Ignored is Convox's parser dropping a setting without a word: a key it
-	// does not know, a key given twice, an environment entry it skips.
+	// does not know, a key given twice, a merge key inside a service, an
+	// environment entry it skips.
 	Ignored
 )
+
+// Checked says, in a sentence for `baton convox check`, what Check checks.
+const Checked = "baton's rules (BATON_ETCD_ENDPOINTS and the etcd it names: internal, singleton, one " +
+	"process, not an agent, its ports, probes and data volume; timers through `baton run --once`; " +
+	"BATON_* variables) and what Convox's parser drops without a word (unknown and repeated keys, " +
+	"merge keys inside services, timers and resources, environment entries that are not strings)"
 
 // Problem is one thing wrong with a manifest.
 type Problem struct {
@@ -43,316 +48,328 @@ func (c *checker) add(rule Rule, at *yaml.Node, format string, a ...any) {
 // addf reports a problem with one of baton's rules.
 func (c *checker) addf(at *yaml.Node, format string, a ...any) { c.add(Baton, at, format, a...) }
 
-// rejectf reports what Convox's parser or its Validate refuses.
-func (c *checker) rejectf(at *yaml.Node, format string, a ...any) { c.add(Rejected, at, format, a...) }
-
 // ignored reports what Convox's parser drops without a word.
 func (c *checker) ignored(at *yaml.Node, format string, a ...any) { c.add(Ignored, at, format, a...) }
 
-// service is what the checks need to know of one service.
+// app is a manifest as Convox reads it, as far as baton's rules need.
+type app struct {
+	env      []envEntry // the app-level environment
+	services []*service
+	byName   map[string]*service
+	timers   []*timer
+}
+
+// service is what the rules need to know of one service.
 type service struct {
-	name     string
-	key, raw *yaml.Node // the key and its value as written, maybe an alias
-	body     *yaml.Node // the mapping, or nil for `web:` with nothing
-	command  string
-	cmdNode  *yaml.Node
-	env      []envEntry
+	name       string
+	key, value *yaml.Node // the name and its value as written, maybe an alias
+	fields     []pair     // as Convox reads it
+	command    string
+	cmdNode    *yaml.Node
+	env        []envEntry
 }
 
-func (s *service) value(key string) *yaml.Node {
-	_, v := get(s.body, key)
-	return v
+func (s *service) get(key string) *yaml.Node {
+	for _, p := range s.fields {
+		if p.key.Value == key {
+			return p.value
+		}
+	}
+	return nil
 }
 
-// at is the node a problem about the service as a whole points at.
+// at is the node a problem about key, or about the service, points at.
 func (s *service) at(key string) *yaml.Node {
-	if k, _ := get(s.body, key); k != nil {
-		return k
+	for _, p := range s.fields {
+		if p.key.Value == key {
+			return p.key
+		}
 	}
 	return s.key
 }
 
 type timer struct {
-	name             string
-	key              *yaml.Node
-	command, service string
-	cmdNode          *yaml.Node
+	name, command, service string
+	cmdNode                *yaml.Node
 }
 
-// etcdMember is how Init names etcd services, and how Check knows them.
+// etcdMember is how Init names etcd services, and how the rules know them.
 var etcdMember = regexp.MustCompile(`^etcd(-[0-9]+)?$`)
 
 // Check returns the problems in a manifest, ordered by line: with baton's
-// rules, and with those of Convox's rules it checks (see the package
-// documentation). A manifest with no problems may still break a rule
-// Convox checks at deploy: LeftToConvox names those parts of it.
+// rules, and what Convox's parser would drop without a word. Convox checks
+// the rest of its rules itself at deploy.
 func Check(d *Document) []Problem {
+	a, c := read(d)
+	if a == nil {
+		return nil
+	}
+	c.duplicates(d.top())
+	c.baton(a)
+	sort.SliceStable(c.problems, func(i, j int) bool { return c.problems[i].Line < c.problems[j].Line })
+	return c.problems
+}
+
+// read reads a manifest as Convox does, noting in the checker what
+// Convox's parser drops. It returns nil for an empty manifest.
+func read(d *Document) (*app, *checker) {
 	c := &checker{}
 	top := d.top()
 	if top == nil {
-		return nil
+		return nil, c
 	}
-	c.duplicates(d.root, map[*yaml.Node]bool{})
-
-	var appEnv []envEntry
-	resources := map[string]bool{}
-	var services []*service
-	var timers []*timer
-	for _, p := range pairs(top) {
-		k, v := p.key, p.value
-		switch k.Value {
-		case "environment":
-			appEnv = c.environment("environment", v)
-		case "resources":
-			c.resources(v, resources)
-		}
-		if !topKeys[k.Value] && resolve(v).Anchor == "" && !strings.HasPrefix(k.Value, "x-") {
-			c.unknownKey("", k, topKeys)
+	a := &app{byName: map[string]*service{}}
+	section := map[string]*yaml.Node{}
+	for _, p := range topFields(top) {
+		switch k := p.key.Value; {
+		case k == "environment":
+			a.env = c.environment("environment", p.value)
+		case k == "services" || k == "timers" || k == "resources" || k == "balancers":
+			section[k] = p.value
+			c.merges(k, p.value)
+		case !topKeys[k] && resolve(p.value).Anchor == "" && !strings.HasPrefix(k, "x-"):
+			c.unknown("", p.key, topKeys)
 		}
 	}
-	if _, v := get(top, "services"); v != nil {
-		services = c.services(v, resources)
+	for _, p := range entries(section["services"]) {
+		s := &service{name: p.key.Value, key: p.key, value: p.value, fields: fields(p.value)}
+		where := "service " + s.name
+		for _, f := range s.fields {
+			switch k := f.key.Value; {
+			case !serviceKeys[k]:
+				c.unknown(where, f.key, serviceKeys)
+			case k == "environment":
+				s.env = c.environment(where+": environment", f.value)
+			case k == "health":
+				c.unknownIn(where+": health", f.value, healthKeys)
+			case k == "liveness":
+				c.unknownIn(where+": liveness", f.value, livenessKeys)
+			}
+		}
+		if cmd := s.get("command"); cmd != nil {
+			s.command, _ = str(cmd)
+			s.cmdNode = cmd
+		}
+		a.services = append(a.services, s)
+		if a.byName[s.name] == nil {
+			a.byName[s.name] = s
+		}
 	}
-	if _, v := get(top, "timers"); v != nil {
-		timers = c.timers(v, services)
+	for _, p := range entries(section["timers"]) {
+		t := &timer{name: p.key.Value}
+		c.unknownIn("timer "+t.name, p.value, timerKeys)
+		if cmd := valueOf(p.value, "command"); cmd != nil {
+			t.command, _ = str(cmd)
+			t.cmdNode = cmd
+		}
+		t.service, _ = str(valueOf(p.value, "service"))
+		a.timers = append(a.timers, t)
 	}
-	c.baton(appEnv, services, timers)
-
-	sort.SliceStable(c.problems, func(i, j int) bool { return c.problems[i].Line < c.problems[j].Line })
-	return dedupe(c.problems)
+	for _, p := range entries(section["resources"]) {
+		c.unknownIn("resource "+p.key.Value, p.value, resourceKeys)
+	}
+	return a, c
 }
 
-func dedupe(ps []Problem) []Problem {
-	var out []Problem
-	seen := map[Problem]bool{}
-	for _, p := range ps {
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
+// entries returns the entries of a section (services, timers, resources)
+// as Convox's unmarshalMapSlice reads them: each in order, a name given
+// twice included, merge keys dropped.
+func entries(section *yaml.Node) []pair {
+	m := resolve(section)
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	var out []pair
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if !isMergeKey(m.Content[i]) {
+			out = append(out, pair{m.Content[i], m.Content[i+1]})
 		}
 	}
 	return out
 }
 
-// duplicates reports keys given twice in one mapping: Convox's parser keeps
-// the last, so the first is silently lost. The sections it reads entry by
-// entry in order (unmarshalMapSlice in convox/convox pkg/manifest/yaml.go:
-// services, timers, resources, and balancers with their ports) keep both,
-// so a name given twice there is reported as such, and balancers are
-// Convox's to check.
-func (c *checker) duplicates(n *yaml.Node, seen map[*yaml.Node]bool) {
-	top := resolve(n)
-	if top != nil && top.Kind == yaml.DocumentNode && len(top.Content) > 0 {
-		top = resolve(top.Content[0])
+// merges reports every merge key inside a section: Convox drops it, and
+// all it holds, without a word (see yaml.go).
+func (c *checker) merges(section string, v *yaml.Node) {
+	kind := strings.TrimSuffix(section, "s")
+	seen := map[*yaml.Node]bool{}
+	var walk func(where string, n *yaml.Node)
+	walk = func(where string, n *yaml.Node) {
+		if n = resolve(n); n == nil || seen[n] {
+			return
+		}
+		seen[n] = true
+		if n.Kind == yaml.SequenceNode {
+			for _, x := range n.Content {
+				walk(where, x)
+			}
+		}
+		for i := 0; i+1 < len(n.Content) && n.Kind == yaml.MappingNode; i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			switch {
+			case isMergeKey(k):
+				var brings []string
+				for _, f := range topFields(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{k, val}}) {
+					brings = append(brings, f.key.Value)
+				}
+				c.ignored(k, "%s: Convox drops this merge key and all it brings (%s): it reads %s entry by entry with yaml.v2, which loses a merge key there (pkg/manifest/yaml.go)%s; "+
+					"write those keys out, or quote the key (\"<<\": %s), which Convox merges", where, strings.Join(brings, ", "), section, skippedDefaults(brings), aliasText(val))
+			case where == section:
+				walk(kind+" "+k.Value, val)
+			default:
+				walk(where+": "+k.Value, val)
+			}
+		}
 	}
+	walk(section, v)
+}
+
+// skippedDefaults says which of Convox's defaults a dropped merge key
+// costs a service: ApplyDefaults (pkg/manifest/manifest.go) skips a default
+// when yamlAttributes, which reads the file with the merge applied, finds
+// the key, so the value stays 0.
+func skippedDefaults(brings []string) string {
+	var lost []string
+	for _, k := range brings {
+		switch k {
+		case "scale":
+			lost = append(lost, "no process at all (scale 0)")
+		case "termination":
+			lost = append(lost, "a termination grace of 0 s")
+		case "deployment":
+			lost = append(lost, "deployment percentages of 0 (those it brings)")
+		}
+	}
+	if len(lost) == 0 {
+		return ""
+	}
+	return ", and since Convox's defaults see those keys in the merged file, the service gets " + strings.Join(lost, ", ")
+}
+
+// aliasText is a merge key's value as written, when it is an alias or a
+// list of them.
+func aliasText(v *yaml.Node) string {
+	if v.Kind == yaml.AliasNode {
+		return "*" + v.Value
+	}
+	var out []string
+	for _, n := range v.Content {
+		if n.Kind == yaml.AliasNode {
+			out = append(out, "*"+n.Value)
+		}
+	}
+	if len(out) == 0 {
+		return "..."
+	}
+	return "[" + strings.Join(out, ", ") + "]"
+}
+
+// unknown reports key k, which Convox's parser drops without a word.
+func (c *checker) unknown(where string, k *yaml.Node, known map[string]bool) {
+	hint := ""
+	if s := suggest(k.Value, known); s != "" {
+		hint = fmt.Sprintf(" (did you mean %s?)", s)
+	}
+	c.ignored(k, "%sunknown key %q%s; Convox ignores keys it does not know, so this setting would be lost", prefix(where), k.Value, hint)
+}
+
+// unknownIn reports the keys of mapping m that are not in known.
+func (c *checker) unknownIn(where string, m *yaml.Node, known map[string]bool) {
+	for _, p := range fields(m) {
+		if !known[p.key.Value] {
+			c.unknown(where, p.key, known)
+		}
+	}
+}
+
+func prefix(where string) string {
+	if where == "" {
+		return ""
+	}
+	return where + ": "
+}
+
+// duplicates reports keys given twice in one mapping. In a section Convox
+// keeps both entries under one name; anywhere else yaml.v2 keeps the last.
+// Balancers, whose ports are read entry by entry too, are Convox's to check.
+func (c *checker) duplicates(top *yaml.Node) {
 	sections := map[*yaml.Node]bool{}
-	skip := map[*yaml.Node]bool{}
-	for _, p := range pairs(top) {
+	seen := map[*yaml.Node]bool{}
+	for _, p := range topFields(top) {
 		switch p.key.Value {
 		case "services", "timers", "resources":
 			sections[resolve(p.value)] = true
 		case "balancers":
-			skip[resolve(p.value)] = true
+			seen[resolve(p.value)] = true
 		}
 	}
-	c.duplicatesIn(n, seen, sections, skip)
-}
-
-func (c *checker) duplicatesIn(n *yaml.Node, seen, sections, skip map[*yaml.Node]bool) {
-	if n == nil || n.Kind == yaml.AliasNode || seen[n] || skip[n] {
-		return
-	}
-	seen[n] = true
-	if n.Kind == yaml.MappingNode {
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil || n.Kind == yaml.AliasNode || seen[n] {
+			return
+		}
+		seen[n] = true
 		first := map[string]*yaml.Node{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
+		for i := 0; i+1 < len(n.Content) && n.Kind == yaml.MappingNode; i += 2 {
 			k := n.Content[i]
-			if isMergeKey(k) {
-				continue
-			}
 			f, ok := first[k.Value]
 			switch {
+			case isMergeKey(k):
 			case !ok:
 				first[k.Value] = k
 			case sections[n]:
-				c.ignored(k, "%q is defined twice (also on line %d); Convox reads both under one name, and one overwrites the other at deploy", k.Value, f.Line)
+				c.ignored(k, "%q is defined twice (also on line %d); Convox reads both entries under one name", k.Value, f.Line)
 			default:
 				c.ignored(k, "key %q is given twice (also on line %d); Convox keeps only this one", k.Value, f.Line)
 			}
 		}
-	}
-	for _, x := range n.Content {
-		c.duplicatesIn(x, seen, sections, skip)
-	}
-}
-
-// badName reports a name Convox's NameValidator refuses (validate.go).
-func (c *checker) badName(what string, k *yaml.Node) {
-	if !validName.MatchString(k.Value) {
-		c.rejectf(k, "%s name %q: Convox allows only lowercase letters, digits and dashes, starting with a letter", what, k.Value)
-	}
-}
-
-func (c *checker) resources(v *yaml.Node, names map[string]bool) {
-	if isNull(v) {
-		return
-	}
-	if resolve(v).Kind != yaml.MappingNode {
-		c.rejectf(v, "resources is %s; Convox reads a mapping of resource names to definitions", kindName(v))
-		return
-	}
-	for _, p := range pairs(v) {
-		name := p.key.Value
-		names[name] = true
-		c.badName("resource", p.key)
-		where := "resource " + name
-		if resolve(p.value).Kind != yaml.MappingNode {
-			c.rejectf(p.value, "%s is %s; Convox reads a mapping with a type", where, kindName(p.value))
-			continue
-		}
-		c.unknownKeys(where, p.value, resourceKeys)
-		if _, t := get(p.value, "type"); t == nil || strings.TrimSpace(t.Value) == "" {
-			c.rejectf(p.key, "%s has no type; Convox requires one (postgres, redis, ...)", where)
+		for _, x := range n.Content {
+			walk(x)
 		}
 	}
+	walk(top)
 }
 
-func (c *checker) services(v *yaml.Node, resources map[string]bool) []*service {
-	if isNull(v) {
+// envEntry is one NAME or NAME=value of an environment list.
+type envEntry struct {
+	name, value string
+	hasValue    bool
+	node        *yaml.Node
+}
+
+// environment returns the entries of an environment list as Convox reads
+// them (Environment in pkg/manifest/yaml.go): strings, and strings in lists
+// within it; it drops any other entry without a word, which is reported.
+// An environment that is not a list Convox refuses itself.
+func (c *checker) environment(where string, v *yaml.Node) []envEntry {
+	rv := resolve(v)
+	if rv == nil || rv.Kind != yaml.SequenceNode {
 		return nil
 	}
-	if resolve(v).Kind != yaml.MappingNode {
-		c.rejectf(v, "services is %s; Convox reads a mapping of service names to definitions", kindName(v))
-		return nil
-	}
-	var out []*service
-	for _, p := range pairs(v) {
-		s := &service{name: p.key.Value, key: p.key, raw: p.value}
-		out = append(out, s)
-		where := "service " + s.name
-		c.badName("service", p.key)
-		if isNull(p.value) {
-			continue
-		}
-		if resolve(p.value).Kind != yaml.MappingNode {
-			c.rejectf(p.value, "%s is %s; Convox reads a mapping", where, kindName(p.value))
-			continue
-		}
-		s.body = resolve(p.value)
-		for _, f := range pairs(s.body) {
-			switch name := f.key.Value; {
-			case !serviceKeys[name]:
-				c.unknownKey(where, f.key, serviceKeys)
-			case name == "environment":
-				s.env = c.environment(where+": environment", f.value)
-			case serviceForms[name] != nil:
-				serviceForms[name](c, where+": "+name, f.value)
-			}
-		}
-		if cmd := s.value("command"); cmd != nil {
-			s.command, _ = str(cmd)
-			s.cmdNode = cmd
-		}
-		if b, i := s.value("internal"), s.value("internalRouter"); b != nil && i != nil {
-			bv, _ := boolean(b)
-			iv, _ := boolean(i)
-			if bv && iv {
-				c.rejectf(i, "%s: internal and internalRouter are both true; Convox allows one", where)
-			}
-		}
-		c.serviceResources(where, s.value("resources"), resources)
-	}
-	return out
-}
-
-// serviceResources checks that each resource a service names is defined:
-// Convox rejects the manifest otherwise (validate.go). An entry is NAME or
-// NAME:ENV_VAR.
-func (c *checker) serviceResources(where string, v *yaml.Node, resources map[string]bool) {
-	rs := resolve(v)
-	if isNull(rs) {
-		return
-	}
-	if rs.Kind != yaml.SequenceNode {
-		c.rejectf(v, "%s: resources is %s; Convox reads a list of resource names", where, kindName(v))
-		return
-	}
-	for _, r := range rs.Content {
-		name, ok := str(r)
-		if !ok {
-			c.rejectf(r, "%s: resources entry is %s; Convox reads a resource name", where, kindName(r))
-			continue
-		}
-		name, _, _ = strings.Cut(name, ":")
-		if !resources[name] {
-			c.rejectf(r, "%s: resource %q is not defined under resources; Convox rejects the manifest", where, name)
-		}
-	}
-}
-
-func (c *checker) timers(v *yaml.Node, services []*service) []*timer {
-	if isNull(v) {
-		return nil
-	}
-	if resolve(v).Kind != yaml.MappingNode {
-		c.rejectf(v, "timers is %s; Convox reads a mapping of timer names to definitions", kindName(v))
-		return nil
-	}
-	known := map[string]bool{}
-	for _, s := range services {
-		known[s.name] = true
-	}
-	var out []*timer
-	for _, p := range pairs(v) {
-		t := &timer{name: p.key.Value, key: p.key}
-		where := "timer " + t.name
-		c.badName("timer", p.key)
-		if resolve(p.value).Kind != yaml.MappingNode {
-			c.rejectf(p.value, "%s is %s; Convox reads a mapping with command, schedule and service", where, kindName(p.value))
-			continue
-		}
-		c.unknownKeys(where, p.value, timerKeys)
-		for _, key := range []string{"command", "schedule", "service"} {
-			if _, x := get(p.value, key); x != nil {
-				isScalar(c, where+": "+key, x)
-			}
-		}
-		if _, sch := get(p.value, "schedule"); sch != nil {
-			c.schedule(where, sch)
-		}
-		if _, cmd := get(p.value, "command"); cmd != nil {
-			t.command, _ = str(cmd)
-			t.cmdNode = cmd
-		}
-		_, sv := get(p.value, "service")
-		t.service, _ = str(sv)
+	var out []envEntry
+	var add func(item *yaml.Node, nested bool)
+	add = func(item *yaml.Node, nested bool) {
+		ri := resolve(item)
 		switch {
-		case t.service == "":
-			c.rejectf(p.key, "%s names no service; Convox rejects a timer whose service does not exist", where)
-		case !known[t.service]:
-			c.rejectf(sv, "%s: service %q does not exist; Convox rejects the manifest", where, t.service)
+		case ri.Kind == yaml.SequenceNode && !nested:
+			for _, x := range ri.Content {
+				add(x, true)
+			}
+		case ri.Kind == yaml.MappingNode && len(ri.Content) == 2:
+			k, _ := str(ri.Content[0])
+			val, _ := str(ri.Content[1])
+			c.ignored(item, "%s entry %s: %s is a mapping, which Convox drops without a word; write - %s=%s", where, k, k, k, val)
+		case !isString(ri):
+			c.ignored(item, "%s entry is %s, which Convox drops without a word; want NAME or NAME=value", where, kindName(ri))
+		default:
+			name, value, hasValue := strings.Cut(ri.Value, "=")
+			if name != "*" || hasValue {
+				out = append(out, envEntry{name: name, value: value, hasValue: hasValue, node: item})
+			}
 		}
-		out = append(out, t)
+	}
+	for _, item := range rv.Content {
+		add(item, false)
 	}
 	return out
-}
-
-// schedule checks a timer's schedule as Convox does: it keeps the first
-// five fields, reads a field that is just "?" as "*" (manifest.go,
-// ApplyCompatibility), and then rejects any "?" left (validate.go).
-func (c *checker) schedule(where string, v *yaml.Node) {
-	s, ok := str(v)
-	if !ok {
-		return
-	}
-	fields := strings.Fields(s)
-	if len(fields) > 5 {
-		fields = fields[:5]
-	}
-	for _, f := range fields {
-		if f != "?" && strings.Contains(f, "?") {
-			c.rejectf(v, "%s: schedule %q: Convox rejects ? within a field; use *", where, s)
-			return
-		}
-	}
 }

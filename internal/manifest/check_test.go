@@ -39,15 +39,14 @@ services:
   web:
     command: baton crontab crontab
 `},
-		{name: "the etcd app's layout: etcd.NAME.convox.local, no etcd in the app", in: "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd.shop-etcd.convox.local:2379\n  - BATON_ETCD_USERNAME\n  - BATON_ETCD_PASSWORD\nservices:\n  web:\n    command: baton crontab crontab\n"},
+		{name: "the etcd app's layout: etcd.NAME, no etcd in the app", in: "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd.shop-etcd:2379\n  - BATON_ETCD_USERNAME\n  - BATON_ETCD_PASSWORD\nservices:\n  web:\n    command: baton crontab crontab\n"},
 		{name: "endpoints set with convox env set", in: "environment:\n  - BATON_ETCD_ENDPOINTS\nservices:\n  web:\n    command: baton crontab crontab\n"},
 		{name: "a cluster-local name", in: "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd.myapp.convox.local:2379\nservices:\n" + etcdOK},
 		// Forms from convox/convox pkg/manifest/testdata/full.yml and its
-		// reference: a merge key, a nested environment list, "*", the port,
-		// ports and scale forms of yaml.go, YAML 1.1 booleans, scale min and
-		// max (testdata/autoscale-combined.yml), health.grpcService
-		// (testdata/grpc-health.yml), and a timer's concurrency and
-		// parallelCount (docs/reference/primitives/app/timer.md).
+		// reference: a quoted merge key, a nested environment list, "*", the
+		// port, ports and scale forms of yaml.go, YAML 1.1 booleans, scale min
+		// and max (testdata/autoscale-combined.yml), and a timer's
+		// concurrency and parallelCount (docs/reference/primitives/app/timer.md).
 		{name: "forms Convox accepts", in: `x-defaults: &defaults
   build: .
 anchored: &also {}
@@ -58,7 +57,7 @@ environment:
   - [C=3, D=4]
 services:
   web:
-    <<: *defaults
+    "<<": *defaults
     port: https:3000
     ports:
       - 5000
@@ -75,7 +74,6 @@ services:
     health:
       path: /check
       interval: 5
-      grpcService: myapp.v1.Greeter
     singleton: yes
     sticky: on
     domain: a.example.com,b.example.com
@@ -190,41 +188,7 @@ services:
 		{name: "a timer that runs its command directly",
 			in:   "services:\n  web:\n    build: .\ntimers:\n  cleanup:\n    schedule: '0 3 * * *'\n    command: bin/cleanup\n    service: web\n",
 			want: []problem{{"bin/cleanup", `timer cleanup runs "bin/cleanup" directly: a Convox timer is a Kubernetes CronJob, which may start one schedule twice`, Baton}}},
-		// validateTimers in convox/convox pkg/manifest/validate.go: the name,
-		// the service, and a ? that ApplyCompatibility (manifest.go) leaves.
-		{name: "timers Convox rejects",
-			in: `services:
-  web:
-    build: .
-` + etcdOK + `timers:
-  Nightly:
-    schedule: "0 3 * * 1?"
-    command: baton run --once n --ttl 1h -- bin/n
-    service: worker
-  hourly:
-    schedule: "0 * *"
-    command: baton run --once h --ttl 1m -- bin/h
-    service: web
-    concurrencyPolicy: Forbid
-  weekly:
-    command: baton run --once w --ttl 1h -- bin/w
-`,
-			want: []problem{
-				{"Nightly:", `timer name "Nightly": Convox allows only lowercase letters`, Rejected},
-				{`"0 3 * * 1?"`, "Convox rejects ? within a field", Rejected},
-				{"service: worker", `timer Nightly: service "worker" does not exist`, Rejected},
-				{"concurrencyPolicy:", `timer hourly: unknown key "concurrencyPolicy" (did you mean concurrency?)`, Ignored},
-				{"weekly:", "timer weekly names no service", Rejected},
-			}},
-
-		// What Convox rejects or ignores.
-		// NameValidator in convox/convox pkg/manifest/validate.go.
-		{name: "names", in: "services:\n  Web:\n    build: .\n  web_2:\n    build: .\nresources:\n  main_db:\n    type: postgres\n",
-			want: []problem{
-				{"Web:", `service name "Web": Convox allows only lowercase letters, digits and dashes`, Rejected},
-				{"web_2:", `service name "web_2"`, Rejected},
-				{"main_db:", `resource name "main_db"`, Rejected},
-			}},
+		// What Convox's parser drops without a word.
 		// Convox's parser (yaml.v2's Unmarshal into the structs of
 		// pkg/manifest) drops keys it does not know.
 		{name: "unknown keys", in: "servics:\n  web:\n    build: .\nservices:\n  web:\n    singelton: true\n    enviroment:\n      - A=1\n    x-mine: 1\nresources:\n  db:\n    type: postgres\n    option: {}\nx-notes: free\n",
@@ -235,70 +199,57 @@ services:
 				{"x-mine:", `service web: unknown key "x-mine"; Convox ignores`, Ignored},
 				{"option:", `resource db: unknown key "option" (did you mean options?)`, Ignored},
 			}},
-		// ServicePortScheme and ServicePortProtocol in convox/convox
-		// pkg/manifest/yaml.go: the number must parse; a port out of range or
-		// an unknown scheme or protocol is Kubernetes' to refuse at deploy.
-		{name: "ports", in: `services:
-  a:
-    port: http
-  b:
-    port: https:web
-  d:
-    port:
-      scheme: https
-  e:
-    port: [3000]
-  f:
-    ports:
-      - two
-      - {port: 2380}
-  g:
-    ports: 2379
+		// ServiceHealth's UnmarshalYAML (yaml.go) reads grace, path,
+		// interval, timeout, disable and port; ServiceLiveness (service.go)
+		// has no grpcService; Resource (resource.go) has an image.
+		{name: "unknown keys of health and liveness", in: "resources:\n  cache:\n    type: redis\n    image: redis:7\nservices:\n  web:\n    port: 3000\n    health:\n      pth: /up\n      grpcService: shop.Web\n    liveness:\n      path: /live\n      failureTreshold: 5\n",
+			want: []problem{
+				{"pth:", `service web: health: unknown key "pth" (did you mean path?)`, Ignored},
+				{"grpcService:", `service web: health: unknown key "grpcService"`, Ignored},
+				{"failureTreshold:", `service web: liveness: unknown key "failureTreshold" (did you mean failureThreshold?)`, Ignored},
+			}},
+		// Services' UnmarshalYAML (yaml.go) reads the services into a
+		// yaml.v2 MapSlice, which drops a merge key at any depth; baton's
+		// rules then read the etcd service as Convox does, without what the
+		// anchor held. testdata/convox/merge-key.yml has Convox's verdict.
+		{name: "merge keys inside services", in: `x-etcd: &etcd
+  internal: true
+  singleton: true
+  port: 2379
+  health: /health
+x-health: &health
+  path: /check
+x-scale: &scale
+  scale: 2
+services:
+  etcd:
+    <<: *etcd
+    command: baton etcd --name etcd --listen-client-urls http://0.0.0.0:2379
+  web:
+    build: .
+    port: 3000
+    health:
+      <<: *health
+      grace: 10
+  worker:
+    <<: [*scale]
+    build: .
 `,
 			want: []problem{
-				{"port: http", `service a: port is "http"; Convox reads a port number, "scheme:port" or {port: N, scheme: S}`, Rejected},
-				{"https:web", `service b: port is "https:web"`, Rejected},
-				{"scheme: https", "service d: port has no port number", Rejected},
-				{"[3000]", "service e: port is a list", Rejected},
-				{"- two", `service f: ports entry "two"`, Rejected},
-				{"{port: 2380}", "service f: ports entry is a mapping", Rejected},
-				{"ports: 2379", "service g: ports is the number 2379; Convox reads a list of ports", Rejected},
+				{"<<: *etcd", "service etcd: Convox drops this merge key and all it brings (internal, singleton, port, health): it reads services entry by entry with yaml.v2", Ignored},
+				{"  etcd:", "service etcd runs etcd but is not singleton: true", Baton},
+				{"  etcd:", "service etcd runs etcd but is not internal: true", Baton},
+				{"<<: *health", `service web: health: Convox drops this merge key and all it brings (path)`, Ignored},
+				{"<<: [*scale]", `service worker: Convox drops this merge key and all it brings (scale): it reads services entry by entry with yaml.v2, which loses a merge key there (pkg/manifest/yaml.go), and since Convox's defaults see those keys in the merged file, the service gets no process at all (scale 0); write those keys out, or quote the key ("<<": [*scale])`, Ignored},
 			}},
-		// ServiceScaleCount (yaml.go), validateServiceScale and the deployment
-		// ranges of validateServices (validate.go); testdata/validate.yml has
-		// minimum -1 and 101, maximum 99 and 201.
-		{name: "scale and deployment", in: `services:
-  a:
-    scale: lots
-  b:
-    scale: 3-1
-  c:
-    scale:
-      count: many
-  d:
-    deployment:
-      minimum: 101
-      maximum: 99
-  e:
-    deployment:
-      minimum: -1
-      maximum: 201
-  f:
-    deployment:
-      minimum: fifty
-`,
-			want: []problem{
-				{"lots", `service a: scale is "lots"; Convox reads a number of processes`, Rejected},
-				{"3-1", "service b: scale: the maximum 1 is below the minimum 3", Rejected},
-				{"count: many", `service c: scale.count is "many"`, Rejected},
-				{"minimum: 101", "service d: deployment.minimum is 101; Convox rejects a minimum outside 0 to 100 percent", Rejected},
-				{"maximum: 99", "service d: deployment.maximum is 99; Convox rejects a maximum outside 100 to 200 percent", Rejected},
-				{"minimum: -1", "service e: deployment.minimum is -1", Rejected},
-				{"maximum: 201", "service e: deployment.maximum is 201", Rejected},
-				{"fifty", `service f: deployment.minimum is "fifty"; Convox reads a whole number`, Rejected},
-			}},
+		{name: "etcd's liveness check on a path etcd does not serve",
+			in:   "services:\n" + strings.Replace(etcdOK, "    health: /health\n", "    health: /health\n    liveness:\n      path: /healthz\n", 1),
+			want: []problem{{"liveness:", "service etcd: port 2379 gets Convox's liveness check on /healthz, which etcd answers with 404, so Kubernetes restarts it again and again", Baton}}},
+		{name: "etcd's liveness check on /livez",
+			in: "services:\n" + strings.Replace(etcdOK, "    health: /health\n", "    health: /health\n    liveness:\n      path: /livez\n      grace: 30\n", 1)},
 		// Environment in convox/convox pkg/manifest/yaml.go: a list of strings
-		// (and lists of them); other entries dropped, anything else refused.
+		// (and lists of them); other entries dropped. Anything but a list
+		// Convox refuses itself.
 		{name: "environment entries", in: `environment:
   - PORT: 3000
   - 3000
@@ -310,43 +261,6 @@ services:
 			want: []problem{
 				{"PORT: 3000", "environment entry PORT: PORT is a mapping, which Convox drops without a word; write - PORT=3000", Ignored},
 				{"- 3000", "environment entry is the number 3000, which Convox drops without a word", Ignored},
-				{"LOG: info", "service web: environment is a mapping; Convox reads a list of NAME or NAME=value", Rejected},
-			}},
-		// The field types of Service (service.go), ServiceAgent and
-		// ServiceHealth (yaml.go), and validateServices (validate.go:
-		// internal with internalRouter, testdata/validate.yml; a resource
-		// that does not exist, its serviceF); validateResources (a blank
-		// type). Keys given twice: yaml.v2 keeps the last.
-		{name: "values of the wrong kind", in: `services:
-  web:
-    singleton: "true"
-    internal: 1
-    command: [node, server.js]
-    internal: true
-    internalRouter: true
-    agent:
-      enabled: true
-    health: [/]
-    resources:
-      - database
-      - cache:REDIS_URL
-      - queue
-resources:
-  database:
-    type: postgres
-  cache:
-    options: {}
-`,
-			want: []problem{
-				{`singleton: "true"`, `service web: singleton is "true"; Convox reads true or false`, Rejected},
-				{"internal: 1", "service web: internal is the number 1; Convox reads true or false", Rejected},
-				{"[node, server.js]", "service web: command is a list; Convox reads a string", Rejected},
-				{"internal: true", `key "internal" is given twice (also on line 4); Convox keeps only this one`, Ignored},
-				{"internalRouter: true", "service web: internal and internalRouter are both true; Convox allows one", Rejected},
-				{"enabled: true", "service web: agent is a mapping; Convox reads true or false", Rejected},
-				{"[/]", "service web: health is a list; Convox reads a path or a mapping", Rejected},
-				{"cache:\n", "resource cache has no type; Convox requires one", Rejected},
-				{"- queue", `service web: resource "queue" is not defined under resources; Convox rejects the manifest`, Rejected},
 			}},
 		// unmarshalMapSlice in convox/convox pkg/manifest/yaml.go reads the
 		// entries of a section in order, keeping both of a name given twice;
@@ -354,15 +268,7 @@ resources:
 		{name: "given twice", in: "services:\n  web:\n    build: .\n    port: 3000\n    port: 4000\n  web:\n    image: x\n",
 			want: []problem{
 				{"port: 4000", `key "port" is given twice (also on line 4); Convox keeps only this one`, Ignored},
-				{"  web:\n    image", `"web" is defined twice (also on line 2); Convox reads both under one name`, Ignored},
-			}},
-		// unmarshalMapSlice in convox/convox pkg/manifest/yaml.go reads each
-		// section as a mapping.
-		{name: "sections of the wrong kind", in: "services: [web]\ntimers: nightly\nresources:\n  db: postgres\n",
-			want: []problem{
-				{"services:", "services is a list; Convox reads a mapping of service names to definitions", Rejected},
-				{"timers:", `timers is "nightly"; Convox reads a mapping`, Rejected},
-				{"db:", `resource db is "postgres"; Convox reads a mapping with a type`, Rejected},
+				{"  web:\n    image", `"web" is defined twice (also on line 2); Convox reads both entries under one name`, Ignored},
 			}},
 	}
 	for _, tt := range tests {

@@ -22,6 +22,7 @@ func TestManifestCommandWords(t *testing.T) {
 		{cmd: "/usr/local/bin/etcd --name etcd", programs: []string{"etcd"}, etcd: true},
 		{cmd: "node server.js --etcd etcd:2379", programs: []string{"node"}},
 		{cmd: "echo baton", programs: []string{"echo"}},
+		{cmd: `sh -c "node a.js" sh x; baton crontab c`, programs: []string{"sh", "node", "baton"}, baton: true},
 		{cmd: "", programs: nil},
 	}
 	for _, tt := range tests {

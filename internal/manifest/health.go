@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"gopkg.in/yaml.v3"
@@ -12,62 +13,79 @@ import (
 // service with no web server of its own.
 const HTTPPort = 9090
 
-// HealthPath is the path Convox's readiness check asks.
+// HealthPath is the path Init gives Convox's readiness and liveness checks
+// of such a service.
 const HealthPath = "/healthz"
 
 // wireHealth gives each service that runs `baton crontab` or `baton run`
-// and has no port of its own, and so no web server and no health check,
-// baton's: BATON_HTTP=:HTTPPort in its environment, port: HTTPPort,
-// health: HealthPath, and internal: true, which keeps the port, and so the
-// status page and the metrics, off the internet (other apps of the rack
-// reach it at SERVICE.APP.convox.local:HTTPPort). Convox checks readiness
-// only on a service's port:, and replaces a process that fails three
-// checks in a row; /healthz does not depend on etcd, so an etcd outage
-// does not replace every process. An agent (one process per node, on the
-// node's network) and a service that sets BATON_HTTP, health or a port
-// are left as they are.
-func wireHealth(e *editor, all []*service, appEnv *yaml.Node) ([]string, error) {
-	if hasEntry(appEnv, "BATON_HTTP") {
-		return nil, nil
-	}
-	var changes []string
-	for _, s := range all {
-		_, crontab := batonCommand(s.command, "crontab")
-		_, run := batonCommand(s.command, "run")
-		if s.body == nil || !(crontab || run) {
+// and has no port of its own, and so no probe at all, baton's:
+// BATON_HTTP=:HTTPPort in its environment, port: HTTPPort, health:
+// HealthPath, liveness: {path: HealthPath}, and internal: true, which keeps
+// the port, and so the status page and the metrics, off the internet.
+// Convox probes only a service's port: (service.yml.tmpl): health is a
+// readiness probe, which takes a failing process out of the Service and
+// leaves it running; liveness is the probe on which Kubernetes restarts it.
+// /healthz fails when the command's own loop stops answering, a wedged
+// process that should be replaced, and never asks etcd, so an etcd outage
+// neither restarts every process nor holds up a deploy. An agent (one
+// process per node, on the node's network) and a service that sets
+// BATON_HTTP, health, liveness or a port are left as they are; so is one
+// whose environment is shared through an anchor, and the change says so.
+func (e *edit) wireHealth() {
+	for _, s := range e.app.services {
+		if wire, blocked := e.app.probeless(s); !wire || blocked != "" {
 			continue
 		}
-		has := func(k string) bool { return s.value(k) != nil }
-		if has("port") || has("ports") || has("health") || has("agent") {
-			continue
-		}
-		envKey, env := get(s.body, "environment")
-		if hasEntry(env, "BATON_HTTP") {
-			continue
-		}
-		if env != nil && !isNull(env) && env.Kind != yaml.SequenceNode {
-			continue // an alias or a mistake: Check reports it
-		}
-		if s.raw.Kind == yaml.AliasNode {
-			return nil, fmt.Errorf("manifest: line %d: service %s is an alias (*%s); give it port: %d, health: %s and BATON_HTTP=:%d where the anchor is defined",
-				s.raw.Line, s.name, s.raw.Value, HTTPPort, HealthPath, HTTPPort)
-		}
-		item := scalar("BATON_HTTP=:" + strconv.Itoa(HTTPPort))
 		var add []*yaml.Node
-		if envKey == nil {
-			add = append(add, kv("environment", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{item}})...)
+		item := scalar("BATON_HTTP=:" + strconv.Itoa(HTTPPort))
+		if envKey, env := own(s.value, "environment"); envKey == nil {
+			add = kv("environment", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{item}})
 		} else {
-			e.appendItems(envKey, env, item)
+			appendTo(envKey, env, yaml.SequenceNode, item)
 		}
-		add = append(add, kv("port", number(HTTPPort))...)
+		add = append(add, kv("port", integer(HTTPPort))...)
 		add = append(add, kv("health", scalar(HealthPath))...)
-		keys := fmt.Sprintf("BATON_HTTP=:%d, port: %d, health: %s", HTTPPort, HTTPPort, HealthPath)
-		if !has("internal") {
-			add = append(add, kv("internal", boolean11(true))...)
+		add = append(add, kv("liveness", &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: kv("path", scalar(HealthPath))})...)
+		keys := probeKeys
+		if s.get("internal") == nil {
+			add = append(add, kv("internal", flag(true))...)
 			keys += ", internal: true"
 		}
-		e.appendEntries(s.key, s.raw, add...)
-		changes = append(changes, fmt.Sprintf("service %s: added %s (it runs baton and has no web server: Convox checks baton's /healthz)", s.name, keys))
+		appendTo(s.key, s.value, yaml.MappingNode, add...)
+		e.changef("service %s: added %s (it runs baton and has no web server: Convox probes baton's %s)", s.name, keys, HealthPath)
 	}
-	return changes, nil
+}
+
+var probeKeys = fmt.Sprintf("BATON_HTTP=:%d, port: %d, health: %s, liveness: {path: %s}", HTTPPort, HTTPPort, HealthPath, HealthPath)
+
+// probeless reports whether service s runs `baton crontab` or `baton run`
+// with nothing that says where its HTTP is or how to probe it, so that init
+// wires its health; blocked says why init cannot, when the parts it would
+// write are shared through an anchor.
+func (a *app) probeless(s *service) (wire bool, blocked string) {
+	_, crontab := batonCommand(s.command, "crontab")
+	_, run := batonCommand(s.command, "run")
+	if !(crontab || run) || s.value.Kind == yaml.ScalarNode || a.hasEnv("BATON_HTTP") {
+		return false, ""
+	}
+	for _, k := range []string{"port", "ports", "health", "liveness", "agent"} {
+		if s.get(k) != nil {
+			return false, ""
+		}
+	}
+	if slices.ContainsFunc(s.env, func(e envEntry) bool { return e.name == "BATON_HTTP" }) {
+		return false, ""
+	}
+	_, env := own(resolve(s.value), "environment")
+	switch {
+	case s.value.Kind == yaml.AliasNode || s.value.Anchor != "":
+		return true, "it is shared through an anchor (" + anchorText(s.value) + ")"
+	case env == nil && s.get("environment") != nil:
+		return true, "its environment comes from a merge key"
+	case env != nil && (env.Kind == yaml.AliasNode || env.Anchor != ""):
+		return true, "its environment is shared through an anchor (" + anchorText(env) + ")"
+	case env != nil && !isNull(env) && env.Kind != yaml.SequenceNode:
+		return false, "" // not a list: Convox refuses it itself
+	}
+	return true, ""
 }

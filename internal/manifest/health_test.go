@@ -5,23 +5,28 @@ import (
 	"testing"
 )
 
-// healthKeys is what Init adds to a service that runs baton with no web
+// wiredKeys is what Init adds to a service that runs baton with no web
 // server of its own, indented as a service's keys.
-const healthKeys = `    environment:
+const wiredKeys = `    environment:
       - BATON_HTTP=:9090
     port: 9090
     health: /healthz
+    liveness:
+      path: /healthz
     internal: true
 `
 
 // TestInitWiresHealthOfBatonServices: a service that runs baton crontab or
-// baton run and has no port gets baton's /healthz as its readiness check,
-// on an internal port; a service with a web server of its own, an agent,
-// and one that chose BATON_HTTP are left alone; a second Init changes
-// nothing, and Check finds nothing wrong with the result.
+// baton run and has no port gets baton's /healthz as its readiness check and
+// as its liveness check, on an internal port: Convox probes only port:, and
+// only liveness: makes Kubernetes replace a process that stopped answering
+// (provider/k8s/template/app/service.yml.tmpl). A service with a web server
+// of its own, an agent, and one that chose BATON_HTTP are left alone; a
+// second Init changes nothing, and Check finds nothing wrong with the
+// result.
 func TestInitWiresHealthOfBatonServices(t *testing.T) {
 	in := `environment:
-  - BATON_ETCD_ENDPOINTS=http://etcd.baton.convox.local:2379
+  - BATON_ETCD_ENDPOINTS=http://etcd.baton-etcd:2379
 services:
   web:
     build: .
@@ -50,12 +55,12 @@ services:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := strings.Replace(in, "    command: baton crontab crontab\n", "    command: baton crontab crontab\n"+healthKeys, 1)
-	want = strings.Replace(want, "      - QUEUE=jobs\n", "      - QUEUE=jobs\n      - BATON_HTTP=:9090\n    port: 9090\n    health: /healthz\n    internal: true\n", 1)
+	want := strings.Replace(in, "    command: baton crontab crontab\n", "    command: baton crontab crontab\n"+wiredKeys, 1)
+	want = strings.Replace(want, "      - QUEUE=jobs\n", "      - QUEUE=jobs\n      - BATON_HTTP=:9090\n    port: 9090\n    health: /healthz\n    liveness:\n      path: /healthz\n    internal: true\n", 1)
 	if got := string(d.Bytes()); got != want {
 		t.Errorf("Init wrote:\n%s\nwant:\n%s", got, want)
 	}
-	if len(changes) != 2 || !strings.HasPrefix(changes[0], "service cron: added BATON_HTTP=:9090, port: 9090, health: /healthz, internal: true") ||
+	if len(changes) != 2 || !strings.HasPrefix(changes[0], "service cron: added BATON_HTTP=:9090, port: 9090, health: /healthz, liveness: {path: /healthz}, internal: true") ||
 		!strings.HasPrefix(changes[1], "service worker: added BATON_HTTP=:9090") {
 		t.Errorf("changes %q", changes)
 	}
@@ -72,7 +77,7 @@ services:
 // TestInitLeavesHealthToAnAppLevelBatonHTTP: BATON_HTTP in the app's
 // environment is the user's choice of where baton serves.
 func TestInitLeavesHealthToAnAppLevelBatonHTTP(t *testing.T) {
-	in := "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd.baton.convox.local:2379\n  - BATON_HTTP=:8000\nservices:\n  cron:\n    build: .\n    command: baton crontab crontab\n"
+	in := "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd.baton-etcd:2379\n  - BATON_HTTP=:8000\nservices:\n  cron:\n    build: .\n    command: baton crontab crontab\n"
 	d := mustParse(t, in)
 	changes, err := Init(d, Options{})
 	if err != nil || len(changes) != 0 || string(d.Bytes()) != in {

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -8,18 +9,6 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
-)
-
-// EtcdImage is the etcd image Init uses with Options.Image: etcd's official
-// image, of the release the baton command embeds.
-const EtcdImage = "gcr.io/etcd-development/etcd:v3.7.3"
-
-const (
-	clientPort = 2379
-	peerPort   = 2380
-	dataDir    = "/var/lib/etcd"
-	// clusterToken is `baton etcd`'s default --initial-cluster-token.
-	clusterToken = "baton-etcd"
 )
 
 // Options say what Init adds.
@@ -46,353 +35,287 @@ var ErrConflict = errors.New("manifest: the etcd services there do not match --m
 // Init adds to d what baton needs on Convox: the bundled etcd service (or
 // three) and BATON_ETCD_ENDPOINTS in the app-level environment, which
 // Convox gives to every service. It completes an etcd service that is
-// already there instead of adding another, and never changes a value the
-// manifest gives. It returns one line per change, none when the manifest
+// already there instead of adding another, never changes a value the
+// manifest gives, and writes into no anchor and no merge key: a part it
+// would have to change there is an error, or, for a service's health, left
+// as it is and said. It returns one line per change, none when the manifest
 // was already set up; d then holds the new bytes.
 func Init(d *Document, opts Options) ([]string, error) {
 	if opts.Members != 0 && opts.Members != 1 && opts.Members != 3 {
 		return nil, fmt.Errorf("manifest: %d etcd members: want 1 or 3", opts.Members)
 	}
-	top := d.top()
-	servicesKey, services := get(top, "services")
-	if services != nil {
-		if services.Kind == yaml.AliasNode {
-			return nil, fmt.Errorf("manifest: line %d: services is an alias (*%s); add the etcd service where the anchor is defined", services.Line, services.Value)
-		}
-		if !isNull(services) && services.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("manifest: line %d: services is %s; want a mapping of service names to definitions", services.Line, kindName(services))
-		}
-	}
-	envKey, env := get(top, "environment")
-	if env != nil {
-		if env.Kind == yaml.AliasNode {
-			return nil, fmt.Errorf("manifest: line %d: environment is an alias (*%s); add BATON_ETCD_ENDPOINTS where the anchor is defined", env.Line, env.Value)
-		}
-		if !isNull(env) && env.Kind != yaml.SequenceNode {
-			return nil, fmt.Errorf("manifest: line %d: environment is %s; Convox wants a list of NAME or NAME=value", env.Line, kindName(env))
-		}
-	}
-
-	all := serviceList(services)
-	names, err := plan(all, opts.Members)
+	crlf := bytes.Contains(d.src, []byte("\r\n"))
+	src := bytes.ReplaceAll(d.src, []byte("\r\n"), []byte("\n"))
+	w, err := Parse(src) // edited in place; d stays as it is on failure
 	if err != nil {
 		return nil, err
 	}
-	if opts.EtcdApp != "" {
-		if existing := etcdServices(all); len(existing) > 0 {
-			return nil, fmt.Errorf("%w: the manifest has etcd service %s, and the app would use the etcd of app %s instead; remove it first",
-				ErrConflict, strings.Join(existing, ", "), opts.EtcdApp)
-		}
-		names = nil
+	if len(w.root.Content) == 0 {
+		w.root.Content = []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}
 	}
-	if opts.EtcdApp == "" && opts.Members == 0 && len(etcdServices(all)) == 0 && etcdElsewhere(env, byNameOf(all)) {
-		names = nil // BATON_ETCD_ENDPOINTS names an etcd outside the app
+	e := &edit{top: w.root.Content[0], lines: strings.Split(string(src), "\n")}
+	if e.top.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("manifest: line %d: the top level is an alias (*%s); init writes into no anchor", e.top.Line, e.top.Value)
 	}
-	byName := byNameOf(all)
-
-	e := newEditor(d)
-	var changes []string
-
-	// The environment first, so that a new one lands above services.
-	var items []*yaml.Node
-	if !hasEntry(env, "BATON_ETCD_ENDPOINTS") {
-		endpoints := endpointList(names, byName)
-		if opts.EtcdApp != "" {
-			endpoints = EtcdAppEndpoint(opts.EtcdApp)
-		}
-		items = append(items, scalar("BATON_ETCD_ENDPOINTS="+endpoints))
-		changes = append(changes, fmt.Sprintf("added BATON_ETCD_ENDPOINTS=%s to the app's environment, which Convox gives every service", endpoints))
+	e.app, _ = read(w)
+	if e.app == nil {
+		e.app = &app{byName: map[string]*service{}}
 	}
-	if opts.EtcdApp != "" || bootstrapsAuth(names, byName, opts) {
-		// Names only: the values are set with `convox env set`, never in
-		// the manifest.
-		for _, name := range []string{"BATON_ETCD_USERNAME", "BATON_ETCD_PASSWORD"} {
-			if !hasEntry(env, name) {
-				items = append(items, scalar(name))
-				changes = append(changes, fmt.Sprintf("added %s (a name, no value) to the app's environment", name))
-			}
-		}
-	}
-	if len(items) > 0 {
-		if envKey == nil {
-			e.addTopKey(servicesKey, "environment", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: items})
-		} else {
-			e.appendItems(envKey, env, items...)
-		}
-	}
-
-	// Before the services are added: an insertion at the end of the last
-	// service must come before the new services that follow it.
-	health, err := wireHealth(e, all, env)
-	if err != nil {
+	if err := e.run(opts); err != nil || len(e.changes) == 0 {
 		return nil, err
 	}
-
-	src := buildSource(all)
-	var added []*yaml.Node
-	for i, name := range names {
-		if s := byName[name]; s != nil {
-			keys, err := complete(e, s, name, names, opts)
-			if err != nil {
-				return nil, err
-			}
-			if len(keys) > 0 {
-				changes = append(changes, fmt.Sprintf("service %s: added %s", name, strings.Join(keys, ", ")))
-			}
-			continue
-		}
-		k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name}
-		if i == 0 {
-			k.HeadComment = headComment(len(names), opts.Storage)
-		}
-		body := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-		body.Content = append(body.Content, image(src, opts)...)
-		body.Content = append(body.Content, etcdService(name, names, opts)...)
-		added = append(added, k, body)
-		changes = append(changes, fmt.Sprintf("added service %s (%s)", name, describe(src, opts)))
-	}
-	if len(added) > 0 {
-		if servicesKey == nil {
-			e.addTopKey(nil, "services", &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: added})
-		} else {
-			e.appendEntries(servicesKey, services, added...)
-		}
-	}
-	changes = append(changes, health...)
-	if len(changes) == 0 {
-		return nil, nil
-	}
-
-	out, err := e.result()
+	out, err := encode(w.root, src)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("manifest: encode the manifest: %w", err)
+	}
+	if len(d.root.Content) == 0 && len(bytes.TrimSpace(src)) > 0 {
+		// A file of comments only has no node to keep them on.
+		out = append([]byte(strings.TrimRight(string(src), "\n")+"\n"), out...)
+	}
+	if crlf {
+		out = bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n"))
 	}
 	nd, err := Parse(out)
 	if err != nil {
 		return nil, fmt.Errorf("manifest: the edited manifest does not parse (%v); the file is left as it was", err)
 	}
 	*d = *nd
-	return changes, nil
+	return e.changes, nil
 }
 
-// serviceList reads the services for Init, which needs their names,
-// commands and bodies only.
-func serviceList(services *yaml.Node) []*service {
-	var out []*service
-	for _, p := range pairs(services) {
-		s := &service{name: p.key.Value, key: p.key, raw: p.value}
-		if b := resolve(p.value); b != nil && b.Kind == yaml.MappingNode {
-			s.body = b
+// edit is one run of Init on a node tree.
+type edit struct {
+	lines   []string // the source's
+	top     *yaml.Node
+	app     *app
+	changes []string
+}
+
+func (e *edit) changef(format string, a ...any) {
+	e.changes = append(e.changes, fmt.Sprintf(format, a...))
+}
+
+func (e *edit) run(opts Options) error {
+	servicesKey, services, err := e.section("services", yaml.MappingNode, "add the etcd service")
+	if err != nil {
+		return err
+	}
+	envKey, env, err := e.section("environment", yaml.SequenceNode, "add BATON_ETCD_ENDPOINTS")
+	if err != nil {
+		return err
+	}
+	all := e.app.services
+	names, err := plan(all, opts.Members)
+	if err != nil {
+		return err
+	}
+	existing := etcdServices(e.app)
+	if opts.EtcdApp != "" {
+		if len(existing) > 0 {
+			return fmt.Errorf("%w: the manifest has etcd service %s, and the app would use the etcd of app %s instead; remove it first",
+				ErrConflict, strings.Join(existing, ", "), opts.EtcdApp)
 		}
-		if cmd := s.value("command"); cmd != nil {
-			s.command, _ = str(cmd)
+		names = nil
+	}
+	if v, ok := envValue(e.app.env, "BATON_ETCD_ENDPOINTS"); ok && opts.Members == 0 && len(existing) == 0 && v != "" && len(appEndpoints(v)) == 0 {
+		names = nil // BATON_ETCD_ENDPOINTS names an etcd outside the app
+	}
+
+	var items []*yaml.Node
+	etcdApp := len(all) > 0 && len(existing) == len(all) // etcd services only: nothing here is a client
+	if !etcdApp && !e.app.hasEnv("BATON_ETCD_ENDPOINTS") {
+		endpoints := endpointList(names, e.app.byName)
+		if opts.EtcdApp != "" {
+			endpoints = EtcdAppEndpoint(opts.EtcdApp)
 		}
-		out = append(out, s)
+		items = append(items, scalar("BATON_ETCD_ENDPOINTS="+endpoints))
+		e.changef("added BATON_ETCD_ENDPOINTS=%s to the app's environment, which Convox gives every service", endpoints)
 	}
-	return out
-}
-
-// plan returns the names of the etcd services the manifest should have.
-func plan(all []*service, members int) ([]string, error) {
-	existing := etcdServices(all)
-	want := []string{"etcd"}
-	if members == 3 {
-		want = []string{"etcd-0", "etcd-1", "etcd-2"}
-	}
-	switch {
-	case len(existing) == 0:
-		return want, nil
-	case members == 0:
-		return existing, nil
-	}
-	for _, n := range existing {
-		if !slices.Contains(want, n) {
-			return nil, fmt.Errorf("%w: the manifest has etcd service %s, and %d member(s) would be %s beside it; remove it first, or leave the member count out to complete what is there",
-				ErrConflict, strings.Join(existing, ", "), members, strings.Join(want, ", "))
-		}
-	}
-	return want, nil
-}
-
-// buildSource is the service whose image the etcd services run `baton
-// etcd` from: the first that runs baton, else the first that is built.
-func buildSource(all []*service) *service {
-	for _, s := range all {
-		if runsBaton(s.command) && !runsEtcd(s.command) && !etcdMember.MatchString(s.name) {
-			return s
-		}
-	}
-	for _, s := range all {
-		if s.value("build") != nil && !runsEtcd(s.command) && !etcdMember.MatchString(s.name) {
-			return s
-		}
-	}
-	return nil
-}
-
-// image returns the build: or image: of a new etcd service.
-func image(src *service, opts Options) []*yaml.Node {
-	if opts.Image {
-		return kv("image", scalar(EtcdImage))
-	}
-	if src != nil {
-		if b := src.value("build"); b != nil {
-			return kv("build", deepCopy(b))
-		}
-		if i := src.value("image"); i != nil {
-			return kv("image", deepCopy(i))
-		}
-	}
-	return kv("build", scalar("."))
-}
-
-func describe(src *service, opts Options) string {
-	switch {
-	case opts.Image:
-		return "etcd from " + EtcdImage
-	case src != nil:
-		return "baton etcd, from the image of service " + src.name
-	}
-	return "baton etcd, built from ."
-}
-
-func headComment(members int, st Storage) string {
-	if members == 1 {
-		return wrap("etcd for baton (baton convox init): one member, part of this app, so every "+
-			"release of the app (a deploy, `convox env set`) restarts it. "+st.comment(), 76)
-	}
-	return wrap(fmt.Sprintf("etcd for baton (baton convox init): %d members, one service each, formed from "+
-		"a static --initial-cluster. No port:, so Convox adds no readiness check, which "+
-		"would keep the members from reaching each other while they form. Every release "+
-		"of the app restarts all of them. %s", members, st.comment()), 76)
-}
-
-// etcdCommand is the command line of etcd member name of the cluster names.
-func etcdCommand(name string, names []string, opts Options) string {
-	args := []string{"baton", "etcd"}
-	if opts.Image {
-		args = []string{"/usr/local/bin/etcd"}
-	}
-	args = append(args,
-		"--name", name,
-		"--data-dir", dataDir,
-		"--listen-client-urls", fmt.Sprintf("http://0.0.0.0:%d", clientPort),
-		"--advertise-client-urls", fmt.Sprintf("http://%s:%d", name, clientPort))
-	if len(names) > 1 {
-		cluster := make([]string, len(names))
-		for i, n := range names {
-			cluster[i] = fmt.Sprintf("%s=http://%s:%d", n, n, peerPort)
-		}
-		args = append(args,
-			"--listen-peer-urls", fmt.Sprintf("http://0.0.0.0:%d", peerPort),
-			"--initial-advertise-peer-urls", fmt.Sprintf("http://%s:%d", name, peerPort),
-			"--initial-cluster", strings.Join(cluster, ","),
-			"--initial-cluster-state", "new",
-			"--initial-cluster-token", clusterToken)
-	}
-	return strings.Join(args, " ")
-}
-
-// etcdService is a new etcd service's definition after its build: or
-// image:.
-func etcdService(name string, names []string, opts Options) []*yaml.Node {
-	var out []*yaml.Node
-	out = append(out, kv("command", scalar(etcdCommand(name, names, opts)))...)
-	out = append(out, kv("internal", boolean11(true))...)
-	out = append(out, kv("singleton", boolean11(true))...)
-	out = append(out, ports(len(names))...)
-	out = append(out, volume(opts.Storage)...)
-	return out
-}
-
-// ports: one member serves clients on port:, and Convox checks it is ready
-// on /health; members of a cluster list both ports under ports:, with no
-// readiness check (see headComment).
-func ports(members int) []*yaml.Node {
-	if members == 1 {
-		return append(kv("port", number(clientPort)), kv("health", scalar("/health"))...)
-	}
-	return kv("ports", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{number(clientPort), number(peerPort)}})
-}
-
-// complete adds to an existing etcd service what it lacks, and returns the
-// keys it added. Values already there stay, right or wrong: Check says what
-// is wrong with them.
-func complete(e *editor, s *service, name string, names []string, opts Options) ([]string, error) {
-	var add []*yaml.Node
-	has := func(k string) bool { return s.value(k) != nil }
-	if !has("command") {
-		img, _ := str(s.value("image"))
-		switch {
-		case !has("build") && !has("image"):
-			add = append(add, image(nil, opts)...)
-			add = append(add, kv("command", scalar(etcdCommand(name, names, opts)))...)
-		case strings.Contains(img, "etcd"):
-			add = append(add, kv("command", scalar(etcdCommand(name, names, Options{Image: true})))...)
-		}
-	}
-	addedCommand := len(add) > 0
-	if !has("internal") {
-		add = append(add, kv("internal", boolean11(true))...)
-	}
-	if !has("singleton") {
-		add = append(add, kv("singleton", boolean11(true))...)
-	}
-	switch {
-	case !has("port") && !has("ports"):
-		add = append(add, ports(len(names))...)
-	case has("port") && !has("health") && len(names) == 1:
-		add = append(add, kv("health", scalar("/health"))...)
-	}
-	if addedCommand && !has("volumeOptions") && !has("volumes") {
-		add = append(add, volume(opts.Storage)...)
-	}
-	if len(add) == 0 {
-		return nil, nil
-	}
-	if s.raw.Kind == yaml.AliasNode {
-		return nil, fmt.Errorf("manifest: line %d: service %s is an alias (*%s) and lacks %s; complete it where the anchor is defined", s.raw.Line, name, s.raw.Value, add[0].Value)
-	}
-	e.appendEntries(s.key, s.raw, add...)
-	var keys []string
-	for i := 0; i < len(add); i += 2 {
-		k := add[i].Value
-		if v := add[i+1]; v.Kind == yaml.ScalarNode && k != "command" {
-			k += ": " + v.Value
-		}
-		keys = append(keys, k)
-	}
-	return keys, nil
-}
-
-func kv(key string, value *yaml.Node) []*yaml.Node {
-	return []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, value}
-}
-
-func scalar(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
-
-func number(i int) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(i)}
-}
-
-func boolean11(b bool) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(b)}
-}
-
-// bootstrapsAuth reports whether the app's etcd services, as Init leaves
-// them, run `baton etcd`, which sets up auth from BATON_ETCD_USERNAME and
-// BATON_ETCD_PASSWORD; etcd's own image does not.
-func bootstrapsAuth(names []string, byName map[string]*service, opts Options) bool {
-	for _, n := range names {
-		s := byName[n]
-		if s == nil && !opts.Image {
-			return true
-		}
-		if s != nil {
-			if _, ok := batonCommand(s.command, "etcd"); ok {
-				return true
+	if opts.EtcdApp != "" || bootstrapsAuth(names, e.app.byName, opts) {
+		// Names only: the values are set with `convox env set`.
+		for _, name := range []string{"BATON_ETCD_USERNAME", "BATON_ETCD_PASSWORD"} {
+			if !e.app.hasEnv(name) {
+				items = append(items, scalar(name))
+				e.changef("added %s (a name, no value) to the app's environment", name)
 			}
 		}
 	}
+	if len(items) > 0 {
+		if envKey == nil {
+			e.addTop(servicesKey, "environment", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: items})
+		} else {
+			appendTo(envKey, env, yaml.SequenceNode, items...)
+		}
+	}
+
+	src := buildSource(all)
+	var added []*yaml.Node
+	for i, name := range names {
+		if s := e.app.byName[name]; s != nil {
+			if err := e.complete(s, names, opts); err != nil {
+				return err
+			}
+			continue
+		}
+		k := scalar(name)
+		if i == 0 {
+			k.HeadComment = headComment(len(names), opts.Storage)
+		}
+		body := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		body.Content = append(image(src, opts), etcdService(name, names, opts)...)
+		added = append(added, k, body)
+		e.changef("added service %s (%s)", name, describe(src, opts))
+	}
+	if len(added) > 0 {
+		if servicesKey == nil {
+			e.addTop(nil, "services", &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: added})
+		} else {
+			if e.separated(services) {
+				added[0].HeadComment = blankLine + "\n" + added[0].HeadComment
+			}
+			appendTo(servicesKey, services, yaml.MappingNode, added...)
+		}
+	}
+	e.wireHealth()
+	return nil
+}
+
+// section returns a top-level key and its value as written in the
+// top-level mapping, for Init to add to. It fails when the value is an
+// alias, has an anchor or comes from a merge key, since init writes into no
+// anchor, or when it is not of kind want; k is nil when the key is not there.
+func (e *edit) section(key string, want yaml.Kind, what string) (k, v *yaml.Node, err error) {
+	k, v = own(e.top, key)
+	for _, p := range topFields(e.top) {
+		if p.key.Value == key && p.key != k {
+			return nil, nil, fmt.Errorf("manifest: line %d: %s comes from a merge key; init writes into no anchor: %s where it is defined", p.key.Line, key, what)
+		}
+	}
+	switch {
+	case v == nil:
+	case v.Kind == yaml.AliasNode:
+		return nil, nil, fmt.Errorf("manifest: line %d: %s is an alias (*%s); init writes into no anchor: %s where the anchor is defined", v.Line, key, v.Value, what)
+	case v.Anchor != "":
+		return nil, nil, fmt.Errorf("manifest: line %d: %s has the anchor &%s; init writes into no anchor: %s by hand", v.Line, key, v.Anchor, what)
+	case !isNull(v) && v.Kind != want:
+		return nil, nil, fmt.Errorf("manifest: line %d: %s is %s; want %s", v.Line, key, kindName(v), map[yaml.Kind]string{yaml.MappingNode: "a mapping of service names to definitions", yaml.SequenceNode: "a list of NAME or NAME=value"}[want])
+	}
+	return k, v, nil
+}
+
+// own returns the last key and value of key written in mapping m itself,
+// not merged in.
+func own(m *yaml.Node, key string) (k, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if !isMergeKey(m.Content[i]) && m.Content[i].Value == key {
+			k, v = m.Content[i], m.Content[i+1]
+		}
+	}
+	return k, v
+}
+
+// appendTo adds nodes at the end of the collection that is key's value,
+// which is of kind, or empty: an empty value becomes one, a flow collection
+// becomes a block one, with its comment moved to the key.
+func appendTo(key, value *yaml.Node, kind yaml.Kind, nodes ...*yaml.Node) {
+	if isNull(value) {
+		*value = yaml.Node{Kind: kind, Tag: map[yaml.Kind]string{yaml.MappingNode: "!!map", yaml.SequenceNode: "!!seq"}[kind], Line: value.Line}
+	}
+	if value.Style&yaml.FlowStyle != 0 {
+		value.Style &^= yaml.FlowStyle
+		if key.LineComment == "" {
+			key.LineComment, value.LineComment = value.LineComment, ""
+		}
+	}
+	// A comment after the last entry is yaml.v3's foot comment of it, which
+	// it would write after the new ones; it goes before them, where it was.
+	if n := len(value.Content); n > 0 {
+		for _, last := range value.Content[max(0, n-2):] {
+			if last.FootComment != "" {
+				nodes[0].HeadComment = strings.TrimSuffix(last.FootComment+"\n"+nodes[0].HeadComment, "\n")
+				last.FootComment = ""
+			}
+		}
+	}
+	value.Content = append(value.Content, nodes...)
+}
+
+// addTop adds key: value to the top-level mapping, before the key before
+// or at the end. A comment that opens the file stays at its top.
+func (e *edit) addTop(before *yaml.Node, key string, value *yaml.Node) {
+	k := scalar(key)
+	if e.separated(e.top) {
+		k.HeadComment = blankLine
+	}
+	i := len(e.top.Content)
+	if before != nil {
+		i = slices.Index(e.top.Content, before)
+	}
+	if i == 0 && before != nil {
+		k.HeadComment, before.HeadComment = before.HeadComment, ""
+		if e.separated(e.top) {
+			before.HeadComment = blankLine
+		}
+	}
+	e.top.Content = slices.Insert(e.top.Content, i, k, value)
+}
+
+// separated reports whether a mapping's entries are set apart by blank
+// lines, so that an added one should be too.
+func (e *edit) separated(m *yaml.Node) bool {
+	for i := 2; i < len(m.Content); i += 2 {
+		if blankAbove(e.lines, m.Content[i]) || strings.HasPrefix(m.Content[i].HeadComment, blankLine) {
+			return true
+		}
+	}
 	return false
+}
+
+// etcdServices are the names of the services that run etcd.
+func etcdServices(a *app) []string {
+	var out []string
+	for _, s := range a.services {
+		if a.isEtcd(s) {
+			out = append(out, s.name)
+		}
+	}
+	return out
+}
+
+func (a *app) hasEnv(name string) bool {
+	for _, e := range a.env {
+		if e.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// envValue returns the value the last entry for name gives.
+func envValue(env []envEntry, name string) (value string, ok bool) {
+	for _, e := range env {
+		if e.name == name && e.hasValue {
+			value, ok = e.value, true
+		}
+	}
+	return value, ok
+}
+
+func anchorText(n *yaml.Node) string {
+	if n.Kind == yaml.AliasNode {
+		return "*" + n.Value
+	}
+	return "&" + n.Anchor
+}
+
+func kv(key string, value *yaml.Node) []*yaml.Node { return []*yaml.Node{scalar(key), value} }
+
+func scalar(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+
+func integer(i int) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(i)}
+}
+
+func flag(b bool) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(b)}
 }

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +18,9 @@ var etcdBlock = comment("  ", headComment(1, Ephemeral)) + `  etcd:
     singleton: true
     port: 2379
     health: /health
+    liveness:
+      path: /livez
+      grace: 30
     volumeOptions:
       - emptyDir:
           id: etcd-data
@@ -34,9 +38,11 @@ func comment(indent, text string) string {
 	return indent + "# " + strings.ReplaceAll(text, "\n", "\n"+indent+"# ") + "\n"
 }
 
-// TestInitKeepsTheFile checks Init's output byte for byte on files whose
-// layout it can keep: every line of the input is still there, in order,
-// with the new ones inserted where a person would put them.
+// TestInitKeepsTheFile checks Init's output byte for byte: every line of
+// the input is still there, in order, comments and blank lines included,
+// with the new ones where a person would put them. What yaml.v3 writes its
+// own way is a comment after a value, with one space before it, and the
+// indentation of lists.
 func TestInitKeepsTheFile(t *testing.T) {
 	tests := []struct {
 		name, in, want string
@@ -73,14 +79,14 @@ timers:
 `,
 		want: `# Header: the app.
 
-environment:   # app-level
-  - PORT=3000  # the port
+environment: # app-level
+  - PORT=3000 # the port
   # more to come
 ` + envItems + `
 services:
   # the web tier
   web:
-    build: .   # here
+    build: . # here
     command: sh -c "baton crontab crontab & exec node server.js"
     port: 3000
 
@@ -114,9 +120,9 @@ environment:
   web:
     build: ./app
     command: baton crontab crontab
-` + healthKeys + strings.Replace(etcdBlock, "build: .", "build: ./app", 1),
+` + wiredKeys + strings.Replace(etcdBlock, "build: .", "build: ./app", 1),
 		changes: []string{"added BATON_ETCD_ENDPOINTS", "added BATON_ETCD_USERNAME", "added BATON_ETCD_PASSWORD", "added service etcd (baton etcd, from the image of service web)",
-			"service web: added BATON_HTTP=:9090, port: 9090, health: /healthz, internal: true"},
+			"service web: added BATON_HTTP=:9090, port: 9090, health: /healthz, liveness: {path: /healthz}, internal: true"},
 	}, {
 		name: "an environment with no entries",
 		in: `environment:
@@ -159,12 +165,15 @@ services:
     singleton: true
     port: 2379
     health: /health
+    liveness:
+      path: /livez
+      grace: 30
     volumeOptions:
       - emptyDir:
           id: etcd-data
           mountPath: /var/lib/etcd
 `,
-		changes: []string{"added BATON_ETCD_ENDPOINTS", "service etcd: added command, internal: true, singleton: true, port: 2379, health: /health, volumeOptions"},
+		changes: []string{"added BATON_ETCD_ENDPOINTS", "service etcd: added command, internal: true, singleton: true, port: 2379, health: /health, liveness, volumeOptions"},
 	}, {
 		name: "an etcd service with a port gets its health check; its values stay",
 		in: `environment:
@@ -187,8 +196,11 @@ services:
     internal: true # by hand
     singleton: true
     health: /health
+    liveness:
+      path: /livez
+      grace: 30
 `,
-		changes: []string{"added BATON_ETCD_USERNAME", "added BATON_ETCD_PASSWORD", "service etcd: added health: /health"},
+		changes: []string{"added BATON_ETCD_USERNAME", "added BATON_ETCD_PASSWORD", "service etcd: added health: /health, liveness"},
 	}, {
 		name: "a BATON_ETCD_ENDPOINTS already set is left as it is",
 		in: `environment:
@@ -200,7 +212,7 @@ services:
 		want:    "environment:\n  - BATON_ETCD_ENDPOINTS\n" + authItems + "services:\n  web:\n    build: .\n" + etcdBlock,
 		changes: []string{"added BATON_ETCD_USERNAME", "added BATON_ETCD_PASSWORD", "added service etcd"},
 	}, {
-		name: "four-space indentation and unindented lists",
+		name: "four-space indentation is kept; an unindented list is indented",
 		in: `environment:
 - A=1
 services:
@@ -208,10 +220,10 @@ services:
         build: .
 `,
 		want: `environment:
-- A=1
-- BATON_ETCD_ENDPOINTS=http://etcd:2379
-- BATON_ETCD_USERNAME
-- BATON_ETCD_PASSWORD
+    - A=1
+    - BATON_ETCD_ENDPOINTS=http://etcd:2379
+    - BATON_ETCD_USERNAME
+    - BATON_ETCD_PASSWORD
 services:
     web:
         build: .
@@ -222,6 +234,9 @@ services:
         singleton: true
         port: 2379
         health: /health
+        liveness:
+            path: /livez
+            grace: 30
         volumeOptions:
             - emptyDir:
                 id: etcd-data
@@ -239,6 +254,13 @@ services:
 			strings.NewReplacer("build: .", "image: "+EtcdImage, "command: baton etcd", "command: /usr/local/bin/etcd").Replace(etcdBlock),
 		changes: []string{"added BATON_ETCD_ENDPOINTS", "added service etcd (etcd from " + EtcdImage + ")"},
 	}}
+	// Each layout again with CRLF line breaks, which stay CRLF.
+	for _, tt := range tests[:len(tests):len(tests)] {
+		if strings.Contains(tt.in, "\n") && !strings.Contains(tt.in, "\r") {
+			tt.name, tt.in, tt.want = tt.name+", CRLF", strings.ReplaceAll(tt.in, "\n", "\r\n"), strings.ReplaceAll(tt.want, "\n", "\r\n")
+			tests = append(tests, tt)
+		}
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := mustParse(t, tt.in)
@@ -279,37 +301,161 @@ func assertSetUp(t *testing.T, d *Document, opts Options) {
 	}
 }
 
-// TestInitAnchorsAndAliases checks a manifest that shares definitions
-// through an anchor and merge keys: the anchor stays, the merged build is
-// what the etcd service copies, and Check reads the merged service.
-func TestInitAnchorsAndAliases(t *testing.T) {
+// TestInitNeverWritesIntoAnAnchor: on a manifest whose services share an
+// anchor through merge keys, Init leaves the anchor and the merge keys as
+// written (<<:, not yaml.v3's !!merge <<:) and adds what a service lacks to
+// the service itself. What it lacks is judged as Convox reads the service:
+// a merge key inside services counts for nothing (pkg/manifest/yaml.go,
+// testdata/convox/merge-key.yml), so cron gets BATON_HTTP, port, health and
+// liveness of its own, the etcd service builds from . as Convox would build
+// web, and Check then reports the merge keys Convox drops.
+func TestInitNeverWritesIntoAnAnchor(t *testing.T) {
+	anchor := `x-common: &common
+  build: ./app
+  port: 9090
+  health: /healthz
+  environment:
+    - LOG=info # shared
+`
+	in := anchor + `
+services:
+  web:
+    <<: *common
+    command: node server.js
+  cron:
+    <<: *common
+    command: baton crontab crontab
+`
+	d, changes := initKeeping(t, in)
+	got := string(d.Bytes())
+	if !strings.HasPrefix(got, anchor+"\n") || strings.Contains(got, "!!merge") {
+		t.Errorf("the anchor or a merge key was rewritten:\n%s", got)
+	}
+	for _, want := range []string{
+		"  cron:\n    <<: *common\n    command: baton crontab crontab\n    environment:\n      - BATON_HTTP=:9090\n    port: 9090\n    health: /healthz\n    liveness:\n      path: /healthz\n    internal: true\n",
+		"  etcd:\n    build: .\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Init wrote no %q:\n%s", want, got)
+		}
+	}
+	if !slices.ContainsFunc(changes, func(c string) bool { return strings.HasPrefix(c, "service cron: added BATON_HTTP=:9090") }) {
+		t.Errorf("changes %q", changes)
+	}
+	var merges []int
+	for _, p := range Check(d) {
+		if p.Rule != Ignored || !strings.Contains(p.Message, "Convox drops this merge key") {
+			t.Errorf("Check: line %d: %s", p.Line, p.Message)
+		}
+		merges = append(merges, p.Line)
+	}
+	if want := []int{lineOf(t, got, "    <<: *common\n    command: node"), lineOf(t, got, "    <<: *common\n    command: baton")}; !slices.Equal(merges, want) {
+		t.Errorf("Check reports merge keys on lines %v, want %v", merges, want)
+	}
+}
+
+// TestInitReadsQuotedMergeKeys: a quoted "<<" is one Convox merges
+// (testdata/full.yml, service inherit), so a service that gets its port
+// from one needs nothing, the etcd service copies the merged build, and a
+// service whose environment comes from one is left as it is, since the
+// environment is the anchor's, and the change says so.
+func TestInitReadsQuotedMergeKeys(t *testing.T) {
 	in := `x-app: &app
   build:
     path: .
     manifest: Dockerfile.web
   environment:
     - LOG=info
-
 services:
   web:
-    <<: *app
+    "<<": *app
     command: baton crontab crontab
+  api:
+    "<<": *app
+    command: bin/api
     port: 3000
-  worker:
-    <<: *app
-    command: bin/worker
 `
-	d := mustParse(t, in)
-	if _, err := Init(d, Options{}); err != nil {
-		t.Fatal(err)
-	}
+	d, changes := initKeeping(t, in)
 	got := string(d.Bytes())
-	assertLinesKept(t, in, got)
-	want := "  etcd:\n    build:\n      path: .\n      manifest: Dockerfile.web\n    command: baton etcd"
-	if !strings.Contains(got, want) {
+	if !strings.Contains(got, "  etcd:\n    build:\n      path: .\n      manifest: Dockerfile.web\n    command: baton etcd") {
 		t.Errorf("the etcd service does not copy web's merged build:\n%s", got)
 	}
+	if slices.ContainsFunc(changes, func(c string) bool { return strings.Contains(c, "BATON_HTTP") }) || strings.Contains(got, "BATON_HTTP") {
+		t.Errorf("changes %q:\n%s", changes, got)
+	}
+	if !slices.ContainsFunc(Notes(d), func(p Problem) bool {
+		return p.Line == lineOf(t, got, "  web:") && strings.Contains(p.Message, "note: service web runs baton with no port, so Convox probes nothing and a stuck process stays; init gives it none, as its environment comes from a merge key")
+	}) {
+		t.Errorf("no note says why web has no probe: %v", Notes(d))
+	}
 	assertSetUp(t, d, Options{})
+}
+
+// TestEncodeKeepsTheFile: encoding a manifest's node tree gives back its
+// bytes where yaml.v3 would not on its own: blank lines between entries and
+// between list items, plain merge keys (not !!merge <<), four-space
+// indentation, indented comments that end the file; with comments, anchors, quoting, flow collections
+// and block scalars as they were.
+func TestEncodeKeepsTheFile(t *testing.T) {
+	src := `# The app.
+
+x-common: &common
+  build: .
+  environment:
+    - A=1 # a comment
+
+    - B=2
+
+environment:
+  - C=3
+
+services:
+  # the web tier
+  web:
+    <<: *common
+    command: sh -c "baton crontab crontab & exec node server.js"
+    port: 3000 # the web port
+
+  # worker:
+  #   build: .
+  cron:
+    "<<": *common
+    command: 'baton crontab crontab'
+    health: {path: /x, interval: 5}
+    test: |
+      make test
+
+      make more
+    scale: [1, 2]
+
+# timers below
+timers:
+  nightly:
+    schedule: "0 3 * * *"
+    command: baton run --once nightly --ttl 1h -- bin/nightly
+    service: cron
+# end
+`
+	trailing := strings.TrimSuffix(src, "# end\n") + "\n  # cron2:\n  #   build: .\n" // yaml.v3's foot comment of the document
+	for _, in := range []string{src, strings.ReplaceAll(src, "  ", "    "), trailing} {
+		d := mustParse(t, in)
+		out, err := encode(d.root, d.src)
+		if err != nil || string(out) != in {
+			t.Errorf("encode: %v:\n%s\nwant:\n%s", err, out, in)
+		}
+	}
+}
+
+// initKeeping runs Init on in and checks that every line of in is kept.
+func initKeeping(t *testing.T, in string) (*Document, []string) {
+	t.Helper()
+	d := mustParse(t, in)
+	changes, err := Init(d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertLinesKept(t, in, string(d.Bytes()))
+	return d, changes
 }
 
 // assertLinesKept checks that every line of in is in out, in order.
@@ -328,11 +474,11 @@ func assertLinesKept(t *testing.T, in, out string) {
 	}
 }
 
-// TestInitEncodesWhatTextCannotHold checks layouts where lines cannot be
-// inserted (flow collections, a block scalar that keeps its trailing blank
-// lines): Init encodes the tree instead, and the result still means the
-// input plus the additions, comments included.
-func TestInitEncodesWhatTextCannotHold(t *testing.T) {
+// TestInitFlowAndBlockScalars checks layouts where what Init adds cannot
+// sit as the input has it (a flow collection, which becomes a block one; a
+// block scalar that keeps its trailing blank lines): the result still means
+// the input plus the additions, comments included.
+func TestInitFlowAndBlockScalars(t *testing.T) {
 	tests := []struct{ name, in string }{
 		{"flow services", "# app\nservices: {web: {build: ., port: 3000}} # all of it\n"},
 		{"flow environment", "environment: [A=1, B=2] # two\nservices:\n  web:\n    build: .\n"},
@@ -416,8 +562,8 @@ func TestInitThreeMembers(t *testing.T) {
 				t.Errorf("%s: command %q lacks %q", name, cmd, flag)
 			}
 		}
-		if s["port"] != nil || s["health"] != nil {
-			t.Errorf("%s has port or health, which would keep the members apart: %v", name, s)
+		if s["port"] != nil || s["health"] != nil || s["liveness"] != nil {
+			t.Errorf("%s has port, health or liveness: a readiness check would keep the members apart, and a liveness check restart one that waits for its peers: %v", name, s)
 		}
 		if ports, _ := s["ports"].([]any); len(ports) != 2 || ports[0] != 2379 || ports[1] != 2380 {
 			t.Errorf("%s: ports %v, want [2379 2380]", name, s["ports"])
@@ -444,7 +590,17 @@ func TestInitRefuses(t *testing.T) {
 		{"services is a list", "services:\n  - web\n", Options{}, "line 2: services is a list", false},
 		{"services is an alias", "x: &s\n  web: {}\nservices: *s\n", Options{}, "line 3: services is an alias (*s)", false},
 		{"environment is a mapping", "environment:\n  A: 1\nservices: {}\n", Options{}, "line 2: environment is a mapping", false},
-		{"an etcd service that is an alias", "x: &e\n  build: .\nservices:\n  etcd: *e\n", Options{}, "line 4: service etcd is an alias (*e)", false},
+		{"an etcd service that is an alias", "x: &e\n  build: .\nservices:\n  etcd: *e\n", Options{}, "line 4: service etcd is shared through an anchor (*e) and lacks internal; init writes into no anchor", false},
+		{"an etcd service with an anchor", "services:\n  etcd: &e\n    build: .\n  etcd2: *e\n", Options{}, "line 2: service etcd is shared through an anchor (&e)", false},
+		{"an environment with an anchor", "environment: &env\n  - A=1\nservices:\n  web:\n    environment: *env\n", Options{}, "line 1: environment has the anchor &env; init writes into no anchor", false},
+		{"services from a merge key", "x: &x\n  services:\n    web: {}\n<<: *x\n", Options{}, "line 2: services comes from a merge key", false},
+	}
+	// Each layout again with CRLF line breaks, which stay CRLF.
+	for _, tt := range tests[:len(tests):len(tests)] {
+		if strings.Contains(tt.in, "\n") && !strings.Contains(tt.in, "\r") {
+			tt.name, tt.in, tt.want = tt.name+", CRLF", strings.ReplaceAll(tt.in, "\n", "\r\n"), strings.ReplaceAll(tt.want, "\n", "\r\n")
+			tests = append(tests, tt)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,9 +11,10 @@ import (
 type Storage int
 
 const (
-	// Ephemeral keeps etcd's data on an emptyDir: every restart of the
-	// etcd process, every release of the app that runs it included, starts
-	// it empty, and Lost is lost.
+	// Ephemeral keeps etcd's data on an emptyDir, which lives as long as
+	// its pod: every new process (a promoted release of the app that runs
+	// it, a node drained or lost) starts it empty, and Lost is lost; a
+	// restart of the container in its pod, by its liveness check, keeps it.
 	Ephemeral Storage = iota
 	// EFS keeps etcd's data on an awsEfs volume, which outlives restarts.
 	// It needs the rack's EFS driver: convox rack params set
@@ -35,7 +36,7 @@ func ParseStorage(s string) (Storage, error) {
 	case "efs":
 		return EFS, nil
 	}
-	return 0, fmt.Errorf("storage %q: want efs (a persistent awsEfs volume) or ephemeral (an emptyDir, lost on restart)", s)
+	return 0, fmt.Errorf("storage %q: want efs (a persistent awsEfs volume) or ephemeral (an emptyDir, lost with its process)", s)
 }
 
 func (s Storage) String() string {
@@ -50,7 +51,7 @@ func (s Storage) comment() string {
 	if s == EFS {
 		return "Its data is on an awsEfs volume, which outlives restarts (the rack needs " + EFSDriver + ")."
 	}
-	return "Its data is on an emptyDir: each restart starts it empty, and baton forgets " + Lost + "."
+	return "Its data is on an emptyDir: each new process (a release, a node drained) starts it empty, and baton forgets " + Lost + "."
 }
 
 // volume is a new etcd service's volumeOptions, mounted on its data dir.

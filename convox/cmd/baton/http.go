@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,7 @@ type opsServer struct {
 	srv    *http.Server
 	ln     net.Listener
 	prefix string
+	reg    prometheus.Gatherer // /metrics, which says whether etcd refuses a scheduler's writes
 	logger *slog.Logger
 	// alive checks the command's own loop, for /healthz.
 	alive  func(context.Context) error
@@ -84,7 +86,7 @@ func startOpsServer(source, addr, prefix string, reg *prometheus.Registry, alive
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", source, addr, err)
 	}
-	s := &opsServer{ln: ln, prefix: prefix, logger: logger, alive: alive, served: make(chan struct{})}
+	s := &opsServer{ln: ln, prefix: prefix, reg: reg, logger: logger, alive: alive, served: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", s.healthz)
@@ -154,7 +156,49 @@ func (s *opsServer) readyz(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not ready: etcd: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
+	if names := s.refusing(); len(names) > 0 {
+		msg := "not ready: etcd refuses the writes of scheduler " + strings.Join(names, ", ")
+		// In etcd's words, when a write that changes nothing says them.
+		if err := checkAccess(ctx, cli, s.prefix, readWrite); err != nil {
+			msg += ": " + err.Error()
+		} else {
+			msg += " (the log says why)"
+		}
+		http.Error(w, msg, http.StatusServiceUnavailable)
+		return
+	}
 	plain(w, "ok\n")
+}
+
+// refusedMetric is the gauge, 1 while etcd refuses a scheduler's claims,
+// that the schedulers of the process (package metrics) keep.
+const refusedMetric = "baton_etcd_writes_refused"
+
+// refusing names the schedulers of this process whose claims etcd refuses
+// now, as their metrics say: a read does not tell an etcd that is out of
+// space, or a role that lost its write permission, from a healthy one.
+func (s *opsServer) refusing() []string {
+	families, err := s.reg.Gather()
+	if err != nil {
+		s.logger.Error("baton: /readyz: reading the metrics", "err", err)
+	}
+	var names []string
+	for _, f := range families {
+		if f.GetName() != refusedMetric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if m.GetGauge().GetValue() == 0 {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "scheduler" {
+					names = append(names, l.GetValue())
+				}
+			}
+		}
+	}
+	return names
 }
 
 func (s *opsServer) statusPage(w http.ResponseWriter, r *http.Request) {

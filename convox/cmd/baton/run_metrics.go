@@ -42,6 +42,11 @@ func (m *runMetrics) started(fence election.Fence) cronx.RunStarted {
 		return cronx.RunStarted{}
 	}
 	ev := cronx.RunStarted{Scheduler: m.name, Job: m.name, Tick: now, Instance: m.identity, Fence: fence, Start: now}
+	if m.obs.OnJobAdded != nil {
+		// Both outcomes at 0 while COMMAND runs, so that its failure is
+		// an increase. baton run reports no tick not run.
+		m.obs.OnJobAdded(cronx.JobAdded{Scheduler: m.name, Job: m.name})
+	}
 	if m.obs.OnRunStarted != nil {
 		m.obs.OnRunStarted(ev)
 	}

@@ -1,0 +1,179 @@
+package metrics
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/cronx"
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// series returns name's series whose labels include match, as
+// "label=value → metric value" of label.
+func series(t *testing.T, reg *prometheus.Registry, name string, match map[string]string, label string) []string {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			key := ""
+			for _, l := range m.GetLabel() {
+				if want, ok := match[l.GetName()]; ok && want != l.GetValue() {
+					continue metrics
+				}
+				if l.GetName() == label {
+					key = l.GetValue()
+				}
+			}
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+			out = append(out, fmt.Sprintf("%s=%v", key, v))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// atZero is each of keys at 0, as series says it.
+func atZero(keys ...string) []string {
+	var out []string
+	for _, k := range keys {
+		out = append(out, k+"=0")
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitSeries waits until name's series are want.
+func waitSeries(t *testing.T, reg *prometheus.Registry, name string, match map[string]string, label string, want []string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := series(t, reg, name, match, label)
+		if slices.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s%v by %s: %v, want %v", name, match, label, got, want)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSeriesExistFromRegistration: once a job is added, before any run or
+// tick, each of its outcomes and each reason its ticks can be reported
+// with is a series at 0, and so are its scheduler's gauges and counters,
+// so that increase() sees the first failure, the first tick not run. The
+// reasons are those of its mode and overlap policy: no_leader in leader
+// mode, claimed_elsewhere in claim mode, overlap under Forbid.
+func TestSeriesExistFromRegistration(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t)
+	reg := prometheus.NewRegistry()
+	obs, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := cronx.New(cronx.WithEtcd(cli), cronx.WithName("lead"), cronx.WithObserver(obs),
+		cronx.WithElection(election.WithIdentity("a")))
+	claim := cronx.New(cronx.WithEtcd(cli), cronx.WithName("claim"), cronx.WithMode(cronx.ClaimMode), cronx.WithObserver(obs),
+		cronx.WithElection(election.WithIdentity("a")))
+	local := cronx.New(cronx.WithObserver(obs))
+	for _, add := range []struct {
+		c    *cronx.Cron
+		name string
+		opts []cronx.JobOption
+	}{
+		{leader, "plain", nil},
+		{leader, "forbid", []cronx.JobOption{cronx.WithOverlap(cronx.Forbid)}},
+		{claim, "plain", nil},
+		{claim, "replace", []cronx.JobOption{cronx.WithOverlap(cronx.Replace)}},
+	} {
+		if _, err := add.c.AddJob("@yearly", cronx.Named(add.name, cronx.FuncJob(func() {}), add.opts...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := local.AddFunc("@yearly", func() {}); err != nil {
+		t.Fatal(err)
+	}
+
+	common := []string{"misfire_skipped", "paused", "overtaken", "etcd_unavailable", "etcd_refused"}
+	for _, tc := range []struct {
+		scheduler, job string
+		reasons        []string
+	}{
+		{"lead", "plain", append([]string{"no_leader"}, common...)},
+		{"lead", "forbid", append([]string{"no_leader", "overlap"}, common...)},
+		{"claim", "plain", append([]string{"claimed_elsewhere"}, common...)},
+		{"claim", "replace", append([]string{"claimed_elsewhere"}, common...)},
+		{"", "", nil},
+	} {
+		job := map[string]string{"scheduler": tc.scheduler, "job": tc.job}
+		waitSeries(t, reg, "baton_job_runs_total", job, "outcome", atZero("success", "failure"))
+		waitSeries(t, reg, "baton_job_ticks_not_run_total", job, "reason", atZero(tc.reasons...))
+	}
+	for _, s := range []string{"lead", "claim", ""} {
+		for _, h := range []string{"baton_job_run_duration_seconds", "baton_job_tick_lateness_seconds"} {
+			waitSeries(t, reg, h, map[string]string{"scheduler": s}, "scheduler", atZero(s))
+		}
+	}
+	for _, s := range []string{"lead", "claim"} {
+		for _, m := range []string{"baton_claim_latency_seconds", "baton_etcd_writes_refused", "baton_etcd_found_empty_total"} {
+			waitSeries(t, reg, m, map[string]string{"scheduler": s}, "scheduler", atZero(s))
+		}
+	}
+	// Leadership is leader mode's only; the session is up or down once
+	// known, not before.
+	waitSeries(t, reg, "baton_scheduler_leader", nil, "scheduler", atZero("lead"))
+	waitSeries(t, reg, "baton_scheduler_leadership_changes_total", nil, "change", atZero("gained", "lost"))
+	waitSeries(t, reg, "baton_etcd_session_up", nil, "scheduler", nil)
+}
+
+// TestJobAddedLeavesValuesAlone: a job added to a scheduler that leads and
+// whose writes etcd refuses (a reload) makes its own series without
+// resetting the scheduler's; refusal and acceptance set the refused gauge.
+func TestJobAddedLeavesValuesAlone(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	obs, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := cronx.JobAdded{Scheduler: "s", Job: "a", Coordinated: true, Mode: cronx.LeaderMode, Reasons: []cronx.Reason{cronx.ReasonPaused}}
+	obs.OnJobAdded(added)
+	obs.OnLeadershipGained(cronx.Leadership{Scheduler: "s"})
+	obs.OnRunEnded(cronx.RunEnded{RunStarted: cronx.RunStarted{Scheduler: "s", Job: "a"}, Outcome: cronx.Failed})
+	obs.OnEtcdRefused(cronx.EtcdRefusal{Scheduler: "s"})
+	obs.OnJobAdded(added)
+	added.Job = "b"
+	obs.OnJobAdded(added)
+	s := map[string]string{"scheduler": "s"}
+	for name, want := range map[string][]string{
+		"baton_scheduler_leader":    {"s=1"},
+		"baton_etcd_writes_refused": {"s=1"},
+	} {
+		if got := series(t, reg, name, s, "scheduler"); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
+	}
+	if got, want := series(t, reg, "baton_job_runs_total", map[string]string{"job": "a"}, "outcome"), []string{"failure=1", "success=0"}; !slices.Equal(got, want) {
+		t.Errorf("runs of a: %v, want %v", got, want)
+	}
+	if got := series(t, reg, "baton_scheduler_leadership_changes_total", s, "change"); !slices.Equal(got, []string{"gained=1", "lost=0"}) {
+		t.Errorf("leadership changes: %v, want gained=1 lost=0", got)
+	}
+	obs.OnEtcdAccepted(cronx.EtcdRefusal{Scheduler: "s"})
+	if got := series(t, reg, "baton_etcd_writes_refused", s, "scheduler"); !slices.Equal(got, []string{"s=0"}) {
+		t.Errorf("refused once etcd accepts writes: %v, want s=0", got)
+	}
+}
