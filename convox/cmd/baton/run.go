@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -100,6 +101,14 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 	if modes != 1 {
 		return usage("give exactly one of --leader, --lock and --once")
 	}
+	for _, n := range []struct{ flag, what, name string }{{"leader", "election", *leader}, {"lock", "lock", *lock}} {
+		if n.name == "" {
+			continue
+		}
+		if err := election.CheckName(n.what, n.name); err != nil {
+			return usage("--%s: %v", n.flag, err)
+		}
+	}
 	var window time.Duration
 	if *once != "" {
 		if !fs.Changed("ttl") {
@@ -189,7 +198,7 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 		identity = election.DefaultIdentity()
 	}
 	r := runner{env: env, argv: argv, grace: *grace, identity: identity, stopping: stopping, loop: loop,
-		empty: lookAtEtcd(ctx, cli, prefix, identity)}
+		empty: lookAtEtcd(ctx, cli, prefix, identity), baseEnv: commandEnv(cfg)}
 	if obs != nil {
 		r.metrics = &runMetrics{obs: *obs, name: *leader + *lock + *once, identity: identity}
 	}
@@ -235,6 +244,8 @@ type runner struct {
 	metrics *runMetrics
 	// empty says when a loss came with etcd's data lost.
 	empty *emptyLook
+	// baseEnv is the environment COMMAND starts from (commandEnv).
+	baseEnv []string
 }
 
 // outcome is how a command's run ended.
@@ -249,7 +260,7 @@ const (
 // exec runs COMMAND with fence until it exits, fenced ends or baton is
 // asked to stop, and returns its exit status.
 func (r runner) exec(fenced context.Context, fence election.Fence) (code int, how outcome) {
-	env := append(os.Environ(), "BATON_ID="+r.identity, "BATON_FENCE="+strconv.FormatInt(fence.Revision, 10))
+	env := append(slices.Clip(r.baseEnv), "BATON_ID="+r.identity, "BATON_FENCE="+strconv.FormatInt(fence.Revision, 10))
 	p, err := startProc(r.argv, env, os.Stdin, r.env.stdout, r.env.stderr, "")
 	if err != nil {
 		fmt.Fprintf(r.env.stderr, "baton run: %v\n", err)
