@@ -2,15 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	iofs "io/fs"
 	"log/slog"
-	"os"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/batonhq/baton/cronx"
+	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/metrics"
 )
 
@@ -182,15 +183,42 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		return usageError(env, fs, "--attempts %d: want 1 or more", *attempts)
 	}
 
-	file := fs.Arg(0)
-	f, err := os.Open(file)
-	if err != nil {
-		return fail(env, "crontab", err)
+	// Every flag is checked before the file is read, also for --check;
+	// etcd's endpoints, which --check does not need, after it.
+	if err := election.CheckName("scheduler", *name); err != nil {
+		return usageError(env, fs, "--name: %v", err)
 	}
-	entries, err := parseCrontab(f, file, *seconds)
-	f.Close()
+	cfg, cfgErr := conn.config()
+	eopts, err := conn.electionOptions(cfg)
+	if err != nil {
+		return usageError(env, fs, "%v", err)
+	}
+	if cfg.Configured() {
+		if _, err := cfg.Connection.ClientConfig(); err != nil {
+			if errors.As(err, new(*iofs.PathError)) {
+				return fail(env, "crontab", err) // a TLS file that cannot be read
+			}
+			return usageError(env, fs, "%v", redactError(err))
+		}
+	}
+	addr := httpAddr()
+	if addr != "" {
+		if err := checkHTTPAddr(addr); err != nil {
+			return usageError(env, fs, "%s %v", httpSource(fs), err)
+		}
+	}
+	prefix, _, err := resolveNames(eopts)
+	if err != nil {
+		return usageError(env, fs, "%v", err)
+	}
+
+	file := fs.Arg(0)
+	entries, err := readCrontab(file, *seconds, *jitter)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "%v\nbaton crontab: nothing started\n", err)
+		if errors.Is(err, errUnreadable) {
+			return exitFailure
+		}
 		return exitUsage
 	}
 	if *check {
@@ -203,28 +231,9 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		}
 		return exitOK
 	}
-
-	cfg, err := conn.config()
-	if err != nil {
-		fmt.Fprintf(env.stderr, "baton crontab: %v\n", err)
+	if cfgErr != nil {
+		fmt.Fprintf(env.stderr, "baton crontab: %v\n", cfgErr)
 		return exitUsage
-	}
-	eopts, err := conn.electionOptions(cfg)
-	if err != nil {
-		return usageError(env, fs, "%v", err)
-	}
-	if _, err := cfg.Connection.ClientConfig(); err != nil {
-		return usageError(env, fs, "%v", err)
-	}
-	addr := httpAddr()
-	if addr != "" {
-		if err := checkHTTPAddr(addr); err != nil {
-			return usageError(env, fs, "%s %v", httpSource(fs), err)
-		}
-	}
-	prefix, _, err := resolveNames(eopts)
-	if err != nil {
-		return usageError(env, fs, "%v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
 	// The server comes up before etcd is reached: a process waiting for
@@ -306,10 +315,11 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	}
 	c := cronx.New(opts...)
 	var stopping atomic.Bool
+	baseEnv := commandEnv(cfg)
 	add := func(entries []crontabEntry) ([]cronx.EntryID, error) {
 		var ids []cronx.EntryID
 		for _, e := range entries {
-			job := crontabJob{entry: e, shell: *shell, env: env, grace: *grace, stopping: &stopping, logger: logger}
+			job := crontabJob{entry: e, shell: *shell, env: env, grace: *grace, stopping: &stopping, logger: logger, baseEnv: baseEnv}
 			opts := append([]cronx.JobOption{e.retry.retries(*attempts, *retryBackoff)}, e.opts...)
 			id, err := c.AddJob(e.spec, cronx.Named(e.name, job, opts...))
 			if err != nil {
@@ -325,14 +335,14 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		return exitUsage
 	}
 	logger.Info("baton crontab: started", "file", file, "jobs", len(entries), "scheduler", *name, "mode", *mode,
-		"endpoints", strings.Join(cfg.Connection.Endpoints, ","))
+		"endpoints", redactedEndpoints(cfg.Connection.Endpoints))
 	c.Start()
 	scheduler.Store(c)
 
 	for asked.Err() == nil {
 		select {
 		case <-hup:
-			ids = reloadCrontab(c, file, *seconds, ids, add, logger)
+			ids = reloadCrontab(c, file, *seconds, *jitter, ids, add, logger)
 		case <-asked.Done():
 		}
 	}
@@ -351,14 +361,9 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 
 // reloadCrontab replaces the jobs ids with those of file, and returns the
 // new ids; a file that does not parse leaves the jobs as they were.
-func reloadCrontab(c *cronx.Cron, file string, seconds bool, ids []cronx.EntryID,
+func reloadCrontab(c *cronx.Cron, file string, seconds bool, jitter time.Duration, ids []cronx.EntryID,
 	add func([]crontabEntry) ([]cronx.EntryID, error), logger *slog.Logger) []cronx.EntryID {
-	f, err := os.Open(file)
-	var entries []crontabEntry
-	if err == nil {
-		entries, err = parseCrontab(f, file, seconds)
-		f.Close()
-	}
+	entries, err := readCrontab(file, seconds, jitter)
 	if err != nil {
 		logger.Error("baton crontab: reload: the jobs stay as they were", "err", err)
 		return ids
