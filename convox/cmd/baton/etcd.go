@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	iofs "io/fs"
 	"maps"
 	"net/url"
 	"slices"
@@ -131,6 +133,9 @@ func runEtcd(ctx context.Context, env *environ, args []string) int {
 	}
 	st := new(memberState)
 	cfg, err := f.config(env, st)
+	if errors.As(err, new(*iofs.PathError)) {
+		return fail(env, "etcd", err) // a file that cannot be read
+	}
 	if err != nil {
 		return usageError(env, fs, "%v", err)
 	}

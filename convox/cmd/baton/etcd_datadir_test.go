@@ -44,6 +44,40 @@ func TestEtcdCorruptDatabaseIsOneLine(t *testing.T) {
 	}
 }
 
+// TestEtcdCorruptWALIsOneLine: a member whose write-ahead log is damaged
+// exits 1 with baton's one line naming its data dir, and no JSON line of
+// etcd's beside it.
+func TestEtcdCorruptWALIsOneLine(t *testing.T) {
+	m := etcdMembers(t, 1)[0]
+	p := startBaton(t, nil, m.args("")...)
+	p.waitOutput("member etcd-0 ready", 30*time.Second)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait(10 * time.Second)
+
+	wals, err := filepath.Glob(filepath.Join(m.dir, "member", "wal", "*.wal"))
+	if err != nil || len(wals) == 0 {
+		t.Fatalf("no WAL in %s: %v", m.dir, err)
+	}
+	f, err := os.OpenFile(wals[0], os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := make([]byte, 2000)
+	rand.NewChaCha8([32]byte{2}).Read(garbage)
+	if _, err := f.WriteAt(garbage, 64); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	code, out := runBaton(t, nil, m.args("")...)
+	if code != exitFailure {
+		t.Errorf("exit %d, want %d", code, exitFailure)
+	}
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "baton etcd: member etcd-0, data dir "+m.dir+": ") {
+		t.Errorf("want baton's one line naming the data dir:\n%s", out)
+	}
+}
+
 // TestEtcdSecondMemberOnOneDataDirFailsAtOnce: a second member on a data
 // dir in use exits 1 at once, and the first keeps serving.
 func TestEtcdSecondMemberOnOneDataDirFailsAtOnce(t *testing.T) {
