@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"html/template"
 	"strings"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 )
 
 // view is what the template renders: a snapshot, or the error that
