@@ -22,7 +22,7 @@ func init() {
 	register(command{name: "run", summary: "run a command while leader, under a lock, or once per key", run: runRun})
 }
 
-const runSynopsis = `Usage:
+var runSynopsis = `Usage:
   baton run --leader NAME [flags] -- COMMAND [ARGS...]
   baton run --lock NAME [flags] -- COMMAND [ARGS...]
   baton run --once KEY --ttl DURATION [flags] -- COMMAND [ARGS...]
@@ -38,13 +38,14 @@ COMMAND runs directly (not through a shell), with BATON_ID and BATON_FENCE
 (a fencing token that grows with every term, hold and claim) in its
 environment, and stdin, stdout and stderr passed through. baton exits with
 its status. If leadership, the lock or the claim is lost, baton sends
-COMMAND SIGTERM and, after half a second, SIGKILL, and exits 123; it then
-looks at etcd for up to 3 s, and if etcd came back empty (restarted without
-its data) says so, with what was lost with it. On SIGTERM
-or SIGINT baton forwards that signal to COMMAND; SIGHUP is handled as
-SIGTERM (COMMAND gets SIGTERM). baton then waits up to --grace for COMMAND,
-kills it if it is still running, and resigns or unlocks. COMMAND never
-outlives baton, even if baton is killed.
+COMMAND's processes SIGTERM and, after half a second, SIGKILL, and exits
+123; it then looks at etcd for up to 3 s, and if etcd came back empty
+(restarted without its data) says so, with what was lost with it. On
+SIGTERM or SIGINT baton passes that signal to COMMAND's processes; SIGHUP is
+handled as SIGTERM (they get SIGTERM). baton then waits up to --grace for
+them, kills what is still running, and resigns or unlocks.
+
+` + treeHelp + `
 
 With --leader and --lock, --ttl is the session TTL: how long a crashed baton
 keeps leadership or the lock. With --once it is how long a success of KEY
@@ -56,7 +57,8 @@ stopped or killed COMMAND gives KEY back, so the next caller runs it again.
 
 etcd must answer within --dial-timeout, on any one of the endpoints, and
 let the user (--username, $BATON_ETCD_USERNAME) read and write under the
-prefix; otherwise baton exits 121 at once with the cause.
+prefix; otherwise baton exits 121 at once with the cause. A bad --leader or
+--lock NAME, or --once KEY, exits 122 before etcd is asked.
 
 --http ADDR (or BATON_HTTP) serves /metrics (the process's metrics, and
 baton's: baton_scheduler_leader and the leadership changes for --leader
