@@ -47,6 +47,10 @@ func (j crontabJob) RunContext(ctx context.Context) error {
 	}
 	select {
 	case <-p.done:
+		if p.killed != 0 {
+			j.logger.Warn("baton crontab: the command's supervisor was killed; the command and every process it started were killed with it",
+				"job", j.entry.name, "tick", info.Tick, "signal", int(p.killed))
+		}
 	case <-ctx.Done():
 		if j.stopping.Load() {
 			p.stop(j.grace)

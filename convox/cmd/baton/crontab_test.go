@@ -368,16 +368,6 @@ func TestCommandDiesWithBaton(t *testing.T) {
 	})
 }
 
-// zombie reports whether pid has exited and awaits its parent's wait.
-func zombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	return len(f) > 0 && f[0] == "Z"
-}
-
 // TestCrontabWaitsForEtcd starts a replica while etcd is unreachable: it
 // neither exits nor runs anything, says so after each --dial-timeout, and
 // starts running once etcd answers.

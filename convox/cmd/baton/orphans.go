@@ -10,16 +10,19 @@ import (
 // orphanage ends what a supervisor leaves behind when it dies without
 // ending its command's tree (kill -9, the OOM killer). baton is a child
 // subreaper from its first command on, so those processes become baton's
-// children; every child of baton that is not a supervisor it started is
-// one of them, and is killed with its descendants, before baton reports
-// the command's end (and so before it gives up a lock, a term or a claim).
+// children; every child of baton that is neither a supervisor it started
+// nor a child it had before (a process an entrypoint started before it
+// exec'd baton) is one of them, and is killed with its descendants, before
+// baton reports the command's end (and so before it gives up a lock, a
+// term or a claim).
 type orphanage struct {
 	once sync.Once
 	on   bool // baton is a subreaper
-	// mu guards live and is held while a supervisor starts, so a sweep
-	// never sees a supervisor that is not yet in live.
-	mu   sync.Mutex
-	live map[int]bool // supervisors started and not yet reaped
+	// mu guards live and foreign and is held while a supervisor starts,
+	// so a sweep never sees a supervisor that is not yet in live.
+	mu      sync.Mutex
+	live    map[int]bool // supervisors started and not yet reaped
+	foreign map[int]bool // children baton had before it became a subreaper
 }
 
 // orphans is baton's: being a subreaper is a property of the process.
@@ -27,9 +30,19 @@ var orphans orphanage
 
 // start starts a supervisor.
 func (o *orphanage) start(cmd *exec.Cmd) error {
-	o.once.Do(func() { o.on = becomeSubreaper() == nil })
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.once.Do(func() {
+		o.foreign = map[int]bool{}
+		if table, err := parents(); err == nil {
+			for pid, ppid := range table {
+				if ppid == os.Getpid() {
+					o.foreign[pid] = true
+				}
+			}
+		}
+		o.on = becomeSubreaper() == nil
+	})
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -63,7 +76,14 @@ func (o *orphanage) sweep() {
 		var found []int
 		if err == nil {
 			for pid, ppid := range table {
-				if ppid == self && !o.live[pid] {
+				switch {
+				case ppid != self || o.live[pid]:
+				case o.foreign[pid]:
+					if zombie(pid) {
+						waitPid(pid) // not baton's to kill, but to reap
+						delete(o.foreign, pid)
+					}
+				default:
 					found = append(found, pid)
 				}
 			}

@@ -63,6 +63,17 @@ func parents() (map[int]int, error) {
 	return table, nil
 }
 
+// zombie reports whether pid has exited and awaits its parent's wait, or
+// is gone.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
+	return len(f) > 0 && string(f[0]) == "Z"
+}
+
 // commandAttr is the command's own process group, and SIGKILL when its
 // supervisor dies.
 func commandAttr() *syscall.SysProcAttr {

@@ -17,6 +17,9 @@ func becomeSubreaper() error { return errNoProcTree }
 // that is known of its descendants.
 func parents() (map[int]int, error) { return nil, errNoProcTree }
 
+// zombie is Linux only.
+func zombie(pid int) bool { return false }
+
 // commandAttr is the command's own process group; the parent-death signal
 // is Linux only.
 func commandAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

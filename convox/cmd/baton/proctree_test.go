@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -162,6 +163,9 @@ func TestNoDescendantOutlivesItsRun(t *testing.T) {
 						if left := treeOf(t, mark, "a"); len(left) > 0 {
 							t.Fatalf("baton exited while its command's tree lives: %v", left)
 						}
+						if !strings.Contains(a.out.String(), "supervisor of sh was killed by signal 9") {
+							t.Errorf("baton does not say its supervisor was killed:\n%s", a.out.String())
+						}
 					}
 				}
 
@@ -200,5 +204,27 @@ func TestNoDescendantOutlivesItsRun(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestBatonSparesTheChildrenItHadBefore: a process an entrypoint started
+// before it exec'd baton (sh -c 'daemon & exec baton ...') is baton's
+// child but none of a command's: it outlives the runs.
+func TestBatonSparesTheChildrenItHadBefore(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	sh := exec.Command("sh", "-c", `sleep 300 >/dev/null 2>&1 & echo $! > `+pidFile+`; exec "$0" run --lock spare -- sh -c 'sleep 0.2 & exit 0'`, batonBin)
+	sh.Env = []string{"PATH=" + os.Getenv("PATH"), "BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}
+	out, err := sh.CombinedOutput()
+	if err != nil {
+		t.Fatalf("baton run: %v:\n%s", err, out)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(readLines(pidFile)[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	if syscall.Kill(pid, 0) != nil || zombie(pid) {
+		t.Fatalf("baton killed the process it had as a child before it ran a command:\n%s", out)
 	}
 }

@@ -275,6 +275,9 @@ func (r runner) exec(fenced context.Context, fence election.Fence) (code int, ho
 	for {
 		select {
 		case <-p.done:
+			if p.killed != 0 {
+				fmt.Fprintf(r.env.stderr, "baton run: the supervisor of %s was killed by signal %d; %s and every process it started were killed with it\n", r.argv[0], int(p.killed), r.argv[0])
+			}
 			return p.code, exited
 		case <-fenced.Done():
 			fmt.Fprintf(r.env.stderr, "baton run: %v; stopping %s\n", context.Cause(fenced), r.argv[0])
