@@ -197,8 +197,11 @@ func TestNoDescendantOutlivesItsRun(t *testing.T) {
 					t.Fatalf("the next holder started beside the last one's tree: probe %q, want %q", got, want)
 				}
 				waitTree(t, mark, next)
+				// SIGTERM reaches every process of the tree, new sessions
+				// included, so baton exits well before --grace (25 s) would
+				// have it kill what ignored the signal.
 				b.cmd.Process.Signal(syscall.SIGTERM)
-				b.wait(30 * time.Second)
+				b.wait(15 * time.Second)
 				if left := treeOf(t, mark, ""); len(left) > 0 {
 					t.Fatalf("after SIGTERM, baton exited while its command's tree lives: %v", left)
 				}
