@@ -18,8 +18,11 @@ import (
 type orphanage struct {
 	once sync.Once
 	on   bool // baton is a subreaper
-	// mu guards live and foreign and is held while a supervisor starts,
-	// so a sweep never sees a supervisor that is not yet in live.
+	// starting is held for reading while supervisors start, and for
+	// writing by a sweep's look and kill: a sweep never sees a supervisor
+	// that is not yet in live, and starts do not wait for one another.
+	starting sync.RWMutex
+	// mu guards live and foreign.
 	mu      sync.Mutex
 	live    map[int]bool // supervisors started and not yet reaped
 	foreign map[int]bool // children baton had before it became a subreaper
@@ -30,8 +33,8 @@ var orphans orphanage
 
 // start starts a supervisor.
 func (o *orphanage) start(cmd *exec.Cmd) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.starting.RLock()
+	defer o.starting.RUnlock()
 	o.once.Do(func() {
 		o.foreign = map[int]bool{}
 		if table, err := parents(); err == nil {
@@ -46,6 +49,8 @@ func (o *orphanage) start(cmd *exec.Cmd) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.live == nil {
 		o.live = map[int]bool{}
 	}
@@ -71,6 +76,7 @@ func (o *orphanage) sweep() {
 	}
 	self := os.Getpid()
 	for {
+		o.starting.Lock()
 		o.mu.Lock()
 		table, err := parents()
 		var found []int
@@ -95,6 +101,7 @@ func (o *orphanage) sweep() {
 			}
 		}
 		o.mu.Unlock()
+		o.starting.Unlock()
 		if len(found) == 0 {
 			return
 		}
