@@ -61,13 +61,7 @@ func rejoin(ctx context.Context, env *environ, cfg *embed.Config) (*embed.Config
 	defer cli.Close()
 	list, err := cli.MemberList(ctx)
 	if authRefused(err) {
-		// The cluster runs, with auth on: only root may change its
-		// members, and root's secret was in the data this member lost.
-		// Starting as configured would be refused as a member the cluster
-		// has bootstrapped already.
-		return nil, fmt.Errorf("member %s has no data, and its peers run their cluster with authentication on (%v): only etcd's root user may remove its old self and add it afresh, and root's secret was kept in the data this member lost. "+
-			"Restore its data dir from a backup (and keep the members' data on a volume that outlives a restart); or, as root, run `etcdctl member remove ID` of its old self and `etcdctl member add %s --peer-urls %s`, then start it with --initial-cluster-state existing",
-			cfg.Name, err, cfg.Name, strings.Join(urlStringList(cfg.AdvertisePeerUrls), ","))
+		return nil, rejoinRefused(cfg, err)
 	}
 	if err != nil {
 		// No quorum to answer: the cluster cannot take a member now, and
@@ -78,7 +72,11 @@ func rejoin(ctx context.Context, env *environ, cfg *embed.Config) (*embed.Config
 	peerURLs := urlStringList(cfg.AdvertisePeerUrls)
 	for _, m := range list.Members {
 		if m.Name == cfg.Name || slices.Equal(m.PeerURLs, peerURLs) {
-			if _, err := cli.MemberRemove(ctx, m.ID); err != nil {
+			_, err := cli.MemberRemove(ctx, m.ID)
+			switch {
+			case authRefused(err):
+				return nil, rejoinRefused(cfg, err)
+			case err != nil:
 				return nil, fmt.Errorf("member %s lost its data; removing its old self (%x) from the running cluster: %w", cfg.Name, m.ID, err)
 			}
 		}
@@ -94,6 +92,9 @@ func rejoin(ctx context.Context, env *environ, cfg *embed.Config) (*embed.Config
 		ccancel()
 		if err == nil {
 			break
+		}
+		if authRefused(err) {
+			return nil, rejoinRefused(cfg, err)
 		}
 		select {
 		case <-actx.Done():
@@ -118,6 +119,17 @@ func rejoin(ctx context.Context, env *environ, cfg *embed.Config) (*embed.Config
 	cfg.ClusterState = embed.ClusterStateFlagExisting
 	cfg.InitialCluster = strings.Join(initial, ",")
 	return cfg, nil
+}
+
+// rejoinRefused is the error of a member that lost its data while its
+// peers run their cluster with auth on: only root may change the members,
+// and root's secret was in the data the member lost. Starting as
+// configured would be refused as a member the cluster has bootstrapped
+// already, so it says what to do instead.
+func rejoinRefused(cfg *embed.Config, err error) error {
+	return fmt.Errorf("member %s has no data, and its peers run their cluster with authentication on (%v): only etcd's root user may remove its old self and add it afresh, and root's secret was kept in the data this member lost. "+
+		"Restore its data dir from a backup (and keep the members' data on a volume that outlives a restart); or, as root, run `etcdctl member remove ID` of its old self and `etcdctl member add %s --peer-urls %s`, then start it with --initial-cluster-state existing",
+		cfg.Name, err, cfg.Name, strings.Join(urlStringList(cfg.AdvertisePeerUrls), ","))
 }
 
 // authRefused reports whether etcd refused a request for want of
