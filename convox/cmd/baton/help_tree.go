@@ -17,8 +17,9 @@ possible: baton and its supervisor killed at the same instant (kill -9 of
 both, the OOM killer taking both) leave the descendants to init, unless the
 kernel ends them with baton's container (baton its main process) or systemd
 with its unit; a process that another daemon starts on a command's behalf
-(at, systemd-run, docker, ssh) is not its descendant; outside Linux only
-the command's process group is known.
+(at, systemd-run, docker, ssh) is not its descendant; one that runs as
+another user (sudo), which baton may not signal, keeps the run open until
+it exits; outside Linux only the command's process group is known.
 
 Commands get baton's environment less BATON_HTTP, which configures this
 baton's own server (a baton run inside a command would fail to bind it),
