@@ -72,8 +72,10 @@ func TestExamplesUseThePublicPackagesOnly(t *testing.T) {
 
 // allowedModules are the modules baton may require directly: etcd (whose
 // client API also brings zap for its logger and gRPC for dial options),
-// robfig/cron, pflag, yaml.v3 for editing convox.yml with its comments, and
-// Prometheus's client_golang for the metrics package.
+// robfig/cron, pflag, yaml.v3 for editing convox.yml with its comments,
+// Prometheus's client_golang for the metrics package, and golang.org/x/sys
+// (in the graph through etcd) for the prctl(2) that makes the baton command
+// a child subreaper.
 var allowedModules = []string{
 	"go.etcd.io/etcd/",
 	"go.uber.org/zap",
@@ -82,6 +84,7 @@ var allowedModules = []string{
 	"github.com/spf13/pflag",
 	"gopkg.in/yaml.v3",
 	"github.com/prometheus/client_golang",
+	"golang.org/x/sys",
 }
 
 func TestDirectDependenciesAreTheAgreedOnes(t *testing.T) {

@@ -55,6 +55,9 @@ const (
 // does not answer: a tick held up by one slow commit still runs.
 const skipTolerance = time.Second
 
+// maxRecordedError bounds a run's error as its history records it.
+const maxRecordedError = 1 << 10
+
 // Concurrency limits.
 const (
 	// maxClaims bounds the single claims in flight, so that thousands of jobs

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claims"
@@ -251,9 +252,23 @@ func (rc *recorder) record1(it finishItem) Record {
 	rec := Record{Tick: it.r.tick, Instance: rc.identity, Start: it.start, Duration: it.end.Sub(it.start), Triggered: it.r.triggered != 0,
 		TimedOut: it.timedOut, Attempt: it.attempt}
 	if it.err != nil {
-		rec.Error = it.err.Error()
+		rec.Error = boundedError(it.err.Error())
 	}
 	return rec
+}
+
+// boundedError is msg cut to maxRecordedError bytes, on a character's
+// boundary: a job's error may be as long as it likes, and the history of
+// every job shares etcd's request size limit.
+func boundedError(msg string) string {
+	if len(msg) <= maxRecordedError {
+		return msg
+	}
+	cut := maxRecordedError - len("...")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "..."
 }
 
 // appendHistory appends a run to its job's history, unless it is there

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/internal/redact"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -96,25 +97,26 @@ func (c Connection) ClientConfig() (clientv3.Config, error) {
 }
 
 func checkEndpoint(ep string) error {
+	shown := redact.URLPasswords(ep)
 	if strings.Contains(ep, "://") {
 		u, err := url.Parse(ep)
 		if err != nil {
-			return fmt.Errorf("election: etcd endpoint %q: %v", ep, err)
+			return fmt.Errorf("election: etcd endpoint %q: %v", shown, redact.URLPasswords(err.Error()))
 		}
 		if u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix" && u.Scheme != "unixs" {
-			return fmt.Errorf("election: etcd endpoint %q: scheme %q is not http or https", ep, u.Scheme)
+			return fmt.Errorf("election: etcd endpoint %q: scheme %q is not http or https", shown, u.Scheme)
 		}
 		if u.Host == "" {
-			return fmt.Errorf("election: etcd endpoint %q has no host", ep)
+			return fmt.Errorf("election: etcd endpoint %q has no host", shown)
 		}
 		return nil
 	}
 	host, port, err := net.SplitHostPort(ep)
 	if err != nil || strings.ContainsAny(host, " \t\n") {
-		return fmt.Errorf("election: etcd endpoint %q: want a URL or host:port", ep)
+		return fmt.Errorf("election: etcd endpoint %q: want a URL or host:port", shown)
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return fmt.Errorf("election: etcd endpoint %q: port %q is not a number", ep, port)
+		return fmt.Errorf("election: etcd endpoint %q: port %q is not a number", shown, port)
 	}
 	return nil
 }

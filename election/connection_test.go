@@ -93,6 +93,14 @@ func TestClientConfig(t *testing.T) {
 			t.Fatalf("config = TLS %v, dial timeout %v, endpoints %q", cfg.TLS, cfg.DialTimeout, cfg.Endpoints)
 		}
 	})
+	t.Run("a bad endpoint's password is not echoed", func(t *testing.T) {
+		for _, ep := range []string{"http://app:s3cr3t@etcd:x", "ftp://app:s3cr3t@etcd:2379", "http://app:s3cr3t@"} {
+			_, err := Connection{Endpoints: []string{ep}}.ClientConfig()
+			if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "app:xxxxx@") {
+				t.Errorf("endpoint %s: %v", ep, err)
+			}
+		}
+	})
 	t.Run("https", func(t *testing.T) {
 		cfg, err := Connection{Endpoints: []string{"https://etcd:2379"}, DialTimeout: time.Second}.ClientConfig()
 		if err != nil {

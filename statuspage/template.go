@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // view is what the template renders: a snapshot, or the error that
@@ -98,10 +99,16 @@ func shortDuration(d time.Duration) string {
 	return d.String()
 }
 
+// oneLine is s on one line, cut to n bytes at most: a run's error may hold
+// a command line, which the page does not show.
 func oneLine(n int, s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {
-		s = s[:n-3] + "..."
+		cut := n - 3
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
 	}
 	return s
 }
@@ -150,7 +157,7 @@ li{white-space:nowrap}
 <td class="state">{{if .Paused}}<span class="paused">paused</span>{{if .PausedBy}} by {{.PausedBy}}{{end}}{{else}}active{{end}}{{if notEmpty .Running}}<br>running on {{join .Running ", "}}{{end}}</td>
 <td class="next">{{if .Next.IsZero}}-{{else}}{{stamp .Next}}<br><span class="meta">{{when .Next $now}}{{if .Paused}}, if resumed{{end}}</span>{{end}}</td>
 <td class="runs">{{if $o.Outcome}}{{if not $o.Run}}<ul><li>{{stamp $o.Tick}} {{$o.By}} <b>{{$o.Outcome}}</b></li></ul>{{end}}{{end}}
-{{with latest .History}}<ul>{{range .}}<li class="run">{{stamp .Tick}} · {{.Instance}} · {{if .Error}}<span class="failed" title="{{.Error}}">failed: {{oneLine 60 .Error}}</span>{{else}}<span class="ok">ok</span>{{end}} · {{dur .Duration}}{{if .Triggered}} · triggered{{else}} · {{dur .Lateness}} late{{end}}</li>{{end}}</ul>{{else}}{{if not $o.Outcome}}<span class="none">no run yet</span>{{end}}{{end}}</td>
+{{with latest .History}}<ul>{{range .}}<li class="run">{{stamp .Tick}} · {{.Instance}} · {{if .Error}}<span class="failed">failed: {{oneLine 60 .Error}}</span>{{else}}<span class="ok">ok</span>{{end}} · {{dur .Duration}}{{if .Triggered}} · triggered{{else}} · {{dur .Lateness}} late{{end}}</li>{{end}}</ul>{{else}}{{if not $o.Outcome}}<span class="none">no run yet</span>{{end}}{{end}}</td>
 <td class="notrun">{{with .NotRunByReason}}<ul>{{range .}}<li><span class="failed">{{.Count}}</span> {{.Reason}}</li>{{end}}</ul>{{else}}<span class="none">none</span>{{end}}</td>
 </tr>
 {{else}}<tr><td colspan="6" class="none">no jobs</td></tr>{{end}}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // TestPageShowsTicksNotRunByReason: the counts of a job's ticks not run
@@ -31,6 +32,26 @@ func TestPageShowsTicksNotRunByReason(t *testing.T) {
 	}
 	if strings.Contains(body, `http-equiv="refresh"`) {
 		t.Error("a page with Refresh 0 reloads itself")
+	}
+}
+
+// TestPageShowsNoCommandLine: a run's error, which may hold a command
+// line, is shown cut to one short line, and in no attribute either.
+func TestPageShowsNoCommandLine(t *testing.T) {
+	secret := "sh -c ./deploy --token=" + strings.Repeat("é", 100)
+	snap := &Snapshot{Prefix: "/baton", Schedulers: []Scheduler{{Name: "crontab", Jobs: []Job{
+		{Name: "deploy", Spec: "@hourly", History: []Run{{Tick: time.Now(), Instance: "web-1", Error: "start " + secret + ": argument list too long"}}},
+	}}}}
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, view{Prefix: "/baton", At: time.Now(), Snapshot: snap}); err != nil {
+		t.Fatal(err)
+	}
+	body := buf.String()
+	if strings.Contains(body, "title=") || strings.Contains(body, "éééééééééééééééééééééééééééé") {
+		t.Errorf("the page shows the command line:\n%s", body)
+	}
+	if !strings.Contains(body, "failed: start sh -c ./deploy --token=") || !utf8.ValidString(body) {
+		t.Errorf("the page does not show the start of the error, or cuts a character:\n%s", body)
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 	"strings"
 )
 
-// A mutation breaks one guarantee on purpose, in a scratch copy of the
-// module, and names the tests that must then fail.
+// A mutation breaks one guarantee on purpose, in a build of its own (see
+// overlay.go), and names the tests that must then fail.
 type mutation struct {
 	Name   string
 	Breaks string // what a user would see go wrong

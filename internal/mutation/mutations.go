@@ -1,8 +1,9 @@
 package main
 
-// mutations breaks, one at a time, each line a guarantee rests on. Each
-// names the smallest set of tests that catches it, so the whole check stays
-// within CI's budget; a test named here is the proof of its guarantee.
+// mutations breaks, each in a build of its own, every line a guarantee
+// rests on. Each names the smallest set of tests that catches it, so the
+// whole check stays within CI's budget; a test named here is the proof of
+// its guarantee.
 var mutations = []mutation{
 	{
 		Name:   "catch-up-disabled",

@@ -2,25 +2,33 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"sync"
 	"syscall"
 	"time"
 )
 
-// A command baton runs never outlives baton. baton starts it under a small
-// supervisor, itself (`baton _supervise`), which leads a new process group
-// that the command and everything it starts belong to. The supervisor holds
-// the read end of a pipe whose write end only baton has; when baton dies, even
-// by kill -9, the kernel closes that end, the supervisor reads EOF and kills
-// the whole group. On Linux the command also gets a parent-death signal, in
-// case the supervisor itself is killed. So no command keeps running, unfenced,
-// beside a new leader's.
+// A command baton runs never outlives baton, and nor does anything it
+// starts. baton starts it under a supervisor, itself (`baton _supervise`,
+// supervise.go), a child subreaper that every descendant of the command
+// stays under, and exits only once none is left:
+//
+//   - baton passes a signal on to the whole tree, every session and
+//     process group in it, through the supervisor; SIGKILL after a grace;
+//   - when the command exits, the supervisor ends what it left running;
+//   - when baton dies, even by kill -9, the kernel closes baton's end of the
+//     supervisor's lifeline pipe, and the supervisor kills the whole tree
+//     at once, well before baton's lease can expire;
+//   - when the supervisor dies, the command gets SIGKILL (its parent-death
+//     signal), and what else the supervisor watched is reparented to baton,
+//     also a subreaper, which kills it (orphans.go) before it reports the
+//     command's end.
+//
+// So no descendant of a command keeps running, unfenced, beside a new
+// leader's or holder's.
 
 // proc is a running command and its supervisor.
 type proc struct {
@@ -28,12 +36,21 @@ type proc struct {
 	lifeline *os.File // baton's end of the pipe; closed after the supervisor exits
 	done     chan struct{}
 	code     int // exit status; valid after done
-	copying  sync.WaitGroup
+	// killed is the signal that killed the supervisor itself, 0 if none;
+	// valid after done.
+	killed  syscall.Signal
+	copying sync.WaitGroup
 }
 
 // startProc runs argv with env under a supervisor. Output goes to stdout and
 // stderr; when prefix is not empty each line is written as "prefix line".
 func startProc(argv, env []string, stdin io.Reader, stdout, stderr io.Writer, prefix string) (*proc, error) {
+	if err := checkArgs("an argument", argv); err != nil {
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	if err := checkArgs("an environment variable", env); err != nil {
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find baton's own executable: %w", err)
@@ -49,40 +66,64 @@ func startProc(argv, env []string, stdin io.Reader, stdout, stderr io.Writer, pr
 	cmd.ExtraFiles = []*os.File{r} // fd 3 in the supervisor
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p := &proc{cmd: cmd, lifeline: w, done: make(chan struct{})}
-	if prefix == "" {
-		cmd.Stdout, cmd.Stderr = stdout, stderr
-	} else {
-		for _, o := range []struct {
-			pipe func() (io.ReadCloser, error)
-			to   io.Writer
-		}{{cmd.StdoutPipe, stdout}, {cmd.StderrPipe, stderr}} {
-			rc, err := o.pipe()
-			if err != nil {
-				w.Close()
-				return nil, err
-			}
-			p.copying.Add(1)
-			go func() {
-				defer p.copying.Done()
-				copyLines(o.to, rc, prefix)
-			}()
+	// Output goes through pipes of baton's own, not cmd's, whose Wait
+	// would wait for their last writer: it may be an orphan that only the
+	// sweep after Wait kills.
+	var readers, writers []*os.File
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			f.Close()
 		}
 	}
-	if err := cmd.Start(); err != nil {
+	outs := []io.Writer{stdout, stderr}
+	for i, dst := range []*io.Writer{&cmd.Stdout, &cmd.Stderr} {
+		if f, ok := outs[i].(*os.File); ok && prefix == "" {
+			*dst = f
+			continue
+		}
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			closeAll(readers)
+			closeAll(writers)
+			w.Close()
+			return nil, err
+		}
+		readers, writers = append(readers, pr), append(writers, pw)
+		*dst = pw
+		to := outs[i]
+		p.copying.Add(1)
+		go func() {
+			defer p.copying.Done()
+			defer pr.Close()
+			if prefix == "" {
+				_, _ = io.Copy(to, pr)
+				return
+			}
+			copyLines(to, pr, prefix)
+		}()
+	}
+	err = orphans.start(cmd)
+	closeAll(writers)
+	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("start %q: %w", argv, err)
+		p.copying.Wait()
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	go p.wait()
 	return p, nil
 }
 
 func (p *proc) wait() {
-	// Output first: Wait closes the pipes, and the command may still be
-	// writing its last lines.
-	p.copying.Wait()
 	err := p.cmd.Wait()
+	// A supervisor that was killed left its orphans to baton: they go
+	// first, and with them the last writers of the output pipes.
+	orphans.exited(p.cmd.Process.Pid)
+	p.copying.Wait()
 	p.lifeline.Close()
 	p.code = exitCode(p.cmd.ProcessState, err)
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		p.killed = ws.Signal()
+	}
 	close(p.done)
 }
 
@@ -100,22 +141,23 @@ func exitCode(ps *os.ProcessState, err error) int {
 	return exitFailure
 }
 
-// signal sends sig to the command's whole process group.
+// signal sends sig to every process of the command's tree, through the
+// supervisor.
 func (p *proc) signal(sig syscall.Signal) {
 	select {
 	case <-p.done:
 		return
 	default:
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	_, _ = p.lifeline.Write([]byte{byte(sig)})
 }
 
-// stop asks the command to end with SIGTERM and kills its group after grace.
-// It returns when the command has exited.
+// stop asks the command's tree to end with SIGTERM and kills what is left
+// of it after grace. It returns when no process of the tree is left.
 func (p *proc) stop(grace time.Duration) { p.stopWith(syscall.SIGTERM, grace) }
 
-// stopWith asks the command to end with sig and kills its group after
-// grace. It returns when the command has exited.
+// stopWith asks the command's tree to end with sig and kills what is left
+// of it after grace. It returns when no process of the tree is left.
 func (p *proc) stopWith(sig syscall.Signal, grace time.Duration) {
 	p.signal(sig)
 	t := time.NewTimer(grace)
@@ -160,40 +202,4 @@ func lockedWrite(w io.Writer, b []byte) {
 	writeMu.Lock()
 	defer writeMu.Unlock()
 	_, _ = w.Write(b)
-}
-
-// supervise is `baton _supervise -- CMD…`: it runs CMD in its own process
-// group, exits with CMD's status, and kills the group when baton dies.
-func supervise(args []string) int {
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
-	}
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "baton _supervise: no command")
-		return exitUsage
-	}
-	// baton signals the whole group; the supervisor outlives the command to
-	// report its status, so it catches those signals and drops them. (Caught,
-	// not ignored: an ignored signal would stay ignored in the command.)
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	lifeline := os.NewFile(3, "lifeline")
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = parentDeath()
-	if err := startLocked(cmd); err != nil {
-		fmt.Fprintf(os.Stderr, "baton: %v\n", err)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return 127
-		}
-		return 126
-	}
-	if lifeline != nil {
-		go func() {
-			_, _ = io.Copy(io.Discard, lifeline)
-			// EOF: baton is gone. Take the group down, this process included.
-			_ = syscall.Kill(-os.Getpid(), syscall.SIGKILL)
-		}()
-	}
-	err := cmd.Wait()
-	return exitCode(cmd.ProcessState, err)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/batonhq/baton/convox"
@@ -17,9 +16,11 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// errRefused marks an etcd that answered and refused baton: wrong
+// errRefused marks an etcd that answered and refused baton (wrong
 // credentials, none where auth is on, or a user without permission on the
-// prefix. Waiting does not cure it, so every command fails at once on it.
+// prefix), or that baton refused (a certificate it cannot verify,
+// certError). Waiting does not cure it, so every command fails at once on
+// it.
 var errRefused = errors.New("etcd refused the connection")
 
 // refusedError says why etcd refused, naming what to change.
@@ -50,7 +51,7 @@ const (
 func (c *connFlags) connect(ctx context.Context) (convox.Config, *clientv3.Client, error) {
 	cfg, err := c.config()
 	if err != nil {
-		return cfg, nil, err
+		return cfg, nil, redactError(err)
 	}
 	cli, err := dial(ctx, cfg, c.dialTimeout, c.access)
 	return cfg, cli, err
@@ -60,14 +61,14 @@ func (c *connFlags) connect(ctx context.Context) (convox.Config, *clientv3.Clien
 func dial(ctx context.Context, cfg convox.Config, timeout time.Duration, need access) (*clientv3.Client, error) {
 	ccfg, err := cfg.Connection.ClientConfig()
 	if err != nil {
-		return nil, err
+		return nil, redactError(err)
 	}
 	if timeout <= 0 {
 		timeout = election.DefaultDialTimeout
 	}
 	ccfg.DialTimeout = timeout // bounds the authentication inside clientv3.New
 	ccfg.Logger = zap.NewNop() // baton reports what failed itself
-	eps := strings.Join(cfg.Connection.Endpoints, ",")
+	eps := redactedEndpoints(cfg.Connection.Endpoints)
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cli, err := clientv3.New(ccfg)
@@ -78,7 +79,12 @@ func dial(ctx context.Context, cfg convox.Config, timeout time.Duration, need ac
 		}
 	}
 	if err != nil {
-		return nil, explainDialError(err, eps, cfg, timeout, need)
+		if ccfg.TLS != nil && unreachable(err) {
+			if cause := certCause(ctx, cfg, ccfg.TLS); cause != nil {
+				return nil, redactError(cause)
+			}
+		}
+		return nil, redactError(explainDialError(err, eps, cfg, timeout, need))
 	}
 	return cli, nil
 }
@@ -136,10 +142,15 @@ func explainDialError(err error, eps string, cfg convox.Config, timeout time.Dur
 	if s, ok := status.FromError(err); ok && (s.Code() == codes.Unauthenticated || s.Code() == codes.PermissionDenied) {
 		return &refusedError{fmt.Sprintf("etcd %s refused access", eps), err}
 	}
-	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded || status.Code(err) == codes.Unavailable {
+	if unreachable(err) {
 		return fmt.Errorf("etcd %s unreachable: no endpoint answered within %v (--dial-timeout): %w", eps, timeout, err)
 	}
 	return fmt.Errorf("etcd %s: %w", eps, err)
+}
+
+// unreachable reports whether err is no answer from any endpoint.
+func unreachable(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded || status.Code(err) == codes.Unavailable
 }
 
 // retryDial is how long a waiting crontab pauses between two tries.

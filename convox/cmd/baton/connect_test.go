@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,5 +188,38 @@ func TestAuthFailuresAreClearAndFast(t *testing.T) {
 	p.cmd.Process.Signal(os.Interrupt)
 	if code := p.wait(10 * time.Second); code != 0 {
 		t.Errorf("crontab exited %d", code)
+	}
+}
+
+// TestEndpointPasswordIsNeverEchoed: a password in an endpoint URL appears
+// in no error and no log line, whether the URL is malformed, etcd does not
+// answer, or it does.
+func TestEndpointPasswordIsNeverEchoed(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	tab := filepath.Join(t.TempDir(), "crontab")
+	os.WriteFile(tab, []byte("* * * * * true\n"), 0o644)
+	withPassword := func(ep string) string { return strings.Replace(ep, "http://", "http://app:s3cr3t@", 1) }
+	for _, tc := range []struct {
+		endpoint string
+		args     []string
+		wait     string
+	}{
+		{"http://app:s3cr3t@127.0.0.1:x", []string{"status"}, ""},
+		{"http://app:s3cr3t@127.0.0.1:x", []string{"crontab", tab}, ""},
+		{"http://app:s3cr3t@127.0.0.1:x", []string{"run", "--lock", "x", "--", "true"}, ""},
+		{withPassword(closedEndpoint(t)), []string{"status", "--dial-timeout", "1s"}, ""},
+		{withPassword(closedEndpoint(t)), []string{"run", "--dial-timeout", "1s", "--lock", "x", "--", "true"}, ""},
+		{withPassword(closedEndpoint(t)), []string{"crontab", "--dial-timeout", "1s", tab}, "waiting for etcd"},
+		{withPassword(etcd.Endpoint()), []string{"crontab", tab}, "baton crontab: started"},
+	} {
+		p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + tc.endpoint}, tc.args...)
+		if tc.wait != "" {
+			p.waitOutput(tc.wait, 20*time.Second)
+			p.cmd.Process.Signal(syscall.SIGTERM)
+		}
+		p.wait(20 * time.Second)
+		if out := p.out.String(); strings.Contains(out, "s3cr3t") || !strings.Contains(out, "app:xxxxx@") {
+			t.Errorf("baton %v with %s echoes the password, or names no endpoint:\n%s", tc.args, tc.endpoint, out)
+		}
 	}
 }

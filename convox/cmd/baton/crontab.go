@@ -2,15 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	iofs "io/fs"
 	"log/slog"
-	"os"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/batonhq/baton/cronx"
+	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/metrics"
 )
 
@@ -18,7 +19,7 @@ func init() {
 	register(command{name: "crontab", summary: "run a crontab's commands once per tick across every replica", run: runCrontab})
 }
 
-const crontabSynopsis = `Usage: baton crontab [flags] FILE
+var crontabSynopsis = `Usage: baton crontab [flags] FILE
 
 Runs the commands of a crontab, each once per tick for the whole cluster,
 however many replicas run the same crontab. Every replica registers every
@@ -27,8 +28,11 @@ loss or shutdown the next one takes over within a watch round trip (on
 SIGTERM) or a TTL (on a crash). In claim mode every replica schedules and the
 first to claim a tick runs it.
 
-The whole file is parsed before anything starts; a bad line is an error
-naming its line number, and --check exits 2 on it. The format:
+The flags are checked first, then the whole file is parsed, before
+anything starts or etcd is asked; a bad flag or line is an error naming
+it (a line by its number) and exit status 2, also with --check, which
+needs no etcd. A file that cannot be read (missing, a directory) exits 1.
+The format:
 
   # comments and blank lines are skipped
   MAILTO=ops@example.com         NAME=value: environment of later commands
@@ -51,10 +55,14 @@ or watch. NAME=value followed by more words (FOO=1 * * * * * cmd) is an
 error: quote the value to set it for later commands, or write the
 assignment after the schedule (* * * * * FOO=1 cmd) to set it for one job.
 TZ=ZONE on a line of its own sets the commands' TZ; schedules follow
-CRON_TZ. A line is at most 1 MiB.
+CRON_TZ. A line is at most 1 MiB, and a command or a NAME=value at most
+128 KiB (131071 bytes, the kernel's limit for one argument, MAX_ARG_STRLEN):
+a longer one could never start, so it is an error; put it in a script.
 
-Options in square brackets after the name set that entry's policy over
-the flags, as KEY=VALUE separated by spaces or commas:
+Options in square brackets after the name, before any TZ= and the
+schedule, set that entry's policy over the flags, as KEY=VALUE separated by
+spaces or commas, each key once (options written after TZ= or after the
+schedule are an error: they would be read as the schedule or the command):
 
   report: [timeout=10m overlap=forbid] 0 3 * * * node report.js
 
@@ -75,8 +83,9 @@ A run that reaches its timeout gets SIGTERM, then SIGKILL after --grace,
 and is recorded as timed out (baton status shows it). With --jitter, each
 run starts up to that long after its tick, at a delay derived from the
 job's name and the tick, the same on every replica; BATON_TICK is still
-the nominal tick, claimed once. Keep it shorter than the time between the
-job's ticks. With --attempts N, a command that exits non-zero (or times
+the nominal tick, claimed once. A jitter (jitter= or --jitter) not shorter
+than the shortest time between the job's ticks is an error: its runs would
+lose ticks. With --attempts N, a command that exits non-zero (or times
 out) runs again, up to N runs in all, after --retry-backoff and twice as
 long before each next one: on the replica that holds the tick's claim,
 under the same BATON_FENCE, with BATON_ATTEMPT counting from 1, and only
@@ -105,14 +114,17 @@ replica takes over, sends SIGTERM to running commands, waits for them up to
 --grace, kills what is left, and exits 0. When leadership is lost (etcd
 unreachable past the session's safe deadline), running commands get SIGTERM
 and, half a second later, SIGKILL: they must not run beside the next
-leader's. A command never outlives baton, even if baton is killed.
+leader's.
+
+` + treeHelp + `
 
 baton may start before etcd does: until one endpoint answers it runs
 nothing, logs an error naming the endpoints after each --dial-timeout, and
 keeps trying; it never runs a job without etcd. An etcd that answers and
 refuses baton (authentication on and no or wrong credentials, or a user
-without permission on the prefix) is an error at once: baton exits 1 with
-the cause, as waiting does not cure it.
+without permission on the prefix), or whose certificate baton cannot
+verify, is an error at once: baton exits 1 with the cause, as waiting does
+not cure it.
 
 --http ADDR (or BATON_HTTP) serves, from the start, also while baton waits
 for etcd:
@@ -182,15 +194,42 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		return usageError(env, fs, "--attempts %d: want 1 or more", *attempts)
 	}
 
-	file := fs.Arg(0)
-	f, err := os.Open(file)
-	if err != nil {
-		return fail(env, "crontab", err)
+	// Every flag is checked before the file is read, also for --check;
+	// etcd's endpoints, which --check does not need, after it.
+	if err := election.CheckName("scheduler", *name); err != nil {
+		return usageError(env, fs, "--name: %v", err)
 	}
-	entries, err := parseCrontab(f, file, *seconds)
-	f.Close()
+	cfg, cfgErr := conn.config()
+	eopts, err := conn.electionOptions(cfg)
+	if err != nil {
+		return usageError(env, fs, "%v", err)
+	}
+	if cfg.Configured() {
+		if _, err := cfg.Connection.ClientConfig(); err != nil {
+			if errors.As(err, new(*iofs.PathError)) {
+				return fail(env, "crontab", err) // a TLS file that cannot be read
+			}
+			return usageError(env, fs, "%v", redactError(err))
+		}
+	}
+	addr := httpAddr()
+	if addr != "" {
+		if err := checkHTTPAddr(addr); err != nil {
+			return usageError(env, fs, "%s %v", httpSource(fs), err)
+		}
+	}
+	prefix, _, err := resolveNames(eopts)
+	if err != nil {
+		return usageError(env, fs, "%v", err)
+	}
+
+	file := fs.Arg(0)
+	entries, err := readCrontab(file, *seconds, *jitter)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "%v\nbaton crontab: nothing started\n", err)
+		if errors.Is(err, errUnreadable) {
+			return exitFailure
+		}
 		return exitUsage
 	}
 	if *check {
@@ -203,28 +242,9 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		}
 		return exitOK
 	}
-
-	cfg, err := conn.config()
-	if err != nil {
-		fmt.Fprintf(env.stderr, "baton crontab: %v\n", err)
+	if cfgErr != nil {
+		fmt.Fprintf(env.stderr, "baton crontab: %v\n", cfgErr)
 		return exitUsage
-	}
-	eopts, err := conn.electionOptions(cfg)
-	if err != nil {
-		return usageError(env, fs, "%v", err)
-	}
-	if _, err := cfg.Connection.ClientConfig(); err != nil {
-		return usageError(env, fs, "%v", err)
-	}
-	addr := httpAddr()
-	if addr != "" {
-		if err := checkHTTPAddr(addr); err != nil {
-			return usageError(env, fs, "%s %v", httpSource(fs), err)
-		}
-	}
-	prefix, _, err := resolveNames(eopts)
-	if err != nil {
-		return usageError(env, fs, "%v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
 	// The server comes up before etcd is reached: a process waiting for
@@ -306,10 +326,11 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	}
 	c := cronx.New(opts...)
 	var stopping atomic.Bool
+	baseEnv := commandEnv(cfg)
 	add := func(entries []crontabEntry) ([]cronx.EntryID, error) {
 		var ids []cronx.EntryID
 		for _, e := range entries {
-			job := crontabJob{entry: e, shell: *shell, env: env, grace: *grace, stopping: &stopping, logger: logger}
+			job := crontabJob{entry: e, shell: *shell, env: env, grace: *grace, stopping: &stopping, logger: logger, baseEnv: baseEnv}
 			opts := append([]cronx.JobOption{e.retry.retries(*attempts, *retryBackoff)}, e.opts...)
 			id, err := c.AddJob(e.spec, cronx.Named(e.name, job, opts...))
 			if err != nil {
@@ -325,14 +346,14 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		return exitUsage
 	}
 	logger.Info("baton crontab: started", "file", file, "jobs", len(entries), "scheduler", *name, "mode", *mode,
-		"endpoints", strings.Join(cfg.Connection.Endpoints, ","))
+		"endpoints", redactedEndpoints(cfg.Connection.Endpoints))
 	c.Start()
 	scheduler.Store(c)
 
 	for asked.Err() == nil {
 		select {
 		case <-hup:
-			ids = reloadCrontab(c, file, *seconds, ids, add, logger)
+			ids = reloadCrontab(c, file, *seconds, *jitter, ids, add, logger)
 		case <-asked.Done():
 		}
 	}
@@ -351,14 +372,9 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 
 // reloadCrontab replaces the jobs ids with those of file, and returns the
 // new ids; a file that does not parse leaves the jobs as they were.
-func reloadCrontab(c *cronx.Cron, file string, seconds bool, ids []cronx.EntryID,
+func reloadCrontab(c *cronx.Cron, file string, seconds bool, jitter time.Duration, ids []cronx.EntryID,
 	add func([]crontabEntry) ([]cronx.EntryID, error), logger *slog.Logger) []cronx.EntryID {
-	f, err := os.Open(file)
-	var entries []crontabEntry
-	if err == nil {
-		entries, err = parseCrontab(f, file, seconds)
-		f.Close()
-	}
+	entries, err := readCrontab(file, seconds, jitter)
 	if err != nil {
 		logger.Error("baton crontab: reload: the jobs stay as they were", "err", err)
 		return ids

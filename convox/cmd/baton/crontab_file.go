@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math"
+	"os"
 	"path"
 	"regexp"
 	"strings"
@@ -46,13 +48,57 @@ type crontabEntry struct {
 	opts    []cronx.JobOption
 	retry   retrySetting
 	options string // the options as written, normalized; "" when none
+	// jitter is the entry's own jitter=, nil if none; gap the shortest
+	// time between two of its ticks.
+	jitter *time.Duration
+	gap    time.Duration
 }
 
 var (
 	envLine   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 	nameChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 	fieldLike = regexp.MustCompile(`^[0-9*?/,-]+$`)
+	// optionsLike is a word that opens an entry's options.
+	optionsLike = regexp.MustCompile(`^\[(` + strings.ReplaceAll(optionKeys, ", ", "|") + `)=`)
 )
+
+// errUnreadable marks a crontab file that could not be read (missing, a
+// directory, no permission), as opposed to one that does not parse.
+var errUnreadable = errors.New("crontab not readable")
+
+// unreadableError is a read error of a crontab file.
+type unreadableError struct{ err error }
+
+func (e unreadableError) Error() string        { return e.err.Error() }
+func (e unreadableError) Unwrap() error        { return e.err }
+func (e unreadableError) Is(target error) bool { return target == errUnreadable }
+
+// readCrontab reads and parses file, and checks the entries against the
+// --jitter every entry without a jitter= of its own gets.
+func readCrontab(file string, seconds bool, jitter time.Duration) ([]crontabEntry, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, unreadableError{err}
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, unreadableError{fmt.Errorf("%s is a directory, not a crontab file", file)}
+	}
+	entries, err := parseCrontab(f, file, seconds)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.jitter == nil && jitter > 0 && jitter >= e.gap {
+			errs = append(errs, fmt.Errorf("%s:%d: --jitter %v is not shorter than the %v between the job's ticks: its runs would lose ticks", file, e.line, jitter, e.gap))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return entries, nil
+}
 
 // parseCrontab reads a whole crontab. It reports every bad line, each as
 // "file:line: problem", so that nothing starts from a crontab with a mistake.
@@ -97,6 +143,10 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 				continue
 			}
 			v = unquote(v)
+			if err := checkArgs("variable "+k, []string{k + "=" + v}); err != nil {
+				bad(n, "%v: it could never be passed to a command", err)
+				continue
+			}
 			if k == "CRON_TZ" {
 				if _, err := time.LoadLocation(v); err != nil {
 					bad(n, "CRON_TZ=%s: unknown time zone", v)
@@ -135,7 +185,7 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 				bad(n, "%v", err)
 				continue
 			}
-			e.opts, e.retry, e.options = opts, rs, norm
+			e.opts, e.retry, e.options, e.jitter = opts, rs, norm, rs.jitter
 			for i < len(toks) && toks[i][0] < from+end+1 {
 				i++
 			}
@@ -153,6 +203,10 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 					continue
 				}
 				i++
+				if i < len(toks) && text[toks[i][0]] == '[' {
+					bad(n, "%q: options after %s: write them before it ([...] %s schedule command)", text, tok, tok)
+					continue
+				}
 			}
 		}
 		if i >= len(toks) {
@@ -178,6 +232,14 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 			}
 		}
 		e.command = text[toks[i+want][0]:]
+		if next := text[toks[i+want][0]:toks[i+want][1]]; optionsLike.MatchString(next) {
+			bad(n, "%q: options after the schedule would be part of the command: write them before the schedule (%s %s ...)", text, next, spec)
+			continue
+		}
+		if err := checkArgs("command", []string{e.command}); err != nil {
+			bad(n, "%v: it could never start; put it in a script", err)
+			continue
+		}
 		if next := text[toks[i+want][0]:toks[i+want][1]]; want > 1 && fieldLike.MatchString(next) {
 			hint := "a schedule has one field too many"
 			if !seconds {
@@ -190,7 +252,8 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 		if entryZone != "" {
 			spec = "CRON_TZ=" + entryZone + " " + spec
 		}
-		if _, err := parser.Parse(spec); err != nil {
+		sched, err := parser.Parse(spec)
+		if err != nil {
 			if f := badField(parser, fields, seconds); f != "" {
 				bad(n, "schedule %q: %s field: %v", spec, f, err)
 			} else {
@@ -199,6 +262,11 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 			continue
 		}
 		e.spec = spec
+		e.gap = shortestGap(sched)
+		if e.jitter != nil && *e.jitter > 0 && *e.jitter >= e.gap {
+			bad(n, "[jitter=%v] is not shorter than the %v between the job's ticks: its runs would lose ticks", *e.jitter, e.gap)
+			continue
+		}
 		if e.named {
 			if prev, ok := named[e.name]; ok {
 				bad(n, "job name %q is already used on line %d", e.name, prev)
@@ -220,7 +288,7 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 			bad(n, "line longer than %d bytes (1 MiB)", maxLine)
 			return nil, errors.Join(errs...)
 		}
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, unreadableError{fmt.Errorf("%s: %w", file, err)}
 	}
 	for _, e := range entries {
 		if !e.named {
@@ -258,6 +326,25 @@ func derivedJobName(spec, command string) string {
 	h.Write([]byte{0})
 	h.Write([]byte(command))
 	return fmt.Sprintf("%s-%08x", word, h.Sum32())
+}
+
+// shortestGap is the shortest time between two ticks of s over its next
+// few hundred, the interval of an @every.
+func shortestGap(s cronx.Schedule) time.Duration {
+	if c, ok := s.(cronx.ConstantDelaySchedule); ok {
+		return c.Delay
+	}
+	gap := time.Duration(math.MaxInt64)
+	t := s.Next(time.Now())
+	for range 500 {
+		next := s.Next(t)
+		if next.IsZero() {
+			break
+		}
+		gap = min(gap, next.Sub(t))
+		t = next
+	}
+	return gap
 }
 
 // maxLine is the longest crontab line baton reads.

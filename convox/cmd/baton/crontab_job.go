@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -21,6 +21,8 @@ type crontabJob struct {
 	grace    time.Duration
 	stopping *atomic.Bool
 	logger   *slog.Logger
+	// baseEnv is the environment commands start from (commandEnv).
+	baseEnv []string
 }
 
 // lostGrace is how long a command gets after SIGTERM when leadership or the
@@ -31,7 +33,7 @@ func (j crontabJob) Run() { _ = j.RunContext(context.Background()) }
 
 func (j crontabJob) RunContext(ctx context.Context) error {
 	info, _ := cronx.InfoFrom(ctx)
-	env := append(os.Environ(), j.entry.env...)
+	env := append(slices.Clip(j.baseEnv), j.entry.env...)
 	env = append(env,
 		"BATON_JOB="+j.entry.name,
 		"BATON_TICK="+info.Tick.Format(time.RFC3339),
@@ -45,6 +47,10 @@ func (j crontabJob) RunContext(ctx context.Context) error {
 	}
 	select {
 	case <-p.done:
+		if p.killed != 0 {
+			j.logger.Warn("baton crontab: the command's supervisor was killed; the command and every process it started were killed with it",
+				"job", j.entry.name, "tick", info.Tick, "signal", int(p.killed))
+		}
 	case <-ctx.Done():
 		if j.stopping.Load() {
 			p.stop(j.grace)

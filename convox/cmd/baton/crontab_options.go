@@ -19,9 +19,11 @@ import (
 
 // retrySetting is an entry's attempts= and backoff=, each unset (nil)
 // unless given: they combine with the flags into one cronx.WithRetries.
+// jitter= is kept too, to be checked against the entry's schedule.
 type retrySetting struct {
 	attempts *int
 	backoff  *time.Duration
+	jitter   *time.Duration
 }
 
 // retries returns the WithRetries of the flags' attempts and backoff,
@@ -75,6 +77,7 @@ func entryOption(kv string, rs *retrySetting) (cronx.JobOption, error) {
 		if err != nil {
 			return nil, fmt.Errorf("option %s: %w", kv, err)
 		}
+		rs.jitter = &d
 		return cronx.WithJitter(d), nil
 	case "dst":
 		rule, err := parseDST(value)
@@ -98,7 +101,13 @@ func entryOptions(inner string) ([]cronx.JobOption, retrySetting, string, error)
 		return nil, rs, "", fmt.Errorf("empty options []: write KEY=VALUE inside the brackets, or leave them out")
 	}
 	var opts []cronx.JobOption
+	given := map[string]string{}
 	for _, w := range words {
+		key, _, _ := strings.Cut(w, "=")
+		if prev, ok := given[key]; ok {
+			return nil, rs, "", fmt.Errorf("option %s given twice (%s and %s): give each option once", key, prev, w)
+		}
+		given[key] = w
 		opt, err := entryOption(w, &rs)
 		if err != nil {
 			return nil, rs, "", err

@@ -32,6 +32,11 @@ func TestParseCrontabOptions(t *testing.T) {
 		entries[0].retry.attempts != nil || entries[1].spec != "CRON_TZ=Europe/Berlin */5 * * * *" || entries[1].command != "./bin/sweep" {
 		t.Fatalf("entries %+v", entries)
 	}
+	// A jitter shorter than the ticks' interval is fine, and so is a
+	// command that starts with the shell's [ (test).
+	if _, err := parseCrontab(strings.NewReader("a: [jitter=59s] * * * * * [ -f x ] && y\n"), "crontab", false); err != nil {
+		t.Errorf("jitter=59s on every minute: %v", err)
+	}
 	// --check prints each entry's options beside its command.
 	file := filepath.Join(t.TempDir(), "crontab")
 	os.WriteFile(file, []byte(good), 0o644)
@@ -52,6 +57,11 @@ func TestParseCrontabOptions(t *testing.T) {
 		{"a: [timeout=1s * * * * * x", "not closed"},
 		{"a: [] * * * * * x", "empty options"},
 		{"a: [timeout=1s]* * * * * x", "write a space after"},
+		{"a: [overlap=forbid overlap=replace] * * * * * x", "option overlap given twice (overlap=forbid and overlap=replace)"},
+		{"a: [jitter=5s] @every 2s x", "[jitter=5s] is not shorter than the 2s between the job's ticks"},
+		{"a: [jitter=1m] */1 * * * * x", "[jitter=1m0s] is not shorter than the 1m0s between the job's ticks"},
+		{"j: @every 1m [timeout=1m] x", "options after the schedule would be part of the command: write them before the schedule ([timeout=1m] @every 1m"},
+		{"TZ=Asia/Tokyo [timeout=1m] 0 3 * * * x", "options after TZ=Asia/Tokyo: write them before it"},
 	} {
 		_, err := parseCrontab(strings.NewReader("\n"+tc.line+"\n"), "crontab", false)
 		if err == nil || !strings.Contains(err.Error(), "crontab:2: ") || !strings.Contains(err.Error(), tc.want) {

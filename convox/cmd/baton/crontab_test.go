@@ -123,6 +123,8 @@ func TestParseCrontabErrorsNameEveryBadLine(t *testing.T) {
 		{"@every 0s", "@every 0s true\n", []string{"crontab:1:", "@every 0s", "at least 1s"}},
 		{"@every -5s", "@every -5s true\n", []string{"crontab:1:", "@every -5s", "at least 1s"}},
 		{"@every 1.5s", "@every 1500ms true\n", []string{"crontab:1:", "whole number"}},
+		{"command over MAX_ARG_STRLEN", "ok: * * * * * true\n* * * * * echo " + strings.Repeat("x", 128<<10) + "\n", []string{"crontab:2:", "command of 131077 bytes", "MAX_ARG_STRLEN"}},
+		{"variable over MAX_ARG_STRLEN", "BIG=" + strings.Repeat("x", 128<<10) + "\n* * * * * true\n", []string{"crontab:1:", "variable BIG", "MAX_ARG_STRLEN"}},
 		{"line over 1 MiB", "ok: * * * * * true\n* * * * * echo " + strings.Repeat("x", 1<<20) + "\n", []string{"crontab:2:", "1 MiB"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,6 +167,40 @@ func TestCrontabRejectsABadFileBeforeStarting(t *testing.T) {
 	code, out = runBaton(t, nil, "crontab", filepath.Join(dir, "missing"))
 	if code != exitFailure || !strings.Contains(out, "missing") {
 		t.Fatalf("missing file: exit %d, output:\n%s", code, out)
+	}
+	code, out = runBaton(t, []string{"BATON_ETCD_ENDPOINTS=http://127.0.0.1:1"}, "crontab", dir)
+	if code != exitFailure || !strings.Contains(out, dir+" is a directory") {
+		t.Fatalf("a directory: exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestCrontabCheckValidatesTheFlags: --check refuses the flags a run
+// would refuse, and neither it nor a run with a bad flag waits for an etcd
+// that does not answer; a --jitter as long as a job's ticks' interval is
+// refused naming the entry's line.
+func TestCrontabCheckValidatesTheFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "crontab")
+	os.WriteFile(file, []byte("# every minute\nj: * * * * * true\n"), 0o644)
+	down := []string{"BATON_ETCD_ENDPOINTS=http://127.0.0.1:1"}
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		code int
+		want string
+	}{
+		{nil, []string{"--check", "--name", "a/b"}, exitUsage, `scheduler name "a/b"`},
+		{nil, []string{"--check", "--ttl", "0"}, exitUsage, `--ttl: TTL "0"`},
+		{nil, []string{"--check", "--http", "localhost"}, exitUsage, `--http "localhost"`},
+		{nil, []string{"--check", "--jitter", "1m"}, exitUsage, file + ":2: --jitter 1m0s is not shorter than the 1m0s"},
+		{down, []string{"--name", "a/b"}, exitUsage, `scheduler name "a/b"`},
+		{down, []string{"--ttl", "0"}, exitUsage, `--ttl: TTL "0"`},
+		{down, []string{"--check"}, exitOK, file + ":2\tj\t* * * * *\ttrue"},
+		{nil, []string{"--check", "--jitter", "59s"}, exitOK, file + ":2\tj"},
+	} {
+		p := startBaton(t, tc.env, append(append([]string{"crontab"}, tc.args...), file)...)
+		if code := p.wait(10 * time.Second); code != tc.code || !strings.Contains(p.out.String(), tc.want) {
+			t.Errorf("crontab %v: exit %d, want %d and %q in:\n%s", tc.args, code, tc.code, tc.want, p.out.String())
+		}
 	}
 }
 
@@ -330,16 +366,6 @@ func TestCommandDiesWithBaton(t *testing.T) {
 		}
 		return true
 	})
-}
-
-// zombie reports whether pid has exited and awaits its parent's wait.
-func zombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	return len(f) > 0 && f[0] == "Z"
 }
 
 // TestCrontabWaitsForEtcd starts a replica while etcd is unreachable: it

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	iofs "io/fs"
 	"maps"
 	"net/url"
 	"slices"
@@ -66,7 +68,9 @@ clients verify it with BATON_ETCD_CA).
 
 Data: a member keeps its data in --data-dir, which it locks: a second
 member on the same directory exits 1 at once. A database that cannot be
-read is one line naming the directory, and exit status 1. On an emptyDir
+read, or a write-ahead log etcd cannot start from, is one line naming the
+directory, and exit status 1; so is a --cert-file or --key-file that cannot
+be read. On an emptyDir
 volume a restart loses the data: the member comes back as a new, empty
 cluster. baton's clients recover by themselves (new sessions, new
 elections, the next tick runs), and report that etcd came back empty, but
@@ -74,8 +78,10 @@ pauses, once-claims, run history and locks are forgotten. A member of three
 that comes back empty while its peers still run their cluster rejoins it:
 it has the cluster remove its old self and add it afresh, and takes the
 cluster's data, so the three members may sit on emptyDir volumes and
-restart one at a time (without auth: with auth on, only root may change the
-members). etcd's old revisions are compacted every
+restart one at a time, without auth. With auth on only root may change the
+members, and root's secret was in the data the member lost: it says so,
+with what to do (restore its data dir, or replace it by hand as root), and
+exits 1. etcd's old revisions are compacted every
 --auto-compaction-retention, so the data stays small.
 
 SIGTERM or SIGINT stops the member at any time, while it starts included.`
@@ -131,6 +137,9 @@ func runEtcd(ctx context.Context, env *environ, args []string) int {
 	}
 	st := new(memberState)
 	cfg, err := f.config(env, st)
+	if errors.As(err, new(*iofs.PathError)) {
+		return fail(env, "etcd", err) // a file that cannot be read
+	}
 	if err != nil {
 		return usageError(env, fs, "%v", err)
 	}

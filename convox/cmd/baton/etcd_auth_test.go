@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -252,6 +253,24 @@ func TestEtcdAuthInThreeMembers(t *testing.T) {
 			t.Errorf("shop's put at %s: %v", ep, err)
 		}
 		cli.Close()
+	}
+
+	// etcd-2 comes back with nothing: with auth on, only root may change
+	// the members, so it says what happened and what to do, and exits 1.
+	procs[2].cmd.Process.Kill()
+	<-procs[2].done
+	if err := os.RemoveAll(ms[2].dir); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runBaton(t, env, append(ms[2].args(strings.Join(initial, ",")), "--bcrypt-cost", "4")...)
+	for _, want := range []string{"member etcd-2 has no data, and its peers run their cluster with authentication on",
+		"Restore its data dir from a backup", "etcdctl member add etcd-2 --peer-urls " + ms[2].peer, "--initial-cluster-state existing"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the emptied member does not say %q:\n%s", want, out)
+		}
+	}
+	if code != exitFailure || strings.Contains(out, "does not answer") || strings.Contains(out, "bootstrapped") {
+		t.Errorf("the emptied member exited %d:\n%s", code, out)
 	}
 }
 

@@ -13,14 +13,22 @@ import (
 	"go.uber.org/zap"
 )
 
-// TestEtcdCorruptDatabaseIsOneLine: a member whose database is damaged
-// exits 1 with one line naming its data dir, not a stack trace.
-func TestEtcdCorruptDatabaseIsOneLine(t *testing.T) {
+// stoppedMember is a one-member etcd that ran once and stopped: its data
+// dir holds a database and a write-ahead log.
+func stoppedMember(t *testing.T) etcdMember {
+	t.Helper()
 	m := etcdMembers(t, 1)[0]
 	p := startBaton(t, nil, m.args("")...)
 	p.waitOutput("member etcd-0 ready", 30*time.Second)
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	p.wait(10 * time.Second)
+	return m
+}
+
+// TestEtcdCorruptDatabaseIsOneLine: a member whose database is damaged
+// exits 1 with one line naming its data dir, not a stack trace.
+func TestEtcdCorruptDatabaseIsOneLine(t *testing.T) {
+	m := stoppedMember(t)
 
 	db := filepath.Join(m.dir, "member", "snap", "db")
 	f, err := os.OpenFile(db, os.O_WRONLY, 0)
@@ -41,6 +49,36 @@ func TestEtcdCorruptDatabaseIsOneLine(t *testing.T) {
 	}
 	if strings.Contains(out, "goroutine ") || !strings.Contains(out, "baton etcd: data dir "+m.dir+": database") {
 		t.Errorf("want one line naming the data dir, no stack trace:\n%s", out)
+	}
+}
+
+// TestEtcdCorruptWALIsOneLine: a member whose write-ahead log is damaged
+// exits 1 with baton's one line naming its data dir, and no JSON line of
+// etcd's beside it.
+func TestEtcdCorruptWALIsOneLine(t *testing.T) {
+	m := stoppedMember(t)
+
+	wals, err := filepath.Glob(filepath.Join(m.dir, "member", "wal", "*.wal"))
+	if err != nil || len(wals) == 0 {
+		t.Fatalf("no WAL in %s: %v", m.dir, err)
+	}
+	f, err := os.OpenFile(wals[0], os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := make([]byte, 2000)
+	rand.NewChaCha8([32]byte{2}).Read(garbage)
+	if _, err := f.WriteAt(garbage, 64); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	code, out := runBaton(t, nil, m.args("")...)
+	if code != exitFailure {
+		t.Errorf("exit %d, want %d", code, exitFailure)
+	}
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "baton etcd: member etcd-0, data dir "+m.dir+": ") {
+		t.Errorf("want baton's one line naming the data dir:\n%s", out)
 	}
 }
 
@@ -70,11 +108,7 @@ func TestEtcdSecondMemberOnOneDataDirFailsAtOnce(t *testing.T) {
 // holds (an etcd that is not baton's, on the same directory) is an error
 // within seconds, not a wait deaf to SIGTERM.
 func TestEtcdDatabaseHeldElsewhereFailsAtOnce(t *testing.T) {
-	m := etcdMembers(t, 1)[0]
-	p := startBaton(t, nil, m.args("")...)
-	p.waitOutput("member etcd-0 ready", 30*time.Second)
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	p.wait(10 * time.Second)
+	m := stoppedMember(t)
 
 	cfg := backend.DefaultBackendConfig(zap.NewNop())
 	cfg.Path = filepath.Join(m.dir, "member", "snap", "db")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,10 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/client/pkg/v3/types"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // A member of a three-member cluster whose data lives on an emptyDir comes
@@ -56,6 +60,9 @@ func rejoin(ctx context.Context, env *environ, cfg *embed.Config) (*embed.Config
 	}
 	defer cli.Close()
 	list, err := cli.MemberList(ctx)
+	if authRefused(err) {
+		return nil, rejoinRefused(cfg, err)
+	}
 	if err != nil {
 		// No quorum to answer: the cluster cannot take a member now, and
 		// starting as configured is all that is left.
@@ -65,7 +72,11 @@ func rejoin(ctx context.Context, env *environ, cfg *embed.Config) (*embed.Config
 	peerURLs := urlStringList(cfg.AdvertisePeerUrls)
 	for _, m := range list.Members {
 		if m.Name == cfg.Name || slices.Equal(m.PeerURLs, peerURLs) {
-			if _, err := cli.MemberRemove(ctx, m.ID); err != nil {
+			_, err := cli.MemberRemove(ctx, m.ID)
+			switch {
+			case authRefused(err):
+				return nil, rejoinRefused(cfg, err)
+			case err != nil:
 				return nil, fmt.Errorf("member %s lost its data; removing its old self (%x) from the running cluster: %w", cfg.Name, m.ID, err)
 			}
 		}
@@ -81,6 +92,9 @@ func rejoin(ctx context.Context, env *environ, cfg *embed.Config) (*embed.Config
 		ccancel()
 		if err == nil {
 			break
+		}
+		if authRefused(err) {
+			return nil, rejoinRefused(cfg, err)
 		}
 		select {
 		case <-actx.Done():
@@ -105,6 +119,31 @@ func rejoin(ctx context.Context, env *environ, cfg *embed.Config) (*embed.Config
 	cfg.ClusterState = embed.ClusterStateFlagExisting
 	cfg.InitialCluster = strings.Join(initial, ",")
 	return cfg, nil
+}
+
+// rejoinRefused is the error of a member that lost its data while its
+// peers run their cluster with auth on: only root may change the members,
+// and root's secret was in the data the member lost. Starting as
+// configured would be refused as a member the cluster has bootstrapped
+// already, so it says what to do instead.
+func rejoinRefused(cfg *embed.Config, err error) error {
+	return fmt.Errorf("member %s has no data, and its peers run their cluster with authentication on (%v): only etcd's root user may remove its old self and add it afresh, and root's secret was kept in the data this member lost. "+
+		"Restore its data dir from a backup (and keep the members' data on a volume that outlives a restart); or, as root, run `etcdctl member remove ID` of its old self and `etcdctl member add %s --peer-urls %s`, then start it with --initial-cluster-state existing",
+		cfg.Name, err, cfg.Name, strings.Join(urlStringList(cfg.AdvertisePeerUrls), ","))
+}
+
+// authRefused reports whether etcd refused a request for want of
+// credentials or permission.
+func authRefused(err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, rpctypes.ErrUserEmpty), errors.Is(err, rpctypes.ErrPermissionDenied), errors.Is(err, rpctypes.ErrInvalidAuthToken),
+		errors.Is(err, rpctypes.ErrAuthFailed):
+		return true
+	}
+	c := status.Code(err)
+	return c == codes.Unauthenticated || c == codes.PermissionDenied
 }
 
 // hasData reports whether dir holds a member's data.

@@ -107,4 +107,13 @@ func TestEtcdTLSFlagErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d naming %s:\n%s", tc.args, code, exitUsage, tc.want, out)
 		}
 	}
+	// A file that cannot be read is a failure, as for every command.
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	for _, args := range [][]string{{"--cert-file", missing, "--key-file", key}, {"--cert-file", cert, "--key-file", missing}} {
+		code, out := runBaton(t, nil, append([]string{"etcd", "--data-dir", filepath.Join(t.TempDir(), "d"),
+			"--listen-client-urls", "https://127.0.0.1:2379"}, args...)...)
+		if code != exitFailure || !strings.Contains(out, missing) {
+			t.Errorf("%v: exit %d, want %d naming %s:\n%s", args, code, exitFailure, missing, out)
+		}
+	}
 }

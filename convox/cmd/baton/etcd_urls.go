@@ -129,7 +129,7 @@ func checkClientTLS(cert, key string, listen, advertise []url.URL) error {
 		return fmt.Errorf("--cert-file %q given without --key-file", cert)
 	}
 	if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
-		return fmt.Errorf("--cert-file %q, --key-file %q: %v", cert, key, err)
+		return fmt.Errorf("--cert-file %q, --key-file %q: %w", cert, key, err)
 	}
 	for _, u := range append(listen, advertise...) {
 		if u.Scheme != "https" && u.Scheme != "unixs" {

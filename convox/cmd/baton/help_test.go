@@ -40,3 +40,25 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		t.Errorf("no command: exit %d, want 2", code)
 	}
 }
+
+// TestHelpSaysWhatBecomesOfACommandsProcesses: run's and crontab's help say
+// that a command's whole tree ends with its run, what remains possible,
+// what environment commands get, and how a TLS mistake is reported.
+func TestHelpSaysWhatBecomesOfACommandsProcesses(t *testing.T) {
+	for _, name := range []string{"run", "crontab"} {
+		_, out := runBaton(t, nil, name, "--help")
+		for _, want := range []string{"setsid", "double-forks", "PR_SET_CHILD_SUBREAPER", "killed at the same instant",
+			"less BATON_HTTP", "BATON_ETCD_ENDPOINTS,\nBATON_PREFIX", "x509", "xxxxx"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("baton %s --help does not say %q", name, want)
+			}
+		}
+	}
+	_, out := runBaton(t, nil, "crontab", "--help")
+	for _, want := range []string{"each key once", "MAX_ARG_STRLEN", "needs no etcd", "cannot be read (missing, a directory) exits 1",
+		"shortest time between the job's ticks"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("baton crontab --help does not say %q", want)
+		}
+	}
+}

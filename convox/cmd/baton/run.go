@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -21,7 +22,7 @@ func init() {
 	register(command{name: "run", summary: "run a command while leader, under a lock, or once per key", run: runRun})
 }
 
-const runSynopsis = `Usage:
+var runSynopsis = `Usage:
   baton run --leader NAME [flags] -- COMMAND [ARGS...]
   baton run --lock NAME [flags] -- COMMAND [ARGS...]
   baton run --once KEY --ttl DURATION [flags] -- COMMAND [ARGS...]
@@ -37,13 +38,14 @@ COMMAND runs directly (not through a shell), with BATON_ID and BATON_FENCE
 (a fencing token that grows with every term, hold and claim) in its
 environment, and stdin, stdout and stderr passed through. baton exits with
 its status. If leadership, the lock or the claim is lost, baton sends
-COMMAND SIGTERM and, after half a second, SIGKILL, and exits 123; it then
-looks at etcd for up to 3 s, and if etcd came back empty (restarted without
-its data) says so, with what was lost with it. On SIGTERM
-or SIGINT baton forwards that signal to COMMAND; SIGHUP is handled as
-SIGTERM (COMMAND gets SIGTERM). baton then waits up to --grace for COMMAND,
-kills it if it is still running, and resigns or unlocks. COMMAND never
-outlives baton, even if baton is killed.
+COMMAND's processes SIGTERM and, after half a second, SIGKILL, and exits
+123; it then looks at etcd for up to 3 s, and if etcd came back empty
+(restarted without its data) says so, with what was lost with it. On
+SIGTERM or SIGINT baton passes that signal to COMMAND's processes; SIGHUP is
+handled as SIGTERM (they get SIGTERM). baton then waits up to --grace for
+them, kills what is still running, and resigns or unlocks.
+
+` + treeHelp + `
 
 With --leader and --lock, --ttl is the session TTL: how long a crashed baton
 keeps leadership or the lock. With --once it is how long a success of KEY
@@ -55,7 +57,8 @@ stopped or killed COMMAND gives KEY back, so the next caller runs it again.
 
 etcd must answer within --dial-timeout, on any one of the endpoints, and
 let the user (--username, $BATON_ETCD_USERNAME) read and write under the
-prefix; otherwise baton exits 121 at once with the cause.
+prefix; otherwise baton exits 121 at once with the cause. A bad --leader or
+--lock NAME, or --once KEY, exits 122 before etcd is asked.
 
 --http ADDR (or BATON_HTTP) serves /metrics (the process's metrics, and
 baton's: baton_scheduler_leader and the leadership changes for --leader
@@ -99,6 +102,14 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 	}
 	if modes != 1 {
 		return usage("give exactly one of --leader, --lock and --once")
+	}
+	for _, n := range []struct{ flag, what, name string }{{"leader", "election", *leader}, {"lock", "lock", *lock}} {
+		if n.name == "" {
+			continue
+		}
+		if err := election.CheckName(n.what, n.name); err != nil {
+			return usage("--%s: %v", n.flag, err)
+		}
 	}
 	var window time.Duration
 	if *once != "" {
@@ -189,7 +200,7 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 		identity = election.DefaultIdentity()
 	}
 	r := runner{env: env, argv: argv, grace: *grace, identity: identity, stopping: stopping, loop: loop,
-		empty: lookAtEtcd(ctx, cli, prefix, identity)}
+		empty: lookAtEtcd(ctx, cli, prefix, identity), baseEnv: commandEnv(cfg)}
 	if obs != nil {
 		r.metrics = &runMetrics{obs: *obs, name: *leader + *lock + *once, identity: identity}
 	}
@@ -235,6 +246,8 @@ type runner struct {
 	metrics *runMetrics
 	// empty says when a loss came with etcd's data lost.
 	empty *emptyLook
+	// baseEnv is the environment COMMAND starts from (commandEnv).
+	baseEnv []string
 }
 
 // outcome is how a command's run ended.
@@ -249,7 +262,7 @@ const (
 // exec runs COMMAND with fence until it exits, fenced ends or baton is
 // asked to stop, and returns its exit status.
 func (r runner) exec(fenced context.Context, fence election.Fence) (code int, how outcome) {
-	env := append(os.Environ(), "BATON_ID="+r.identity, "BATON_FENCE="+strconv.FormatInt(fence.Revision, 10))
+	env := append(slices.Clip(r.baseEnv), "BATON_ID="+r.identity, "BATON_FENCE="+strconv.FormatInt(fence.Revision, 10))
 	p, err := startProc(r.argv, env, os.Stdin, r.env.stdout, r.env.stderr, "")
 	if err != nil {
 		fmt.Fprintf(r.env.stderr, "baton run: %v\n", err)
@@ -262,6 +275,9 @@ func (r runner) exec(fenced context.Context, fence election.Fence) (code int, ho
 	for {
 		select {
 		case <-p.done:
+			if p.killed != 0 {
+				fmt.Fprintf(r.env.stderr, "baton run: the supervisor of %s was killed by signal %d; %s and every process it started were killed with it\n", r.argv[0], int(p.killed), r.argv[0])
+			}
 			return p.code, exited
 		case <-fenced.Done():
 			fmt.Fprintf(r.env.stderr, "baton run: %v; stopping %s\n", context.Cause(fenced), r.argv[0])

@@ -34,6 +34,20 @@ func TestRunUsageErrors(t *testing.T) {
 			t.Errorf("baton %v: exit %d, want %d and %q in:\n%s", tc.args, code, runUsage, tc.want, out)
 		}
 	}
+	// A bad name is bad input, found before etcd is asked.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--leader", "a/b", "--", "true"}, `--leader: election name "a/b"`},
+		{[]string{"run", "--lock", "a b", "--", "true"}, `--lock: lock name "a b"`},
+		{[]string{"run", "--once", "a/b", "--ttl", "1h", "--", "true"}, `once key "a/b"`},
+	} {
+		code, out := runBaton(t, []string{"BATON_ETCD_ENDPOINTS=http://127.0.0.1:1"}, tc.args...)
+		if code != runUsage || !strings.Contains(out, tc.want) {
+			t.Errorf("baton %v: exit %d, want %d and %q in:\n%s", tc.args, code, runUsage, tc.want, out)
+		}
+	}
 	code, out := runBaton(t, nil, "run", "--help")
 	if code != exitOK || !strings.Contains(out, "--leader NAME") {
 		t.Errorf("run --help: exit %d:\n%s", code, out)

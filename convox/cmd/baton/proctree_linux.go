@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// becomeSubreaper makes this process the reaper of its orphaned
+// descendants. The setting is not inherited by children; it survives
+// execve(2).
+func becomeSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// errForeignProc says /proc is not this process's PID namespace's, so its
+// pids are not ones this process could signal safely.
+var errForeignProc = errors.New("/proc is not of this process's PID namespace")
+
+// parents reads every process's parent from /proc. A process that exits
+// while it is read is left out.
+func parents() (map[int]int, error) {
+	if self, err := os.Readlink("/proc/self"); err != nil || self != strconv.Itoa(os.Getpid()) {
+		if err != nil {
+			return nil, err
+		}
+		return nil, errForeignProc
+	}
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, err
+	}
+	table := make(map[int]int, len(names))
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + name + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// "pid (comm) state ppid …"; comm may hold spaces and parentheses.
+		f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(string(f[1])); err == nil {
+			table[pid] = ppid
+		}
+	}
+	return table, nil
+}
+
+// zombie reports whether pid has exited and awaits its parent's wait, or
+// is gone.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
+	return len(f) > 0 && string(f[0]) == "Z"
+}
+
+// commandAttr is the command's own process group, and SIGKILL when its
+// supervisor dies.
+func commandAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// startLocked starts cmd from a thread that stays alive: Linux sends the
+// parent-death signal when the thread that forked exits, not the process.
+// The caller's goroutine must not return before the process exits.
+func startLocked(cmd *exec.Cmd) error {
+	runtime.LockOSThread()
+	return cmd.Start()
+}

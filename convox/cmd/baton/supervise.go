@@ -1,0 +1,169 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// leftoverGrace is how long what a command left running when it exited
+// (a background process, a daemon) gets after SIGTERM, before SIGKILL.
+const leftoverGrace = time.Second
+
+// supervisor is `baton _supervise -- CMD…`, the parent of one command. It
+// is a child subreaper, so every descendant of the command stays its
+// descendant, whatever session or process group it moves to; it exits once
+// no descendant is left. baton sends it signals to pass on, a byte each, on
+// the lifeline pipe (fd 3), whose write end only baton holds: EOF means
+// baton is gone, and the supervisor kills the whole tree at once.
+type supervisor struct {
+	self int
+	mu   sync.Mutex
+	cmd  int // the command's pid, also its process group
+	// exited is set when the command has been reaped; killing once
+	// everything is to be killed, whatever appears.
+	exited, killing bool
+}
+
+// supervise runs the supervisor; it returns the command's exit status.
+func supervise(args []string) int {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "baton _supervise: no command")
+		return exitUsage
+	}
+	// The supervisor outlives the command to report its status and to end
+	// what the command left, so it catches the signals meant for the
+	// command and drops them (caught, not ignored: an ignored signal would
+	// stay ignored in the command). SIGPIPE too: baton's end of stderr may
+	// be gone before the supervisor is done.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
+	s := &supervisor{self: os.Getpid()}
+	subreaper := becomeSubreaper() == nil
+	lifeline := os.NewFile(3, "lifeline")
+	syscall.CloseOnExec(3)
+
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = commandAttr()
+	if err := startLocked(cmd); err != nil {
+		fmt.Fprintf(os.Stderr, "baton: %v\n", err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return 127
+		}
+		return 126
+	}
+	s.cmd = cmd.Process.Pid
+	defer cmd.Process.Release()
+	// Read only now: an EOF that came before the start ends the command
+	// just started.
+	go s.listen(lifeline)
+
+	// Reap every child until none is left: the command, and each orphan
+	// reparented here. A subreaper with no child has no descendant.
+	var status syscall.WaitStatus
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			break // ECHILD
+		}
+		if pid == s.cmd {
+			status = ws
+			s.commandExited()
+		}
+		s.reaped()
+	}
+	if !subreaper {
+		// Orphans went to init: the process group is all that is left
+		// to reach them by.
+		_ = syscall.Kill(-s.cmd, syscall.SIGKILL)
+	}
+	if status.Signaled() {
+		return 128 + int(status.Signal())
+	}
+	return status.ExitStatus()
+}
+
+// listen passes on each signal baton sends, and kills the tree when baton
+// is gone.
+func (s *supervisor) listen(lifeline io.Reader) {
+	b := make([]byte, 1)
+	for {
+		if _, err := lifeline.Read(b); err != nil {
+			s.kill()
+			return
+		}
+		if sig := syscall.Signal(b[0]); sig == syscall.SIGKILL {
+			s.kill()
+		} else {
+			s.mu.Lock()
+			s.signalTree(sig)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// commandExited asks what the command left running to end: SIGTERM, then
+// SIGKILL after leftoverGrace.
+func (s *supervisor) commandExited() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.exited = true
+	if s.killing {
+		return
+	}
+	if s.signalTree(syscall.SIGTERM) > 0 {
+		time.AfterFunc(leftoverGrace, s.kill)
+	}
+}
+
+// kill kills every descendant, now and whenever one is reaped after.
+func (s *supervisor) kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.killing = true
+	s.signalTree(syscall.SIGKILL)
+}
+
+// reaped kills again once killing: a process forked just before its parent
+// was killed may have escaped the last walk, and is an orphan here now.
+func (s *supervisor) reaped() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.killing {
+		s.signalTree(syscall.SIGKILL)
+	}
+}
+
+// signalTree sends sig to every descendant, and to the command's process
+// group until the command is reaped (afterwards its pid may be reused). It
+// returns how many processes it signalled. s.mu is held.
+func (s *supervisor) signalTree(sig syscall.Signal) int {
+	n := 0
+	table, err := parents()
+	if err == nil {
+		for _, pid := range descendants(s.self, table) {
+			if syscall.Kill(pid, sig) == nil {
+				n++
+			}
+		}
+	}
+	if !s.exited || err != nil {
+		if syscall.Kill(-s.cmd, sig) == nil {
+			n++
+		}
+	}
+	return n
+}
