@@ -158,10 +158,10 @@ func (s *Space) Within(cli *clientv3.Client) *clientv3.Client {
 	return cli
 }
 
-// A space has no endpoint of its own to hand out: a client made from the
-// member's endpoint alone would see every space at once. A process is
-// given Env; a client in the process is made by Client, NewClient or
-// Within.
+// Endpoint is the shared member's client URL, for a process's list of
+// endpoints (Env). A client made from it alone is refused: a client of the
+// space is made by Client, NewClient or Within.
+func (s *Space) Endpoint() string { return s.member.Endpoint() }
 
 // Env is the environment that gives a baton process the space: endpoints
 // (the shared member's when none is given, else a proxy's), and

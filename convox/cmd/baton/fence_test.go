@@ -145,13 +145,14 @@ read verdict <&3
 // finish, can still make its fenced write with BATON_FENCE, while the
 // successor already runs the next ticks.
 func TestCrontabRunFinishingAfterSIGTERMCanStillWrite(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process")
 	}
-	etcd := etcdtest.Start(t)
+	etcd := etcdtest.Shared(t)
 	sink := startFencedSink(t, etcd.Client(t), "/baton/jobs/fence/export/running/")
 	file := fencedCrontab(t, sink)
-	env := func(id string) []string { return []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id} }
+	env := func(id string) []string { return append(etcd.Env(), "BATON_ID="+id) }
 	// A resignation, not a lapse, hands over: the TTL outlasts a pause of
 	// the test process, which runs etcd, so that the run's marker does too.
 	args := []string{"crontab", "--seconds", "--ttl", "6", "--name", "fence", "--grace", "20s", file}
@@ -174,13 +175,14 @@ func TestCrontabRunFinishingAfterSIGTERMCanStillWrite(t *testing.T) {
 // in the middle of a run, for longer than the TTL, is deposed; when both
 // resume, the run's fenced write is refused.
 func TestCrontabPausedLeadersWriteFails(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process")
 	}
-	etcd := etcdtest.Start(t)
+	etcd := etcdtest.Shared(t)
 	sink := startFencedSink(t, etcd.Client(t), "/baton/jobs/fence/export/running/")
 	file := fencedCrontab(t, sink)
-	env := func(id string) []string { return []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id} }
+	env := func(id string) []string { return append(etcd.Env(), "BATON_ID="+id) }
 	args := []string{"crontab", "--seconds", "--ttl", "2", "--name", "fence", file}
 	a := startBaton(t, env("a"), args...)
 	run := sink.next("a", 15*time.Second)
