@@ -242,6 +242,9 @@ func TestContextJobGetsRunInfoAndStopCancelsIt(t *testing.T) {
 // skipped ticks are not queued; with Allow, runs overlap.
 func TestOverlapPolicyAcrossReplicas(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
 	for _, overlap := range []Overlap{Forbid, Allow} {
 		name := map[Overlap]string{Forbid: "forbid", Allow: "allow"}[overlap]
 		t.Run(name, func(t *testing.T) {
@@ -551,6 +554,9 @@ func TestBadInputIsAnError(t *testing.T) {
 // AddFunc, Start, Stop and the cluster operations return at once, no job
 // runs without a claim, and Stop's context is done soon.
 func TestUnreachableEtcdBlocksNothingAndRunsNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
 	cases := []struct {
 		name string
 		opts func(t *testing.T, ep string) []Option

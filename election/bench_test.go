@@ -167,6 +167,9 @@ func countingClient(t testing.TB, srv *etcdtest.Member) (*clientv3.Client, *rpcC
 // holds one watch stream.
 func TestIdleFollowerCostsOnlyKeepalivesAndOneWatch(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
 	// Longer than a pause of the test process, which runs the etcd server:
 	// a session lapsed in a pause would make the follower campaign anew.
 	const ttl = 6 * time.Second

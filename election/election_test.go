@@ -174,6 +174,9 @@ func TestRunReturnsAfterLeadReturnsAndResigns(t *testing.T) {
 // context is done before any other candidate can be elected.
 func TestPartitionedLeaderStopsBeforeSuccessorStarts(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
 	for run := 0; run < 3; run++ {
 		t.Run(fmt.Sprint("run", run), func(t *testing.T) {
 			t.Parallel()

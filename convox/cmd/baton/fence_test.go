@@ -35,6 +35,7 @@ type sinkRun struct {
 	conn    net.Conn
 	in      *bufio.Reader
 	verdict chan string // "written" or "refused"
+	ended   chan string // why the conversation ended without a verdict
 }
 
 // proceed tells the command to write, and returns the sink's verdict.
@@ -44,6 +45,9 @@ func (r *sinkRun) proceed(t *testing.T) string {
 	select {
 	case v := <-r.verdict:
 		return v
+	case why := <-r.ended:
+		t.Fatalf("the command of %s wrote nothing: %s", r.id, why)
+		return ""
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the command of %s wrote nothing within 10s", r.id)
 		return ""
@@ -73,7 +77,7 @@ func startFencedSink(t *testing.T, cli *clientv3.Client, marker string) *fencedS
 // the command's "write" with the verdict.
 func (s *fencedSink) serve(c net.Conn) {
 	defer c.Close()
-	r := &sinkRun{conn: c, in: bufio.NewReader(c), verdict: make(chan string, 1)}
+	r := &sinkRun{conn: c, in: bufio.NewReader(c), verdict: make(chan string, 1), ended: make(chan string, 1)}
 	line, err := r.in.ReadString('\n')
 	f := strings.Fields(line)
 	if err != nil || len(f) != 4 || f[0] != "start" {
@@ -85,6 +89,7 @@ func (s *fencedSink) serve(c net.Conn) {
 	}
 	s.runs <- r
 	if line, err = r.in.ReadString('\n'); err != nil || strings.TrimSpace(line) != "write" {
+		r.ended <- fmt.Sprintf("it sent %q, %v (pid %s: %s)", line, err, r.pid, procState(r.pid))
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -100,6 +105,18 @@ func (s *fencedSink) serve(c net.Conn) {
 	}
 	r.verdict <- verdict
 	fmt.Fprintln(c, verdict)
+}
+
+// procState is what /proc says of pid: its state, or that it is gone.
+func procState(pid string) string {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return "gone"
+	}
+	if f := strings.Fields(string(b)); len(f) > 2 {
+		return "state " + f[2]
+	}
+	return string(b)
 }
 
 // next returns the next run that started on id, answering the others'
