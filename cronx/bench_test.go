@@ -27,7 +27,7 @@ func percentile(samples []time.Duration, q float64) time.Duration {
 //
 //	go test -run '^$' -bench Claim -benchtime 2000x ./cronx/
 func BenchmarkClaim(b *testing.B) {
-	srv := etcdtest.Start(b)
+	srv := etcdtest.Shared(b)
 	cli := srv.Client(b)
 	ctx := context.Background()
 	sess, err := election.NewSession(ctx, cli, election.WithTTL(10*time.Second))
@@ -133,7 +133,7 @@ func benchTenThousandJobs(b *testing.B, opts ...Option) {
 		startedAlone := manyJobs(b, alone, n)
 		lateAlone := fireLateness(b, alone, fake, n, startedAlone, func() { fake.WaitTimers(1, time.Minute) })
 
-		srv := etcdtest.Start(b)
+		srv := etcdtest.Shared(b)
 		cli := srv.Client(b)
 		fake = clock.NewFake(start)
 		coord := New(append([]Option{withClock(fake), WithLocation(time.UTC), WithEtcd(cli), WithName("bench"),
@@ -178,7 +178,7 @@ func benchHeapPerJob(b *testing.B, opts ...Option) {
 		runtime.KeepAlive(c)
 		return int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	}
-	srv := etcdtest.Start(b)
+	srv := etcdtest.Shared(b)
 	cli := srv.Client(b)
 	var alone, coord int64
 	var mu sync.Mutex
@@ -213,7 +213,7 @@ func BenchmarkTenThousandJobsJitter(b *testing.B) {
 		jitter = v
 	}
 	for i := 0; i < b.N; i++ {
-		srv := etcdtest.Start(b)
+		srv := etcdtest.Shared(b)
 		cli := srv.Client(b)
 		// A real clock, shifted so that the minute's tick comes 10 s after
 		// the jobs are added: the delays pass on real timers.

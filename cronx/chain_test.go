@@ -20,6 +20,7 @@ type ctxKey struct{}
 // its error; robfig/cron's, which call Run, cannot: the job gets a
 // background context and its error is lost.
 func TestWrappersPassTheContext(t *testing.T) {
+	t.Parallel()
 	wrappers := []struct {
 		name      string
 		wrap      JobWrapper
@@ -61,6 +62,7 @@ func TestWrappersPassTheContext(t *testing.T) {
 // Recover makes a ContextJob's panic its run's error, and logs it as
 // robfig/cron's Recover does.
 func TestRecoverContextJobPanic(t *testing.T) {
+	t.Parallel()
 	var out lockedBuffer
 	job := Recover(PrintfLogger(log.New(&out, "", 0)))(ContextFunc(func(context.Context) error { panic("disk full") }))
 	err := runJob(context.Background(), job)
@@ -75,6 +77,7 @@ func TestRecoverContextJobPanic(t *testing.T) {
 // SkipIfStillRunning skips a ContextJob's run while one is in progress, and
 // runs it again once that one returned, even by a panic.
 func TestSkipIfStillRunningContextJob(t *testing.T) {
+	t.Parallel()
 	release, started := make(chan struct{}), make(chan struct{})
 	runs := 0
 	job := Recover(DiscardLogger)(SkipIfStillRunning(DiscardLogger)(ContextFunc(func(context.Context) error {
@@ -105,7 +108,8 @@ func TestSkipIfStillRunningContextJob(t *testing.T) {
 // and has its error recorded; behind robfig/cron's wrapper it still runs,
 // once per tick, but with neither.
 func TestChainUnderCoordination(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	for _, tt := range []struct {
 		name      string

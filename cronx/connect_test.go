@@ -68,6 +68,9 @@ func (l *logLines) matching(sub string) []string {
 // logs why it cannot connect, reports etcd unreachable, and runs its jobs
 // within seconds of etcd answering.
 func TestStartBeforeEtcdWithCredentialsSchedulesOnceItAnswers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
 	for _, mode := range []Mode{LeaderMode, ClaimMode} {
 		t.Run(mode.String(), func(t *testing.T) {
 			srv := authEtcd(t)
@@ -129,8 +132,8 @@ func errString(err error) string {
 // Stop and a Start — never "not coordinated", never from a client being
 // closed.
 func TestStatusOfACronFromTheEnvironment(t *testing.T) {
-	srv := etcdtest.Start(t)
-	t.Setenv("BATON_ETCD_ENDPOINTS", srv.Endpoint())
+	srv := etcdtest.Shared(t)
+	srv.Setenv(t)
 	l := newLedger()
 	c := New(WithSeconds(), WithName("envstatus"), WithElection(election.WithIdentity("r"), election.WithTTL(2*time.Second)))
 	mustAdd(t, c, "* * * * * *", Named("tick", l.job("r", nil)))
@@ -176,7 +179,7 @@ func TestClaimModeStopDoesNotWaitForAResignation(t *testing.T) {
 		opts func(t *testing.T) []Option
 	}{
 		{"etcd up", func(t *testing.T) []Option {
-			return []Option{WithEtcd(etcdtest.Start(t).Client(t))}
+			return []Option{WithEtcd(etcdtest.Shared(t).Client(t))}
 		}},
 		{"etcd down, credentials", func(t *testing.T) []Option {
 			t.Setenv("BATON_ETCD_ENDPOINTS", closedEndpoint(t))
@@ -219,6 +222,7 @@ func TestClaimModeStopDoesNotWaitForAResignation(t *testing.T) {
 // to panic in the caller (or, for a nil job, crash the program at its first
 // run).
 func TestNilScheduleOrJobIsAnError(t *testing.T) {
+	t.Parallel()
 	cli := etcdtest.NewClient(t, closedEndpoint(t))
 	for _, tc := range []struct {
 		name     string

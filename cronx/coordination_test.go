@@ -24,7 +24,7 @@ type ledger struct {
 }
 
 func newLedger() *ledger {
-	stalls.start()
+	etcdtest.StartStallWatch()
 	return &ledger{ch: make(chan Info, 1024), since: time.Now()}
 }
 
@@ -88,7 +88,7 @@ func (l *ledger) waitTicks(t *testing.T, n int, d time.Duration) {
 			l.mu.Lock()
 			since := l.since
 			l.mu.Unlock()
-			stalls.report(t, since)
+			etcdtest.ReportStalls(t, since)
 			t.Fatalf("saw %d ticks within %v, want %d", len(seen), d, n)
 		}
 	}
@@ -122,7 +122,7 @@ func (l *ledger) check(t *testing.T, step time.Duration) []time.Time {
 		for _, r := range l.runs {
 			t.Logf("ran %v on %s", r.Tick.Format(time.TimeOnly+".000"), r.Instance)
 		}
-		stalls.report(t, l.since)
+		etcdtest.ReportStalls(t, l.since)
 	}
 	return ticks
 }
@@ -161,7 +161,7 @@ func (r *replica) stop(t *testing.T) {
 // but cannot make one missed.
 func newTickCluster(t *testing.T, l *ledger, mode Mode, ttl time.Duration, skews ...time.Duration) *policyCluster {
 	t.Helper()
-	srv := etcdtest.Start(t)
+	srv := etcdtest.Shared(t)
 	pc := &policyCluster{t: t, cli: srv.Client(t), name: "test", skews: skews}
 	for i, skew := range skews {
 		id := fmt.Sprintf("r%d", i)
@@ -184,6 +184,7 @@ func (pc *policyCluster) tick(l *ledger, n, want int) {
 }
 
 func TestThreeReplicasRunEachTickOnce(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []Mode{LeaderMode, ClaimMode} {
 		t.Run(mode.String(), func(t *testing.T) {
 			l := newLedger()
@@ -206,6 +207,7 @@ func (o offsetClock) NewTimer(d time.Duration) clock.Timer { return clock.Real.N
 // apart claim each tick at their own time; each tick runs once, on the
 // replica that reaches it first, and none is missed.
 func TestClaimModeSkewedClocksRunEachTickOnce(t *testing.T) {
+	t.Parallel()
 	l := newLedger()
 	pc := newTickCluster(t, l, ClaimMode, stallTTL, -2*time.Second, 0, 2*time.Second)
 	// A replica whose clock is ahead claims from its own now when it joins,
@@ -239,6 +241,7 @@ func (l *ledger) last() Info {
 // successor, so the sessions last a minute, past the wait for it: only a
 // resignation, not the expiry of the old leader's lease, elects it in time.
 func TestGracefulStopOfLeaderMissesNoTick(t *testing.T) {
+	t.Parallel()
 	l := newLedger()
 	pc := newTickCluster(t, l, LeaderMode, time.Minute, 0, 0, 0)
 	pc.tick(l, 1, 1)
@@ -266,7 +269,11 @@ func TestGracefulStopOfLeaderMissesNoTick(t *testing.T) {
 // leader cut off from etcd has its running job's context cancelled, a
 // successor takes over, and no tick runs twice.
 func TestPartitionedLeaderIsCancelledAndItsTickNotDoubled(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
+	srv := etcdtest.Shared(t)
 	proxy := etcdtest.NewProxy(t, srv.Addr())
 	l := newLedger()
 	cancelled := make(chan error, 16)
@@ -276,7 +283,7 @@ func TestPartitionedLeaderIsCancelledAndItsTickNotDoubled(t *testing.T) {
 	}
 	// The replica to be partitioned starts first, so it leads; its job
 	// holds until its context ends.
-	a := New(WithSeconds(), WithEtcd(etcdtest.NewClient(t, proxy.Endpoint())), WithName("test"),
+	a := New(WithSeconds(), WithEtcd(srv.NewClient(t, proxy.Endpoint())), WithName("test"),
 		WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))
 	if _, err := a.AddJob("* * * * * *", Named("tick", l.job("a", hold))); err != nil {
 		t.Fatal(err)
@@ -313,6 +320,10 @@ func TestPartitionedLeaderIsCancelledAndItsTickNotDoubled(t *testing.T) {
 // TestEtcdRestartedEmptyResumesWithoutDuplicates: scheduling resumes by
 // itself when etcd comes back with no data, and no tick runs twice.
 func TestEtcdRestartedEmptyResumesWithoutDuplicates(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
 	srv := etcdtest.Start(t)
 	l := newLedger()
 	startReplica(t, srv.Client(t), "r0", l, LeaderMode)
@@ -327,7 +338,8 @@ func TestEtcdRestartedEmptyResumesWithoutDuplicates(t *testing.T) {
 // TestFollowerFiresNothing: in leader mode a follower's loop arms no timer
 // for ticks, so it spends nothing per tick, while the leader runs them all.
 func TestFollowerFiresNothing(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	l := newLedger()
 	startReplica(t, srv.Client(t), "leader", l, LeaderMode)
 	l.waitTicks(t, 1, 10*time.Second)

@@ -278,7 +278,27 @@ func (c *Cron) Run() {
 //	case <-c.Stop().Done():
 //	case <-time.After(grace):
 //	}
+//
+// A Cron coordinated through a client of the caller's (WithEtcd,
+// WithElector) uses it a moment longer, to record the runs and revoke its
+// session: the context is done once it no longer does, so that the caller
+// may close the client then.
 func (c *Cron) Stop() context.Context {
+	idle, done := c.stopLocked()
+	if done == nil {
+		return idle
+	}
+	// A client given with WithEtcd or WithElector is the caller's, who may
+	// close it once the context is done: so it ends only once the
+	// coordination's own work (the runs' records, the session's
+	// revocation) is done with the client too.
+	return bothDone(idle, done)
+}
+
+// stopLocked stops the run loop and the coordination, and returns the
+// context of the runs in progress and, when coordinated, the channel that
+// closes once the coordination's work has ended.
+func (c *Cron) stopLocked() (context.Context, <-chan struct{}) {
 	c.runningMu.Lock()
 	defer c.runningMu.Unlock()
 	if c.running {
@@ -286,10 +306,31 @@ func (c *Cron) Stop() context.Context {
 		<-c.acked
 		c.running = false
 	}
-	if c.coord != nil {
-		c.coord.stop()
+	idle := c.jobWaiter.idle()
+	if c.coord == nil {
+		return idle, nil
 	}
-	return c.jobWaiter.idle()
+	done := c.coord.stop()
+	if c.coord.ownsClient {
+		return idle, nil // the coordination closes its client itself
+	}
+	return idle, done
+}
+
+// bothDone returns a context done once ctx is done and done is closed.
+func bothDone(ctx context.Context, done <-chan struct{}) context.Context {
+	select {
+	case <-done:
+		return ctx
+	default:
+	}
+	both, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-ctx.Done()
+		<-done
+		cancel()
+	}()
+	return both
 }
 
 // requestResync asks the run loop to recompute every entry's next run from

@@ -90,6 +90,7 @@ func receive(t *testing.T, ch <-chan time.Time, what string) time.Time {
 }
 
 func TestEveryFiresAtEachNominalSecond(t *testing.T) {
+	t.Parallel()
 	fake := clock.NewFake(t0)
 	c := newFakeCron(t, fake, fake)
 	ran := make(chan time.Time, 10)
@@ -128,6 +129,7 @@ type lateClock struct {
 func (l lateClock) NewTimer(d time.Duration) clock.Timer { return l.Fake.NewTimer(d + l.lag) }
 
 func TestFireGetsNominalTickWhenWakingLate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		spec string
 		opts []Option
@@ -161,6 +163,7 @@ func TestFireGetsNominalTickWhenWakingLate(t *testing.T) {
 // the first tick it missed, and schedules the next from the wake-up time, as
 // robfig/cron does: missed ticks are not made up.
 func TestLateWakeRunsOnce(t *testing.T) {
+	t.Parallel()
 	fake := clock.NewFake(t0)
 	c := newFakeCron(t, lateClock{fake, 2500 * time.Millisecond}, fake)
 	if _, err := c.AddFunc("@every 1s", func() {}); err != nil {
@@ -183,6 +186,7 @@ func TestLateWakeRunsOnce(t *testing.T) {
 }
 
 func TestEntries(t *testing.T) {
+	t.Parallel()
 	fake := clock.NewFake(t0) // 09:00
 	c := newFakeCron(t, fake, fake)
 	never, _ := c.AddFunc("0 0 30 2 *", func() {}) // February 30th
@@ -229,6 +233,7 @@ func TestEntries(t *testing.T) {
 }
 
 func TestAddWhileRunning(t *testing.T) {
+	t.Parallel()
 	fake := clock.NewFake(t0)
 	c := newFakeCron(t, fake, fake)
 	c.Start()
@@ -246,6 +251,7 @@ func TestAddWhileRunning(t *testing.T) {
 }
 
 func TestRemove(t *testing.T) {
+	t.Parallel()
 	fake := clock.NewFake(t0)
 	c := newFakeCron(t, fake, fake)
 	removedEarly, _ := c.AddFunc("@every 1s", func() {})
@@ -271,6 +277,7 @@ func TestRemove(t *testing.T) {
 }
 
 func TestStopWaitsForRunningJobs(t *testing.T) {
+	t.Parallel()
 	fake := clock.NewFake(t0)
 	c := newFakeCron(t, fake, fake)
 	if ctx := c.Stop(); ctx.Err() == nil {
@@ -314,6 +321,7 @@ func TestStopWaitsForRunningJobs(t *testing.T) {
 }
 
 func TestRunBlocksUntilStop(t *testing.T) {
+	t.Parallel()
 	fake := clock.NewFake(t0)
 	c := newFakeCron(t, fake, fake)
 	returned := make(chan struct{})
@@ -359,6 +367,7 @@ func (b *lockedBuffer) String() string {
 // The verbose log has robfig/cron's messages and keys, so that log queries
 // written for it keep working.
 func TestVerboseLog(t *testing.T) {
+	t.Parallel()
 	var out lockedBuffer
 	fake := clock.NewFake(t0)
 	c := newFakeCron(t, fake, fake, WithLogger(VerbosePrintfLogger(log.New(&out, "", 0))))
@@ -384,6 +393,7 @@ func TestVerboseLog(t *testing.T) {
 }
 
 func TestRecoverLogsPanic(t *testing.T) {
+	t.Parallel()
 	var out lockedBuffer
 	job := NewChain(Recover(PrintfLogger(log.New(&out, "", 0)))).Then(FuncJob(func() { panic("disk full") }))
 	job.Run()

@@ -32,6 +32,7 @@ func ticksOf(s Schedule, from, to time.Time) []string {
 // the nights Europe/Berlin and America/New_York go forward and back in
 // 2026, beside robfig's own ticks, which the default keeps.
 func TestDSTOnceOnTransitionNights(t *testing.T) {
+	t.Parallel()
 	berlin, newYork := mustZone(t, "Europe/Berlin"), mustZone(t, "America/New_York")
 	for _, tc := range []struct {
 		name       string
@@ -118,6 +119,7 @@ func TestDSTOnceOnTransitionNights(t *testing.T) {
 // once, under one tick name in the whole cluster; the default job beside
 // it keeps robfig's rule.
 func TestDSTOnceAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	for _, night := range []struct {
 		name         string
 		start, end   time.Time
@@ -213,6 +215,7 @@ func (pc *policyCluster) stepUntil(end time.Time) {
 }
 
 func TestDSTOptionErrors(t *testing.T) {
+	t.Parallel()
 	_, err := New().AddJob("* * * * *", Named("report", FuncJob(func() {}), WithDST(DST(7))))
 	if err == nil || !strings.Contains(err.Error(), `job "report"`) || !strings.Contains(err.Error(), "WithDST(7)") {
 		t.Errorf("WithDST(7): %v, want an error naming the job and the option", err)

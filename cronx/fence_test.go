@@ -36,7 +36,8 @@ func fencedWrite(cli *clientv3.Client, started chan<- Info, work <-chan struct{}
 // once, and the run, which G3 lets finish, can still make its fenced write;
 // its fence is its run's, not the term given up.
 func TestRunFinishingAfterResignCanStillWrite(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	started, wrote, work := make(chan Info, 16), make(chan error, 16), make(chan struct{})
 	crons := map[string]*Cron{}
@@ -85,11 +86,12 @@ func TestRunFinishingAfterResignCanStillWrite(t *testing.T) {
 // of a run: cut off from etcd for longer than its TTL, it is deposed and its
 // lease expires; when it comes back its run's fenced write fails.
 func TestDeposedLeadersRunCannotWrite(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	proxy := etcdtest.NewProxy(t, srv.Addr())
 	started, wrote, work := make(chan Info, 16), make(chan error, 16), make(chan struct{})
-	a := New(WithSeconds(), WithEtcd(etcdtest.NewClient(t, proxy.Endpoint())), WithName("fence"),
+	a := New(WithSeconds(), WithEtcd(srv.NewClient(t, proxy.Endpoint())), WithName("fence"),
 		WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))
 	mustAdd(t, a, "* * * * * *", Named("export", fencedWrite(cli, started, work, wrote)))
 	a.Start()

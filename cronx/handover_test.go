@@ -25,14 +25,15 @@ import (
 // late the test process is scheduled, and a successor slow to take over
 // delays the next ticks rather than making them missed.
 func TestStopWithAClaimInFlightMissesNoTick(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	proxy := etcdtest.NewProxy(t, srv.Addr())
 	l := newLedger()
 	pc := &policyCluster{t: t, cli: srv.Client(t), name: "test"}
 	// A context-aware job on a: the run of a tick claimed as a stops must
 	// not start with its context already cancelled, or it is a tick lost.
 	var cancelledAtStart atomic.Value // time.Time: the tick
-	a := &replica{id: "a", cli: etcdtest.NewClient(t, proxy.Endpoint())}
+	a := &replica{id: "a", cli: srv.NewClient(t, proxy.Endpoint())}
 	fakeA := clock.NewFake(t0)
 	a.cron = New(WithSeconds(), WithEtcd(a.cli), WithName("test"), withClock(fakeA), WithLocation(time.UTC),
 		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
@@ -121,7 +122,8 @@ func (l errLogger) Error(err error, msg string, kv ...interface{}) {
 // the Cron says so. A later tick claimed by another replica is the ordinary
 // case of a tick run elsewhere, and is not reported.
 func TestTickOvertakenByItsSuccessorIsReported(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ahead := fmt.Sprintf("%020d ", time.Now().Add(time.Hour).Truncate(time.Second).UnixNano())
 	for job, holder := range map[string]string{"mine": "a", "theirs": "b"} {

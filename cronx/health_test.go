@@ -11,6 +11,7 @@ import (
 // and after Stop, and a loop that does not turn fails the check within
 // its deadline instead of hanging it.
 func TestAlive(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	c := New()

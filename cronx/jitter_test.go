@@ -15,6 +15,7 @@ import (
 // derivation: a function of the job's name and tick, under the maximum, and
 // spread.
 func TestJitterIsTheSameOnEveryReplicaAndBounded(t *testing.T) {
+	t.Parallel()
 	tick := time.Date(2026, 3, 2, 10, 1, 0, 0, time.UTC)
 	seen := map[time.Duration]bool{}
 	for i := range 1000 {
@@ -43,6 +44,7 @@ func TestJitterIsTheSameOnEveryReplicaAndBounded(t *testing.T) {
 // pending, its successor runs those ticks (misfire RunOnce), each once, at
 // their delays.
 func TestJitterDelaysTheClaimNotTheTick(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 3, 2, 10, 0, 30, 0, time.UTC)
 	// A first tick that every job runs, then the tick of the test.
 	first := start.Truncate(time.Minute).Add(time.Minute)
@@ -146,6 +148,7 @@ func (pc *policyCluster) lastClaimed(job string) time.Time {
 }
 
 func TestJitterOptionErrors(t *testing.T) {
+	t.Parallel()
 	_, err := New().AddJob("* * * * *", Named("report", FuncJob(func() {}), WithJitter(-time.Second)))
 	if err == nil || !strings.Contains(err.Error(), `job "report"`) || !strings.Contains(err.Error(), "WithJitter(-1s)") {
 		t.Errorf("WithJitter(-1s): %v, want an error naming the job and the option", err)

@@ -204,19 +204,25 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 // stop stops coordinating and waits, briefly, for the leader to resign, so
 // that a process that exits once Stop's context is done has handed over.
 // Runs in progress see their context cancelled; Stop's context waits for
-// them.
-func (co *coordinator) stop() {
+// them. It returns a channel closed once the background work of the last
+// Start has ended: after it, the coordinator no longer uses the client.
+func (co *coordinator) stop() <-chan struct{} {
 	co.mu.Lock()
+	done := co.done
+	if done == nil {
+		done = make(chan struct{})
+		close(done) // never started
+	}
 	if !co.started {
 		co.mu.Unlock()
-		return
+		return done
 	}
 	co.started = false
 	co.cancel()
 	resigned := co.resigned
 	co.mu.Unlock()
 	if co.mode == ClaimMode {
-		return // no leader to resign
+		return done // no leader to resign
 	}
 	t := time.NewTimer(resignWait)
 	defer t.Stop()
@@ -225,6 +231,7 @@ func (co *coordinator) stop() {
 	case <-t.C:
 		co.logger.Info("cronx: resignation not confirmed; the lease will expire", "scheduler", co.name)
 	}
+	return done
 }
 
 // currentTerm returns the current term, nil when not leading.

@@ -81,14 +81,11 @@ func (c *Cron) wait(timer clock.Timer) bool {
 			return true
 
 		case <-c.resync:
-			// A timer that fired as the resync came runs its due entries
-			// first: recomputing them from now would skip their tick.
-			select {
-			case <-timer.C():
-				c.wake()
-			default:
-				timer.Stop()
-			}
+			// The entries due by now run first, whether the timer fired as
+			// the resync came or the tick passed since: recomputing them
+			// from now would skip their tick.
+			timer.Stop()
+			c.wake()
 			c.resyncEntries(c.now())
 			return true
 

@@ -9,6 +9,7 @@ import (
 // lowest copy number no copy holds, whatever was removed before, so
 // replicas that hold the same jobs name them alike.
 func TestCopiesTakeTheLowestFreeNumber(t *testing.T) {
+	t.Parallel()
 	var n jobNames
 	take := func(want string) {
 		t.Helper()

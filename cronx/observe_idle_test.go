@@ -40,10 +40,11 @@ func (c *rpcCount) snapshot() map[string]int {
 	return m
 }
 
-// countedClient is a client of endpoint whose calls are counted.
-func countedClient(t *testing.T, endpoint string) (*clientv3.Client, *rpcCount) {
+// countedClient is a client of srv whose calls are counted: a member of the
+// test's own, with no auth, whose clients make no call but the test's.
+func countedClient(t *testing.T, srv *etcdtest.Member) (*clientv3.Client, *rpcCount) {
 	c := &rpcCount{calls: map[string]int{}}
-	return etcdtest.CountingClient(t, endpoint, c.add), c
+	return etcdtest.CountingClient(t, srv.Endpoint(), c.add), c
 }
 
 // TestIdleObservedFollowerSendsOnlyKeepalives: with an observer on, and
@@ -51,6 +52,10 @@ func countedClient(t *testing.T, endpoint string) (*clientv3.Client, *rpcCount) 
 // follower sends etcd its lease keepalives and nothing else: observing, and
 // watching for an emptied etcd, cost a follower no request.
 func TestIdleObservedFollowerSendsOnlyKeepalives(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
 	const ttl = 2 * time.Second
 	srv := etcdtest.Start(t)
 	l := newLedger()
@@ -64,7 +69,7 @@ func TestIdleObservedFollowerSendsOnlyKeepalives(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 
-	cli, counter := countedClient(t, srv.Endpoint())
+	cli, counter := countedClient(t, srv)
 	fev := newEventLog()
 	startReplica(t, cli, "follower", l, LeaderMode, append(observed(fev), func(c *Cron) {
 		mustAdd(t, c, "* * * * * *", Named("held", ContextFunc(func(context.Context) error { return nil })))
@@ -98,8 +103,9 @@ func TestIdleObservedFollowerSendsOnlyKeepalives(t *testing.T) {
 // ticks all run sends etcd no request about ticks not run, and once a job
 // is paused it does.
 func TestTicksThatRunCostNoNotRunRequest(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
-	cli, counter := countedClient(t, srv.Endpoint())
+	cli, counter := countedClient(t, srv)
 	l := newLedger()
 	ev := newEventLog()
 	r := startReplica(t, cli, "a", l, LeaderMode, observed(ev)...)

@@ -15,13 +15,17 @@ import (
 // ran, and Status counts them. The deposed leader reports its term and its
 // session lost.
 func TestCrashGapIsReportedAsNoLeader(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
+	srv := etcdtest.Shared(t)
 	proxy := etcdtest.NewProxy(t, srv.Addr())
 	l := newLedger()
 	ea, eb := newEventLog(), newEventLog()
 	// a's lease outlives it by at least 2⅔ s, so that more ticks fall in
 	// the gap than the one b catches up.
-	startReplica(t, etcdtest.NewClient(t, proxy.Endpoint()), "a", l, LeaderMode,
+	startReplica(t, srv.NewClient(t, proxy.Endpoint()), "a", l, LeaderMode,
 		append(observed(ea), WithElection(election.WithTTL(4*time.Second)))...)
 	waitFor[leadershipGained](t, ea, 10*time.Second, "leadership of a", nil)
 	b := startReplica(t, srv.Client(t), "b", l, LeaderMode, observed(eb)...)
@@ -53,11 +57,12 @@ func TestCrashGapIsReportedAsNoLeader(t *testing.T) {
 // than its TTL, then reaches it again: it reports its session and term
 // lost, then its session regained and a new term.
 func TestLostSessionIsReportedAndRegained(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	proxy := etcdtest.NewProxy(t, srv.Addr())
 	l := newLedger()
 	ev := newEventLog()
-	startReplica(t, etcdtest.NewClient(t, proxy.Endpoint()), "a", l, LeaderMode, observed(ev)...)
+	startReplica(t, srv.NewClient(t, proxy.Endpoint()), "a", l, LeaderMode, observed(ev)...)
 	waitFor[leadershipGained](t, ev, 10*time.Second, "leadership", nil)
 	l.waitTicks(t, 1, 10*time.Second)
 	proxy.Blackhole()
@@ -75,11 +80,15 @@ func TestLostSessionIsReportedAndRegained(t *testing.T) {
 // misfire deadline (Skip): it reports them as etcd unavailable, and counts
 // them once etcd answers again.
 func TestEtcdOutageTicksAreReportedUnavailable(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
+	srv := etcdtest.Shared(t)
 	proxy := etcdtest.NewProxy(t, srv.Addr())
 	l := newLedger()
 	ev := newEventLog()
-	r := startReplica(t, etcdtest.NewClient(t, proxy.Endpoint()), "a", l, LeaderMode,
+	r := startReplica(t, srv.NewClient(t, proxy.Endpoint()), "a", l, LeaderMode,
 		append(observed(ev), WithMisfire(Skip, 0), WithElection(election.WithTTL(30*time.Second)))...)
 	waitFor[leadershipGained](t, ev, 10*time.Second, "leadership", nil)
 	l.waitTicks(t, 1, 10*time.Second)
@@ -99,11 +108,12 @@ func TestEtcdOutageTicksAreReportedUnavailable(t *testing.T) {
 // claims wait out an outage give way to the latest one when etcd is back:
 // they are reported as overtaken.
 func TestClaimModeOutageReportsOvertakenTicks(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	proxy := etcdtest.NewProxy(t, srv.Addr())
 	l := newLedger()
 	ev := newEventLog()
-	startReplica(t, etcdtest.NewClient(t, proxy.Endpoint()), "a", l, ClaimMode, observed(ev)...)
+	startReplica(t, srv.NewClient(t, proxy.Endpoint()), "a", l, ClaimMode, observed(ev)...)
 	l.waitTicks(t, 1, 10*time.Second)
 	proxy.Blackhole()
 	time.Sleep(3 * time.Second) // ticks come due while etcd is out
@@ -117,6 +127,7 @@ func TestClaimModeOutageReportsOvertakenTicks(t *testing.T) {
 // TestEtcdFoundEmptyIsReported: etcd that comes back without its data is
 // reported to the observers.
 func TestEtcdFoundEmptyIsReported(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	l := newLedger()
 	ev := newEventLog()

@@ -143,7 +143,8 @@ func waitNotRunCount(t *testing.T, c *Cron, job string, reason Reason, n int) ma
 // paused job each report its ticks as paused; etcd counts each tick once,
 // and a tick that ran is never counted.
 func TestPausedTicksAreReportedAndCountedOnce(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	l := newLedger()
 	var logs []*eventLog
 	var replicas []*replica
@@ -202,7 +203,8 @@ func TestPausedTicksAreReportedAndCountedOnce(t *testing.T) {
 // TestOverlappingTicksAreReported: a Forbid job whose run outlasts its
 // period has its next ticks reported as overlap, and counted.
 func TestOverlappingTicksAreReported(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	l := newLedger()
 	ev := newEventLog()
 	release := make(chan struct{})
@@ -226,7 +228,8 @@ func TestOverlappingTicksAreReported(t *testing.T) {
 // that loses a tick's claim reports it claimed elsewhere; the tick ran, so
 // Status counts nothing.
 func TestClaimedElsewhereIsAnEventNotATickNotRun(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	l := newLedger()
 	ea, eb := newEventLog(), newEventLog()
 	a := startReplica(t, srv.Client(t), "a", l, ClaimMode, observed(ea)...)
@@ -288,7 +291,8 @@ func firstNotRun(l *eventLog, reason Reason) <-chan TickNotRun {
 // tick's misfire grace (a stalled process; here the injected clock jumps)
 // skips the tick and reports it, while a tick it wakes up for on time runs.
 func TestLateWakeUpIsMisfireSkipped(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	start := time.Now().Truncate(time.Minute).Add(30 * time.Second)
 	fake := clock.NewFake(start)
 	ev := newEventLog()
@@ -328,6 +332,7 @@ func TestLateWakeUpIsMisfireSkipped(t *testing.T) {
 // return holds up no run; its queue fills and the events past it are
 // dropped and counted, and told to it once it returns.
 func TestSlowObserverDoesNotSlowTheScheduler(t *testing.T) {
+	t.Parallel()
 	start := time.Now().Truncate(time.Minute)
 	fake := clock.NewFake(start)
 	block := make(chan struct{})
@@ -382,6 +387,7 @@ func TestSlowObserverDoesNotSlowTheScheduler(t *testing.T) {
 // TestMergeNotRunCountsEachTickOnceAndOnlyIfNobodyRanIt is the tally's
 // rule, case by case.
 func TestMergeNotRunCountsEachTickOnceAndOnlyIfNobodyRanIt(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 5, 1, 12, 30, 0, 0, time.UTC)
 	at := func(d time.Duration) int64 { return now.Add(d).UnixNano() }
 	one := func(d time.Duration, r Reason, strict bool) notRunEntry {

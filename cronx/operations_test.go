@@ -134,7 +134,8 @@ func jobStatus(st Status, name string) (JobStatus, bool) {
 // is — its job name, its nominal tick, the replica, and a fence its own etcd
 // writes can be guarded with — and Stop cancels its context.
 func TestContextJobGetsRunInfoAndStopCancelsIt(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	type started struct {
 		info      Info
@@ -240,10 +241,14 @@ func TestContextJobGetsRunInfoAndStopCancelsIt(t *testing.T) {
 // replica makes every replica skip the job's ticks until it ends, and the
 // skipped ticks are not queued; with Allow, runs overlap.
 func TestOverlapPolicyAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
 	for _, overlap := range []Overlap{Forbid, Allow} {
 		name := map[Overlap]string{Forbid: "forbid", Allow: "allow"}[overlap]
 		t.Run(name, func(t *testing.T) {
-			srv := etcdtest.Start(t)
+			srv := etcdtest.Shared(t)
 			l := newLedger()
 			var inProgress, most atomic.Int32
 			starts := make(chan Info, 64)
@@ -303,7 +308,8 @@ func TestOverlapPolicyAcrossReplicas(t *testing.T) {
 // `baton pause|resume|trigger|status` does, through any replica's Cron and
 // through a Control of a separate client.
 func TestPauseResumeTriggerStatus(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	clock, work, far := newLedger(), newLedger(), newLedger()
 	replicas := map[string]*replica{}
 	for i := range 3 {
@@ -459,6 +465,7 @@ func TestPauseResumeTriggerStatus(t *testing.T) {
 // TestBadInputIsAnError: every misuse is an error that names what was wrong,
 // never a panic and never a silently ignored job.
 func TestBadInputIsAnError(t *testing.T) {
+	t.Parallel()
 	// Nothing here reaches etcd: input is checked before any I/O.
 	cli := etcdtest.NewClient(t, closedEndpoint(t))
 	elector, err := election.New(cli, "el")
@@ -547,6 +554,9 @@ func TestBadInputIsAnError(t *testing.T) {
 // AddFunc, Start, Stop and the cluster operations return at once, no job
 // runs without a claim, and Stop's context is done soon.
 func TestUnreachableEtcdBlocksNothingAndRunsNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
 	cases := []struct {
 		name string
 		opts func(t *testing.T, ep string) []Option
@@ -625,8 +635,8 @@ func TestUnreachableEtcdBlocksNothingAndRunsNothing(t *testing.T) {
 // moved a tick at a time, so that a loaded machine cannot make a tick
 // missed.
 func TestEnvironmentTurnsCoordinationOn(t *testing.T) {
-	srv := etcdtest.Start(t)
-	t.Setenv("BATON_ETCD_ENDPOINTS", srv.Endpoint())
+	srv := etcdtest.Shared(t)
+	srv.Setenv(t)
 	l := newLedger()
 	pc := &policyCluster{t: t, name: "same"}
 	var crons []*Cron
@@ -662,7 +672,8 @@ func TestEnvironmentTurnsCoordinationOn(t *testing.T) {
 // on one spec makes two entries; under coordination each runs once per tick
 // cluster-wide, so two replicas run it twice per tick, not once or four times.
 func TestSameFuncAddedTwiceIsTwoJobs(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	l := newLedger()
 	var calls atomic.Int32
 	f := func() { calls.Add(1) }
@@ -745,9 +756,10 @@ func TestSameFuncAddedTwiceIsTwoJobs(t *testing.T) {
 // TestJobAddedWhileRunningCanBeOperated: a job added to a running Cron can be
 // triggered and paused like one added before Start.
 func TestJobAddedWhileRunningCanBeOperated(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []Mode{LeaderMode, ClaimMode} {
 		t.Run(mode.String(), func(t *testing.T) {
-			srv := etcdtest.Start(t)
+			srv := etcdtest.Shared(t)
 			clock, late := newLedger(), newLedger()
 			r := opsReplica(t, srv.Client(t), "late", "r0", mode, clock, nil)
 			runAfter(t, clock.ch, time.Time{}, 8*time.Second, "clock") // scheduling: leading, in leader mode
@@ -770,8 +782,8 @@ func TestJobAddedWhileRunningCanBeOperated(t *testing.T) {
 // TestStopThenStartFromTheEnvironmentKeepsWorking: a Cron whose client comes
 // from BATON_ETCD_ENDPOINTS can be stopped and started again at once.
 func TestStopThenStartFromTheEnvironmentKeepsWorking(t *testing.T) {
-	srv := etcdtest.Start(t)
-	t.Setenv("BATON_ETCD_ENDPOINTS", srv.Endpoint())
+	srv := etcdtest.Shared(t)
+	srv.Setenv(t)
 	l := newLedger()
 	c := New(WithSeconds(), WithName("restart"), WithElection(election.WithIdentity("r"), election.WithTTL(2*time.Second)))
 	if _, err := c.AddJob("* * * * * *", Named("tick", l.job("r", nil))); err != nil {
@@ -791,7 +803,8 @@ func TestStopThenStartFromTheEnvironmentKeepsWorking(t *testing.T) {
 // jobs, many to a transaction, and a new term rewrites a spec that etcd
 // holds differently (as a replica of another version left it).
 func TestNewLeaderPublishesEverySpec(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	const jobs = 2*specBatch + 7 // three transactions, the last one short
 	spec := func(i int) string { return fmt.Sprintf("%d 0 0 1 1 *", i%60) }
@@ -836,7 +849,8 @@ func TestNewLeaderPublishesEverySpec(t *testing.T) {
 // many to a transaction; each job's history must still hold each of its
 // runs once and in order, and every in-progress marker must be released.
 func TestManyRunsOnOneTickAreAllRecorded(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	const jobs = 2*recordBatch + 5
 	type ran struct {

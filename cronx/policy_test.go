@@ -37,7 +37,7 @@ const stallTTL = 10 * time.Second
 // registers each replica's jobs before it starts.
 func newPolicyCluster(t *testing.T, name string, start time.Time, mode Mode, add func(id string, c *Cron), opts ...Option) *policyCluster {
 	t.Helper()
-	srv := etcdtest.Start(t)
+	srv := etcdtest.Shared(t)
 	pc := &policyCluster{t: t, cli: srv.Client(t), name: name}
 	for _, id := range []string{"a", "b", "c"} {
 		fake := clock.NewFake(start)

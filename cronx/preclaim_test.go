@@ -19,7 +19,8 @@ import (
 // it gives the claims back before resigning, and its successor runs that
 // tick, each job once.
 func TestCrowdedTickIsClaimedAheadAndGivenBackOnStop(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	n := preclaimMin + 20
 	start := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC)

@@ -16,7 +16,8 @@ import (
 // is what the replicas published and what Pause recorded, and nothing of
 // another prefix.
 func TestPublishedSchedulersJobsAndPause(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx := context.Background()
 	for _, name := range []string{"web", "billing"} {

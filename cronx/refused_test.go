@@ -103,6 +103,7 @@ func (rc *refusalCase) termsLost() []leadershipLost {
 // disarms the alarm, the replica hears it within seconds, though no claim
 // was made meanwhile, and runs again.
 func TestNoSpaceIsARefusalSeenAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.StartQuota(t, 2<<20)
 	rc := startRefusalCase(t, srv.Client(t))
 	srv.Fill(t)
@@ -178,6 +179,7 @@ func (a *appEtcd) grant(perm clientv3.PermissionType, cli *clientv3.Client) {
 // keepalives, so the term ends; once the permission is granted again, the
 // replica hears it within seconds, leads again and runs.
 func TestRevokedWritePermissionIsARefusal(t *testing.T) {
+	t.Parallel()
 	a := startAppEtcd(t)
 	rc := startRefusalCase(t, a.app)
 	a.grant(clientv3.PermissionType(clientv3.PermRead), nil)
@@ -200,6 +202,7 @@ func TestRevokedWritePermissionIsARefusal(t *testing.T) {
 // year makes no claim, but etcd refusing its lease's keepalives ends its
 // term, and that is a refusal all the same.
 func TestRevokedPermissionSeenByKeepalives(t *testing.T) {
+	t.Parallel()
 	a := startAppEtcd(t)
 	ev := newEventLog()
 	c := New(append([]Option{WithSeconds(), WithEtcd(a.app), WithName("test"), WithLogger(DiscardLogger),
@@ -224,6 +227,7 @@ func TestRevokedPermissionSeenByKeepalives(t *testing.T) {
 // hears it without a claim (the next tick may be an hour away); the probe
 // ends with the Cron.
 func TestRefusalProbeHearsEtcdAcceptAgain(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.StartQuota(t, 2<<20)
 	cli := srv.Client(t)
 	ev := newEventLog()
@@ -252,6 +256,7 @@ func TestRefusalProbeHearsEtcdAcceptAgain(t *testing.T) {
 // TestWhatIsARefusal: etcd's refusals are told from its silences, and only
 // those a write that changes nothing can tell the end of are probed.
 func TestWhatIsARefusal(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err     error
 		refusal error

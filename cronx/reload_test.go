@@ -57,7 +57,8 @@ func entryNames(c *Cron) []string {
 // jobs alike, so each tick runs at most twice (once per job) in the
 // cluster, not once per job per replica.
 func TestReloadKeepsOneNamePerJobAcrossReplicas(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	tc := newTickCounter()
 	f := tc.job()
 	var crons []*Cron
@@ -108,6 +109,7 @@ func TestReloadKeepsOneNamePerJobAcrossReplicas(t *testing.T) {
 // removed; when that name is a Named job's, the unnamed job is refused rather
 // than given another number, which another replica could give another job.
 func TestNameCollisionsAreErrors(t *testing.T) {
+	t.Parallel()
 	var n jobNames
 	take := func(name, base string) string {
 		t.Helper()
@@ -142,13 +144,14 @@ func TestNameCollisionsAreErrors(t *testing.T) {
 // TestRemoveThenAddSameNameAlwaysWorks: a change is in effect when Remove
 // returns, so a job's name can be reused at once, every time.
 func TestRemoveThenAddSameNameAlwaysWorks(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		opts func(t *testing.T) []Option
 	}{
 		{"alone", func(t *testing.T) []Option { return nil }},
 		{"coordinated", func(t *testing.T) []Option {
-			return []Option{WithEtcd(etcdtest.Start(t).Client(t)), WithName("reuse"), WithMode(ClaimMode)}
+			return []Option{WithEtcd(etcdtest.Shared(t).Client(t)), WithName("reuse"), WithMode(ClaimMode)}
 		}},
 	}
 	for _, tc := range cases {
@@ -177,6 +180,7 @@ func TestRemoveThenAddSameNameAlwaysWorks(t *testing.T) {
 // with one name are an error, as documented; unnamed jobs stay free to
 // repeat, as in robfig/cron.
 func TestDuplicateNamedJobIsAnErrorAlone(t *testing.T) {
+	t.Parallel()
 	c := New()
 	f := func() {}
 	mustAdd(t, c, "@every 1m", Named("report", FuncJob(f)))
@@ -196,9 +200,13 @@ func TestDuplicateNamedJobIsAnErrorAlone(t *testing.T) {
 // TestRemovedJobsLeaveNoSpec: the spec of a removed job is deleted, so add
 // and remove cycles leave etcd and Status with the jobs the Cron has.
 func TestRemovedJobsLeaveNoSpec(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
 	for _, mode := range []Mode{LeaderMode, ClaimMode} {
 		t.Run(mode.String(), func(t *testing.T) {
-			srv := etcdtest.Start(t)
+			srv := etcdtest.Shared(t)
 			l := newLedger()
 			r := opsReplica(t, srv.Client(t), "cycles", "r0", mode, l, nil)
 			runAfter(t, l.ch, time.Time{}, 8*time.Second, "tick") // publishing: leading, in leader mode
@@ -253,7 +261,11 @@ func specsWritten(c *Cron) bool {
 // quick succession, end with the job's spec in etcd, whatever order their
 // writes could take.
 func TestRemovedThenAddedJobKeepsItsSpec(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
+	srv := etcdtest.Shared(t)
 	l := newLedger()
 	r := opsReplica(t, srv.Client(t), "readd", "r0", ClaimMode, l, nil)
 	runAfter(t, l.ch, time.Time{}, 8*time.Second, "tick")
@@ -288,7 +300,8 @@ func TestRemovedThenAddedJobKeepsItsSpec(t *testing.T) {
 // that tick, once, and goes on from there; so does an @every job, in step
 // with the interval it had.
 func TestReloadAcrossATickMissesNoTick(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	for _, tc := range []struct{ spec, name string }{{"* * * * * *", "cron"}, {"@every 2s", "every"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := clock.NewFake(time.Now().Truncate(time.Second).Add(500 * time.Millisecond))

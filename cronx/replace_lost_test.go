@@ -20,7 +20,8 @@ import (
 // (etcd_unavailable), not as overtaken by a later tick, which there is not,
 // and the run never starts.
 func TestReplaceRunThatLosesItsClaimWhileWaitingIsReported(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx := context.Background()
 	start := time.Date(2026, 3, 2, 10, 0, 30, 0, time.UTC)

@@ -16,6 +16,7 @@ import (
 // ErrReplaced, and the new run starts only once the old one has returned;
 // every tick runs, and the history records the replaced runs.
 func TestReplaceCancelsTheRunInProgress(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 3, 2, 10, 0, 30, 0, time.UTC)
 	tick := start.Truncate(time.Minute).Add(time.Minute)
 	type held struct {
@@ -88,6 +89,7 @@ func TestReplaceCancelsTheRunInProgress(t *testing.T) {
 }
 
 func TestOverlapOptionErrors(t *testing.T) {
+	t.Parallel()
 	_, err := New().AddJob("* * * * *", Named("report", FuncJob(func() {}), WithOverlap(Overlap(9))))
 	if err == nil || !strings.Contains(err.Error(), `job "report"`) || !strings.Contains(err.Error(), "WithOverlap(9)") {
 		t.Errorf("WithOverlap(9): %v, want an error naming the job and the option", err)
@@ -98,6 +100,7 @@ func TestOverlapOptionErrors(t *testing.T) {
 // revision etcd has compacted away (a long run, and auto-compaction) still
 // learns of the later claim that happened meanwhile, and is replaced.
 func TestReplaceWatchSurvivesCompaction(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
 	c := New(WithEtcd(cli), WithName("compact"), WithLogger(DiscardLogger))

@@ -13,6 +13,7 @@ import (
 // while the tick comes and the resync is asked, so it finds both ready at
 // once; a select that drops the timer would skip about half the ticks.
 func TestResyncAtATickKeepsTheTick(t *testing.T) {
+	t.Parallel()
 	fake := clock.NewFake(t0)
 	fc := newFakeCron(t, fake, fake, WithSeconds())
 	fc.Schedule(Every(time.Second), FuncJob(func() {}))
@@ -31,4 +32,49 @@ func TestResyncAtATickKeepsTheTick(t *testing.T) {
 			t.Fatalf("tick %d: fired %v, want %v", i, f.tick, due)
 		}
 	}
+}
+
+// TestResyncJustBeforeATickKeepsTheTick: a resync that the loop takes just
+// before its timer fires, and whose clock reading falls just after the
+// tick, must run that tick rather than schedule past it. The clock's timers
+// let it reach their due time as they are stopped, so the tick always comes
+// between the loop's giving up its timer and its reading the clock.
+func TestResyncJustBeforeATickKeepsTheTick(t *testing.T) {
+	t.Parallel()
+	fake := clock.NewFake(t0)
+	fc := newFakeCron(t, tickOnStop{fake}, fake, WithSeconds())
+	fc.Schedule(Every(time.Second), FuncJob(func() {}))
+	fc.Start()
+	for i := range 5 {
+		if len(fc.settle(t)) != 1 {
+			t.Fatal("the entry is gone")
+		}
+		due, _ := fc.clock.NextDue()
+		fc.requestResync()
+		if f := fc.nextFiring(t); !f.tick.Equal(due) {
+			t.Fatalf("tick %d: fired %v, want %v", i, f.tick, due)
+		}
+	}
+}
+
+// tickOnStop is a fake clock whose timers, when stopped before they fire,
+// move the clock to their due time.
+type tickOnStop struct{ *clock.Fake }
+
+func (c tickOnStop) NewTimer(d time.Duration) clock.Timer {
+	return stopTicks{Timer: c.Fake.NewTimer(d), fake: c.Fake, due: c.Fake.Now().Add(d)}
+}
+
+type stopTicks struct {
+	clock.Timer
+	fake *clock.Fake
+	due  time.Time
+}
+
+func (t stopTicks) Stop() bool {
+	stopped := t.Timer.Stop()
+	if stopped {
+		t.fake.Set(t.due)
+	}
+	return stopped
 }

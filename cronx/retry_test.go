@@ -23,6 +23,7 @@ import (
 // a clock moved past both at once would leave to chance whether that tick
 // is claimed while the last attempt runs (skipped) or after it (run).
 func TestRetriesKeepOneClaim(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 3, 2, 10, 0, 30, 0, time.UTC)
 	tick := start.Truncate(time.Minute).Add(time.Minute)
 	runs := make(chan started, 16)
@@ -132,6 +133,7 @@ func (pc *policyCluster) waitMarkers(job string, n int64) {
 
 // TestRetriesOfATimedOutRun: a timeout is a failure, retried.
 func TestRetriesOfATimedOutRun(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 3, 2, 10, 0, 30, 0, time.UTC)
 	tick := start.Truncate(time.Minute).Add(time.Minute)
 	runs := make(chan started, 16)
@@ -165,6 +167,7 @@ func TestRetriesOfATimedOutRun(t *testing.T) {
 }
 
 func TestRetriesOptionErrors(t *testing.T) {
+	t.Parallel()
 	for _, opt := range []JobOption{WithRetries(-1, time.Second), WithRetries(3, -time.Second)} {
 		_, err := New().AddJob("* * * * *", Named("report", FuncJob(func() {}), opt))
 		if err == nil || !strings.Contains(err.Error(), `job "report"`) || !strings.Contains(err.Error(), "WithRetries(") {

@@ -16,6 +16,7 @@ import (
 // cronx returns is robfig/cron's: a program that mixes the two packages
 // during a migration compiles and behaves alike.
 func TestRobfigValuesPassBothWays(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	var logger cron.Logger = cron.PrintfLogger(log.New(&out, "", 0))
 	var parser cron.Parser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)

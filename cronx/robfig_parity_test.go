@@ -8,6 +8,7 @@ import (
 	"go/format"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	pathpkg "path"
@@ -16,6 +17,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,13 +33,17 @@ var robfigPackageClause = regexp.MustCompile(`(?m)^package cron$`)
 
 // TestRobfigParity runs robfig/cron v3.0.1's own test suite, from the module
 // cache, against cronx: in a throwaway module it puts cronx's source files
-// next to robfig's test files, renamed to package cronx, and runs go test
-// there. robfig's tests are internal tests: those that touch a Cron's
-// unexported fields (c.location, c.parser) check cronx's, and those that
-// reach robfig's own unexported names are left out, as robfigInternal lists.
+// next to robfig's test files, renamed to package cronx, builds that test
+// binary once and runs it. robfig's tests are internal tests: those that
+// touch a Cron's unexported fields (c.location, c.parser) check cronx's, and
+// those that reach robfig's own unexported names are left out, as
+// robfigInternal lists.
 //
-// The suite sleeps on the wall clock (about 40 s); -short skips it.
+// The suite sleeps on the wall clock, about 40 s one test after another; its
+// tests run in shards side by side, alone and coordinated at once, each
+// coordinated shard a scheduler of its own. -short skips it.
 func TestRobfigParity(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs robfig/cron's wall-clock test suite (about 40 s)")
 	}
@@ -68,22 +74,42 @@ replace github.com/batonhq/baton => %s
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(work, "go.sum"), sums)
+	bin := buildSuite(t, goTool, work)
 
 	// Alone, cronx must be robfig/cron. Coordinated through etcd, a cluster
 	// of one must behave the same: on time, same entries, same Stop.
 	t.Run("alone", func(t *testing.T) {
-		robfigSuite{t: t, goTool: goTool, dir: work}.check()
+		t.Parallel()
+		robfigSuite{t: t, goTool: goTool, bin: bin}.check()
 	})
 	t.Run("coordinated", func(t *testing.T) {
-		srv, stop, err := etcdtest.StartMain()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stop()
-		env := []string{"BATON_ETCD_ENDPOINTS=" + srv.Endpoint(), "BATON_TTL=2"}
-		robfigSuite{t: t, goTool: goTool, dir: work, env: env}.check()
+		t.Parallel()
+		space := etcdtest.Shared(t)
+		robfigSuite{t: t, goTool: goTool, bin: bin, env: append(space.Env(), "BATON_TTL=2"), space: space}.check()
 	})
 }
+
+// buildSuite compiles the throwaway module's tests, with -race if this test
+// binary was built with it, so that robfig's suite runs under the race
+// detector too.
+func buildSuite(t *testing.T, goTool, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "cronxparity.test")
+	args := []string{"test", "-c", "-o", bin}
+	if raceEnabled() {
+		args = append(args, "-race")
+	}
+	if out, err := goCommand(t, goTool, dir, args...).CombinedOutput(); err != nil {
+		// A build error: a test that reaches one of robfig's unexported
+		// names and is not in robfigInternal, or cronx lost a name.
+		t.Fatalf("robfig/cron's tests do not compile against cronx (go test -c in %s): %v\n%s", dir, err, out)
+	}
+	return bin
+}
+
+// suiteShards is how many processes run robfig's suite side by side: its
+// tests mostly sleep, so more shards than cores still shorten it.
+const suiteShards = 4
 
 // check runs the whole suite and fails the test unless every test passes,
 // allowing the timing-sensitive ones a rerun.
@@ -91,7 +117,21 @@ func (suite robfigSuite) check() {
 	t := suite.t
 	started := time.Now()
 	tests := suite.list()
-	first := suite.run("")
+	shards := make([][]string, suiteShards)
+	for i, name := range tests {
+		shards[i%suiteShards] = append(shards[i%suiteShards], name)
+	}
+	runs := make([]suiteRun, suiteShards)
+	var wg sync.WaitGroup
+	for i, shard := range shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[i] = suite.run(i, "^("+strings.Join(shard, "|")+")$")
+		}()
+	}
+	wg.Wait()
+	first := mergeRuns(runs)
 	var retried []string
 	for _, name := range tests {
 		if first.passed[name] {
@@ -102,7 +142,7 @@ func (suite robfigSuite) check() {
 			reason, sensitive = coordinatedWindows, true
 		}
 		if !sensitive || !first.failed[name] {
-			t.Fatalf("robfig/cron's %s does not pass against cronx (go test in %s):\n%s", name, suite.dir, first.report(name))
+			t.Fatalf("robfig/cron's %s does not pass against cronx (%s):\n%s", name, suite.bin, first.report(name))
 		}
 		t.Logf("%s failed; it is timing-sensitive (%s), so it runs again alone:\n%s", name, reason, first.report(name))
 		if !suite.passesAlone(name) {
@@ -114,8 +154,8 @@ func (suite robfigSuite) check() {
 	if len(retried) > 0 {
 		again = strings.Join(retried, ", ")
 	}
-	t.Logf("robfig/cron's %d tests pass against cronx in %v; run again: %s",
-		len(tests), time.Since(started).Round(time.Second), again)
+	t.Logf("robfig/cron's %d tests pass against cronx in %v, in %d shards; run again: %s",
+		len(tests), time.Since(started).Round(time.Second), suiteShards, again)
 }
 
 // timingSensitive lists the tests of robfig/cron that fail now and then
@@ -139,22 +179,21 @@ const millisecondWindows = "its subtests give goroutines 2 to 5 ms to run, and o
 const coordinatedWindows = "coordinated, a new Cron's first run waits for its election and its claim in etcd, " +
 	"which a loaded machine can hold up past robfig's one-second windows"
 
-// robfigSuite runs the test suite in the throwaway module.
+// robfigSuite runs the test suite's binary.
 type robfigSuite struct {
 	t      *testing.T
 	goTool string
-	dir    string
-	env    []string // added to the environment of go test
+	bin    string
+	env    []string        // added to the environment of the binary
+	space  *etcdtest.Space // coordinated: the etcd key space the shards share
 }
 
 // list returns the names of the suite's top-level tests and examples.
 func (s robfigSuite) list() []string {
 	s.t.Helper()
-	out, err := goCommand(s.t, s.goTool, s.dir, s.args("-list", ".")...).CombinedOutput()
+	out, err := exec.CommandContext(s.t.Context(), s.bin, "-test.list", ".").CombinedOutput()
 	if err != nil {
-		// A build error: a test that reaches one of robfig's unexported
-		// names and is not in robfigInternal, or cronx lost a name.
-		s.t.Fatalf("robfig/cron's tests do not compile against cronx (go test -list in %s): %v\n%s", s.dir, err, out)
+		s.t.Fatalf("%s -test.list: %v\n%s", s.bin, err, out)
 	}
 	var names []string
 	for _, line := range strings.Split(string(out), "\n") {
@@ -163,7 +202,7 @@ func (s robfigSuite) list() []string {
 		}
 	}
 	if len(names) == 0 {
-		s.t.Fatalf("go test -list in %s found no tests:\n%s", s.dir, out)
+		s.t.Fatalf("%s -test.list found no tests:\n%s", s.bin, out)
 	}
 	return names
 }
@@ -172,7 +211,7 @@ func (s robfigSuite) list() []string {
 // whether it passed.
 func (s robfigSuite) passesAlone(name string) bool {
 	for range 3 {
-		r := s.run("^" + name + "$")
+		r := s.run(suiteShards, "^"+name+"$")
 		if r.passed[name] {
 			return true
 		}
@@ -181,32 +220,42 @@ func (s robfigSuite) passesAlone(name string) bool {
 	return false
 }
 
-// run runs the tests matching pattern, all of them if it is empty.
-func (s robfigSuite) run(pattern string) suiteRun {
+// run runs the tests matching pattern as shard n: coordinated, each shard
+// is a scheduler of its own, under a prefix of its own, as a separate
+// cluster would be.
+func (s robfigSuite) run(n int, pattern string) suiteRun {
 	s.t.Helper()
-	args := []string{"-json", "-count=1", "-timeout=5m"}
-	if pattern != "" {
-		args = append(args, "-run", pattern)
+	cmd := exec.CommandContext(s.t.Context(), s.goTool, "tool", "test2json", "-t", s.bin,
+		"-test.v=test2json", "-test.count=1", "-test.timeout=5m", "-test.run", pattern)
+	cmd.Dir = filepath.Dir(s.bin)
+	cmd.Env = append(os.Environ(), s.env...)
+	if s.space != nil {
+		cmd.Env = append(cmd.Env, "BATON_PREFIX="+s.space.BatonPrefix(fmt.Sprintf("/shard%d", n)))
 	}
-	cmd := goCommand(s.t, s.goTool, s.dir, s.args(append(args, ".")...)...)
-	cmd.Env = append(cmd.Env, s.env...)
 	out, _ := cmd.CombinedOutput()
 	// The exit status adds nothing: a test that neither passed nor
 	// failed (a build error, a crash) is reported from the output.
 	return parseSuiteRun(out)
 }
 
-// args returns the arguments of go test, with -race if this test binary was
-// built with it, so that robfig's suite runs under the race detector too.
-func (s robfigSuite) args(extra ...string) []string {
-	args := []string{"test"}
-	if raceEnabled() {
-		args = append(args, "-race")
+// mergeRuns is the outcome of several runs of distinct tests.
+func mergeRuns(runs []suiteRun) suiteRun {
+	all := suiteRun{passed: map[string]bool{}, failed: map[string]bool{}, output: map[string]*strings.Builder{}}
+	for _, r := range runs {
+		maps.Copy(all.passed, r.passed)
+		maps.Copy(all.failed, r.failed)
+		for name, o := range r.output {
+			if all.output[name] == nil {
+				all.output[name] = &strings.Builder{}
+			}
+			all.output[name].WriteString(o.String())
+		}
 	}
-	return append(args, extra...)
+	return all
 }
 
-// suiteRun is the outcome of one go test -json run.
+// suiteRun is the outcome of one run of the suite's binary, as test2json
+// reports it.
 type suiteRun struct {
 	passed, failed map[string]bool
 	output         map[string]*strings.Builder // by top-level test; "" is the rest

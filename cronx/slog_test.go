@@ -9,6 +9,7 @@ import (
 )
 
 func TestSlogLoggerLevels(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	l := SlogLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	l.Info("wake", "now", 1)

@@ -10,6 +10,7 @@ import (
 // A spec that does not parse is an error that names the spec, whichever way
 // it reaches the parser; robfig/cron's parser says what is wrong with it.
 func TestParseErrorsNameTheSpec(t *testing.T) {
+	t.Parallel()
 	seconds := NewParser(Second | Minute | Hour | Dom | Month | Dow | Descriptor)
 	tests := []struct {
 		parser Parser
@@ -64,6 +65,7 @@ func (nilParser) Parse(string) (Schedule, error) { return nil, nil }
 // A parser that panics or returns no schedule costs an error, not the
 // program: its schedule would be used in the run loop's goroutine.
 func TestAddFuncSurvivesParserFaults(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		parser ScheduleParser
 		want   string
@@ -80,6 +82,7 @@ func TestAddFuncSurvivesParserFaults(t *testing.T) {
 
 // Descriptors are the specs the package documentation says they abbreviate.
 func TestDescriptors(t *testing.T) {
+	t.Parallel()
 	seconds := NewParser(Second | Minute | Hour | Dom | Month | Dow)
 	for descriptor, spec := range map[string]string{
 		"@yearly":   "0 0 0 1 1 *",
@@ -114,6 +117,7 @@ func TestDescriptors(t *testing.T) {
 // as one in time.Local does, instead of crashing the program: robfig's Next
 // panics on a nil Location.
 func TestSpecScheduleWithoutLocation(t *testing.T) {
+	t.Parallel()
 	every := ^uint64(0) // every value of a field
 	s := &SpecSchedule{Second: 1, Minute: 1 << 30, Hour: every, Dom: every, Month: every, Dow: every}
 	fake := clock.NewFake(t0)
@@ -135,6 +139,7 @@ func TestSpecScheduleWithoutLocation(t *testing.T) {
 // robfig/cron rounds it: down to the second, and up to one second. (baton
 // crontab refuses such intervals instead.)
 func TestEveryRoundsAsRobfig(t *testing.T) {
+	t.Parallel()
 	for spec, want := range map[string]time.Duration{
 		"@every 0s":     time.Second,
 		"@every 1500ms": time.Second,

@@ -13,6 +13,7 @@ import (
 // with ErrTimeout, and the run is in the history as timed out, once. The
 // Cron's WithJobOptions timeout applies to every job; a job's own wins.
 func TestTimeoutEndsTheRunAndRecordsIt(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 3, 2, 10, 0, 30, 0, time.UTC)
 	tick := start.Truncate(time.Minute).Add(time.Minute)
 	runs := make(chan started, 16)
@@ -57,6 +58,7 @@ func TestTimeoutEndsTheRunAndRecordsIt(t *testing.T) {
 // TestTimeoutOptionErrors checks that a negative timeout is an error naming
 // the job.
 func TestTimeoutOptionErrors(t *testing.T) {
+	t.Parallel()
 	c := New()
 	_, err := c.AddJob("* * * * *", Named("report", FuncJob(func() {}), WithTimeout(-time.Second)))
 	if err == nil || !strings.Contains(err.Error(), `job "report"`) || !strings.Contains(err.Error(), "WithTimeout(-1s)") {

@@ -15,6 +15,7 @@ import (
 // application needs and can find: every exported name of the package
 // appears in the package documentation or in an example.
 func TestEveryExportedNameIsShown(t *testing.T) {
+	t.Parallel()
 	var shown strings.Builder
 	examples, err := filepath.Glob("example*_test.go")
 	if err != nil {

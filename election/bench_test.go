@@ -33,7 +33,7 @@ func reportPercentiles(b *testing.B, samples []time.Duration) {
 //
 //	go test -run '^$' -bench Handover -benchtime 200x ./election/
 func BenchmarkHandover(b *testing.B) {
-	srv := etcdtest.Start(b)
+	srv := etcdtest.Shared(b)
 	cli := srv.Client(b)
 	elected := make(chan time.Time, 1)
 	resign := make(chan struct{})
@@ -94,11 +94,11 @@ func BenchmarkHandover(b *testing.B) {
 //	go test -run '^$' -bench CrashFailover -benchtime 5x ./election/
 func BenchmarkCrashFailover(b *testing.B) {
 	const ttl = 2 * time.Second
-	srv := etcdtest.Start(b)
+	srv := etcdtest.Shared(b)
 	var samples []time.Duration
 	for i := 0; i < b.N; i++ {
 		proxy := etcdtest.NewProxy(b, srv.Addr())
-		victim := etcdtest.NewClient(b, proxy.Endpoint())
+		victim := srv.NewClient(b, proxy.Endpoint())
 		ctx, cancel := context.WithCancel(context.Background())
 		elected := make(chan time.Time, 2)
 		var wg sync.WaitGroup
@@ -155,15 +155,21 @@ func (c *rpcCounter) snapshot() map[string]int {
 	return m
 }
 
-func countingClient(t testing.TB, endpoint string) (*clientv3.Client, *rpcCounter) {
+// countingClient is a client of srv whose calls are counted: a member of
+// the test's own, with no auth, whose clients make no call but the test's.
+func countingClient(t testing.TB, srv *etcdtest.Member) (*clientv3.Client, *rpcCounter) {
 	c := &rpcCounter{calls: map[string]int{}}
-	return etcdtest.CountingClient(t, endpoint, func(method string, _ any) { c.add(method) }), c
+	return etcdtest.CountingClient(t, srv.Endpoint(), func(method string, _ any) { c.add(method) }), c
 }
 
 // TestIdleFollowerCostsOnlyKeepalivesAndOneWatch checks that a follower does
 // not poll: over several TTLs it sends etcd nothing but lease keepalives and
 // holds one watch stream.
 func TestIdleFollowerCostsOnlyKeepalivesAndOneWatch(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
 	// Longer than a pause of the test process, which runs the etcd server:
 	// a session lapsed in a pause would make the follower campaign anew.
 	const ttl = 6 * time.Second
@@ -171,7 +177,7 @@ func TestIdleFollowerCostsOnlyKeepalivesAndOneWatch(t *testing.T) {
 	leader := startCandidate(t, srv.Client(t), "idle", "leader", WithTTL(ttl))
 	waitFor(t, leader.terms, 5*time.Second, "leader elected")
 
-	cli, counter := countingClient(t, srv.Endpoint())
+	cli, counter := countingClient(t, srv)
 	follower := startCandidate(t, cli, "idle", "follower", WithTTL(ttl))
 	// The follower queues: a watch, its key, one read of who is ahead.
 	eventually(t, 5*time.Second, "follower to queue", func() bool {

@@ -23,7 +23,7 @@ type claimResult struct {
 
 // raceClaims runs n claimants, each on a client of its own, released at the
 // same moment; claimant i claims seq(i) at key.
-func raceClaims(t *testing.T, srv *etcdtest.Member, key string, n int, seq func(i int) int64) []claimResult {
+func raceClaims(t *testing.T, srv *etcdtest.Space, key string, n int, seq func(i int) int64) []claimResult {
 	t.Helper()
 	clients := make([]*clientv3.Client, n)
 	for i := range clients {
@@ -55,7 +55,8 @@ func lastClaim(t *testing.T, cli *clientv3.Client, key string) (int64, string) {
 }
 
 func TestClaimSeqOnceAcrossReplicas(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx := deadlineCtx(t, 10*time.Second)
 	const key = "/t/jobs/s/report/last"
@@ -112,7 +113,8 @@ func TestClaimSeqOnceAcrossReplicas(t *testing.T) {
 // Claimants of different sequences race on a key nobody claimed yet: each
 // success must have raised the stored sequence, and the highest must win.
 func TestClaimSeqFirstClaimRace(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	const key = "/t/jobs/s/fresh/last"
 	const n = 10
@@ -159,7 +161,8 @@ func TestClaimSeqFirstClaimRace(t *testing.T) {
 }
 
 func TestClaimUnderTermFailsForDeposedLeader(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx := deadlineCtx(t, 20*time.Second)
 	const key = "/t/jobs/s/report/last"
@@ -202,7 +205,8 @@ func TestClaimUnderTermFailsForDeposedLeader(t *testing.T) {
 }
 
 func TestClaimBadInput(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx := deadlineCtx(t, 10*time.Second)
 	for _, tc := range []struct {

@@ -76,6 +76,7 @@ func TestConnectionFromEnv(t *testing.T) {
 }
 
 func TestClientConfig(t *testing.T) {
+	t.Parallel()
 	pki := newTestPKI(t)
 	noPEM := filepath.Join(t.TempDir(), "empty-ca.pem")
 	if err := os.WriteFile(noPEM, []byte("not a certificate\n"), 0o600); err != nil {
@@ -182,6 +183,7 @@ func TestUnreachableEtcdFailsWithinTheDeadline(t *testing.T) {
 // Run does not give up while etcd is down, is elected once it is back, and
 // returns promptly when its context ends at any point.
 func TestElectorRunWaitsOutAnOutage(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
 	srv.Stop()
@@ -228,6 +230,7 @@ func TestElectorRunWaitsOutAnOutage(t *testing.T) {
 }
 
 func TestElectorRunStopsPromptlyWhileUnreachable(t *testing.T) {
+	t.Parallel()
 	cli := etcdtest.NewClient(t, closedEndpoint(t))
 	e, err := New(cli, "jobs", WithIdentity("a"), WithTTL(2*time.Second))
 	if err != nil {
@@ -287,6 +290,7 @@ func (r *logRecorder) count(msg string) int {
 // backoff, rather than wait silently inside one grant for as long as the
 // outage lasts.
 func TestElectorRunLogsWhileUnreachable(t *testing.T) {
+	t.Parallel()
 	cli := etcdtest.NewClient(t, closedEndpoint(t))
 	rec := &logRecorder{seen: make(chan struct{}, 1)}
 	e, err := New(cli, "jobs", WithIdentity("a"), WithTTL(2*time.Second), WithLogger(slog.New(rec)))
@@ -448,6 +452,7 @@ func failsWithin(t *testing.T, cli *clientv3.Client, d time.Duration) error {
 }
 
 func TestTLSClientCertificates(t *testing.T) {
+	t.Parallel()
 	pki := newTestPKI(t)
 	srv := etcdtest.StartTLS(t, etcdtest.TLS{CertFile: pki.serverCert, KeyFile: pki.serverKey, TrustedCAFile: pki.ca})
 
@@ -484,6 +489,7 @@ func TestTLSClientCertificates(t *testing.T) {
 }
 
 func TestAuthUsernamePassword(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	root := srv.Client(t)
 	ctx := deadlineCtx(t, 10*time.Second)

@@ -32,9 +32,10 @@ func (c readClock) Now() time.Time {
 // which is after the send, so only the send time is safe: the session ends
 // at that deadline when no later keepalive gets through.
 func TestSessionDeadlineCountsFromTheKeepalivesSendTime(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	proxy := etcdtest.NewProxy(t, srv.Addr())
-	cli := etcdtest.NewClient(t, proxy.Endpoint())
+	cli := srv.NewClient(t, proxy.Endpoint())
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := readClock{Fake: clock.NewFake(start), reads: make(chan time.Time, 1)}
 	const ttl, margin = 30 * time.Second, 600 * time.Millisecond // the real lease outlasts any pause of the test

@@ -83,7 +83,8 @@ func (c *candidate) wait(t *testing.T) error {
 }
 
 func TestElectionOneLeaderAndGracefulHandover(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	// A TTL far longer than the wait for b: only a resignation hands over
 	// in time, not the expiry of a's lease.
 	a := startCandidate(t, srv.Client(t), "jobs", "a", WithTTL(time.Minute))
@@ -154,7 +155,7 @@ func checkNoLeaks(t *testing.T) {
 }
 
 func TestRunReturnsAfterLeadReturnsAndResigns(t *testing.T) {
-	srv := etcdtest.Start(t)
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	a := startCandidate(t, cli, "once", "a")
 	ta := waitFor(t, a.terms, 5*time.Second, "a elected")
@@ -172,11 +173,16 @@ func TestRunReturnsAfterLeadReturnsAndResigns(t *testing.T) {
 // TestPartitionedLeaderStopsBeforeSuccessorStarts is G2: the old leader's
 // context is done before any other candidate can be elected.
 func TestPartitionedLeaderStopsBeforeSuccessorStarts(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
 	for run := 0; run < 3; run++ {
 		t.Run(fmt.Sprint("run", run), func(t *testing.T) {
-			srv := etcdtest.Start(t)
+			t.Parallel()
+			srv := etcdtest.Shared(t)
 			proxy := etcdtest.NewProxy(t, srv.Addr())
-			a := startCandidate(t, etcdtest.NewClient(t, proxy.Endpoint()), "part", "a")
+			a := startCandidate(t, srv.NewClient(t, proxy.Endpoint()), "part", "a")
 			ta := waitFor(t, a.terms, 5*time.Second, "a elected")
 			b := startCandidate(t, srv.Client(t), "part", "b")
 
@@ -243,6 +249,7 @@ func TestCandidateRecampaignsAfterEtcdLosesItsData(t *testing.T) {
 }
 
 func TestObserveReportsLeadersAndNoLeader(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -295,6 +302,7 @@ func TestObserveReportsLeadersAndNoLeader(t *testing.T) {
 // elects a new raft leader, and baton still has exactly one leader, which
 // keeps its term if it keeps its session.
 func TestLeadershipSurvivesLossOfTheRaftLeader(t *testing.T) {
+	t.Parallel()
 	cluster := etcdtest.StartCluster(t, 3)
 	a := startCandidate(t, cluster.Client(t), "quorum", "a")
 	ta := waitFor(t, a.terms, 10*time.Second, "a elected")

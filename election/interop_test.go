@@ -26,7 +26,8 @@ func plainSession(t *testing.T, cli *clientv3.Client) *concurrency.Session {
 }
 
 func TestInteropElectionBatonLeadsPlainWaits(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	ctx := deadlineCtx(t, 20*time.Second)
 	const queue = "/t/election/jobs/"
 
@@ -63,7 +64,8 @@ func TestInteropElectionBatonLeadsPlainWaits(t *testing.T) {
 }
 
 func TestInteropElectionPlainLeadsBatonWaits(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	ctx := deadlineCtx(t, 20*time.Second)
 	cli := srv.Client(t)
 
@@ -113,7 +115,8 @@ func TestInteropElectionPlainLeadsBatonWaits(t *testing.T) {
 }
 
 func TestInteropMutexBatonHoldsPlainWaits(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx := deadlineCtx(t, 20*time.Second)
 	m := newTestMutex(t, cli, "report", "baton")
@@ -146,7 +149,8 @@ func TestInteropMutexBatonHoldsPlainWaits(t *testing.T) {
 }
 
 func TestInteropMutexPlainHoldsBatonWaits(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx := deadlineCtx(t, 20*time.Second)
 	plain := concurrency.NewMutex(plainSession(t, srv.Client(t)), "/t/lock/report")

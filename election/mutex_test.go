@@ -77,7 +77,8 @@ func lockAsync(ctx context.Context, m *Mutex) <-chan error {
 }
 
 func TestMutexLockExcludesUntilUnlock(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	const queue = "/t/lock/report/"
 	a := newTestMutex(t, cli, "report", "a")
@@ -127,7 +128,8 @@ func TestMutexLockExcludesUntilUnlock(t *testing.T) {
 }
 
 func TestMutexFenceGuardsWritesOfDeposedHolder(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx := deadlineCtx(t, 20*time.Second)
 	m := newTestMutex(t, cli, "ledger", "a")
@@ -236,7 +238,8 @@ func revokeLeaseOf(t *testing.T, cli *clientv3.Client, key string) {
 }
 
 func TestMutexContextEndsWithTheHold(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx := deadlineCtx(t, 20*time.Second)
 	m := newTestMutex(t, cli, "job", "a")
@@ -292,7 +295,8 @@ func TestMutexContextEndsWithTheHold(t *testing.T) {
 // lease still lives on the server must not block the same Mutex's next Lock
 // or TryLock until the server expires the old lease.
 func TestMutexRelockAfterLocalExpiry(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx := deadlineCtx(t, 20*time.Second)
 	fake := clock.NewFake(time.Unix(1_000_000, 0))
@@ -321,7 +325,8 @@ func TestMutexRelockAfterLocalExpiry(t *testing.T) {
 }
 
 func TestMutexLockCancelledWhileWaitingLeavesNoKey(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	const queue = "/t/lock/job/"
 	ctx := deadlineCtx(t, 20*time.Second)
@@ -373,7 +378,8 @@ func TestMutexLockCancelledWhileWaitingLeavesNoKey(t *testing.T) {
 }
 
 func TestMutexMisuse(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx := deadlineCtx(t, 20*time.Second)
 	m := newTestMutex(t, cli, "job", "a")
@@ -406,7 +412,8 @@ func TestMutexMisuse(t *testing.T) {
 }
 
 func TestMutexOwnedAndHolder(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx := deadlineCtx(t, 20*time.Second)
 	a := newTestMutex(t, cli, "job", "web-1")

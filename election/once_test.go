@@ -13,7 +13,11 @@ import (
 // it is held; a released claim frees the key at
 // once; a recorded success excludes others for the window, and no longer.
 func TestOnceClaim(t *testing.T) {
-	m := etcdtest.Start(t)
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
+	m := etcdtest.Shared(t)
 	cli := m.Client(t)
 	// Sessions and a window longer than a pause of the test process, which
 	// runs etcd: a lease lapsed in a pause would free the key early.
@@ -64,6 +68,7 @@ func TestOnceClaim(t *testing.T) {
 }
 
 func TestOnceClaimBadInput(t *testing.T) {
+	t.Parallel()
 	cli := etcdtest.NewClient(t, closedEndpoint(t)) // never dialled: validation comes first
 	for _, tc := range []struct {
 		key    string

@@ -15,9 +15,10 @@ import (
 // deadline is the send time of the last acknowledged keepalive plus the TTL
 // less the margin, and the session ends exactly when it passes.
 func TestSessionDeadlineFollowsAcknowledgedKeepalives(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	proxy := etcdtest.NewProxy(t, srv.Addr())
-	cli := etcdtest.NewClient(t, proxy.Endpoint())
+	cli := srv.NewClient(t, proxy.Endpoint())
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	fake := clock.NewFake(start)
 	const ttl, margin = 30 * time.Second, 600 * time.Millisecond // the real lease outlasts any pause of the test
@@ -61,7 +62,7 @@ func TestSessionDeadlineFollowsAcknowledgedKeepalives(t *testing.T) {
 }
 
 func TestSessionEndsWhenItsLeaseIsRevoked(t *testing.T) {
-	srv := etcdtest.Start(t)
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	// A TTL longer than a pause of the test: the session ends of
 	// the revoke, which its next keepalive (every TTL/3) finds, and not of
@@ -84,7 +85,7 @@ func TestSessionEndsWhenItsLeaseIsRevoked(t *testing.T) {
 }
 
 func TestSessionCloseRevokesTheLease(t *testing.T) {
-	srv := etcdtest.Start(t)
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	// A TTL longer than a pause of the test: the key goes with the Close,
 	// and the session ends of it, not of its own deadline.

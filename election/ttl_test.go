@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseTTL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want time.Duration
@@ -45,7 +46,7 @@ func TestParseTTL(t *testing.T) {
 // TestEnvironmentTTLTakesADuration sets BATON_TTL=3s, as the baton command's
 // --ttl takes it: the session's lease has a TTL of 3 seconds.
 func TestEnvironmentTTLTakesADuration(t *testing.T) {
-	m := etcdtest.Start(t)
+	m := etcdtest.Shared(t)
 	cli := m.Client(t)
 	t.Setenv("BATON_TTL", "3s")
 	s, err := NewSession(deadlineCtx(t, 5*time.Second), cli)

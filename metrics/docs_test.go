@@ -99,6 +99,7 @@ type grafanaPanel struct {
 // metrics, every one of them is on it, and its queries are PromQL that
 // Prometheus parses (as recording rules, through promtool check rules).
 func TestDashboardShowsTheMetricsThatExist(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(dashboardFile)
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +168,7 @@ func TestDashboardShowsTheMetricsThatExist(t *testing.T) {
 // of package metrics, pass promtool check rules and their unit tests, and
 // the README shows them as they are.
 func TestAlertRulesQueryMetricsThatExist(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(rulesFile)
 	if err != nil {
 		t.Fatal(err)

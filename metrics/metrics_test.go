@@ -69,7 +69,8 @@ func atLeast1(v float64) bool { return v >= 1 }
 // a job that succeeds, one that fails and one that is paused, and reads the
 // metrics a Prometheus server would scrape.
 func TestMetricsOfARealScheduler(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	reg := prometheus.NewRegistry()
 	obs, err := New(reg)
@@ -124,6 +125,7 @@ func TestMetricsOfARealScheduler(t *testing.T) {
 // TestDroppedEventsAreCounted: events an observer's full queue dropped are
 // counted.
 func TestDroppedEventsAreCounted(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	obs, err := New(reg)
 	if err != nil {
@@ -139,6 +141,7 @@ func TestDroppedEventsAreCounted(t *testing.T) {
 // metrics; a registry with a different metric of one of the names is an
 // error, as is a nil one.
 func TestNewTwiceOnOneRegistryShares(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	a, err := New(reg)
 	if err != nil {
@@ -166,6 +169,7 @@ func TestNewTwiceOnOneRegistryShares(t *testing.T) {
 
 // TestEveryReasonIsALabel: each reason has its own label value.
 func TestEveryReasonIsALabel(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for _, r := range cronx.Reasons() {
 		s := r.String()

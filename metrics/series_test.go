@@ -78,7 +78,8 @@ func waitSeries(t *testing.T, reg *prometheus.Registry, name string, match map[s
 // reasons are those of its mode and overlap policy: no_leader in leader
 // mode, claimed_elsewhere in claim mode, overlap under Forbid.
 func TestSeriesExistFromRegistration(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	reg := prometheus.NewRegistry()
 	obs, err := New(reg)
@@ -144,6 +145,7 @@ func TestSeriesExistFromRegistration(t *testing.T) {
 // whose writes etcd refuses (a reload) makes its own series without
 // resetting the scheduler's; refusal and acceptance set the refused gauge.
 func TestJobAddedLeavesValuesAlone(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	obs, err := New(reg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 // time zone with no schedule after it) gives no next run instead of taking
 // the page down.
 func TestNextRunOfUnparsableSpec(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
 	for _, spec := range []string{"TZ=UTC", "CRON_TZ=Europe/Paris", "*/5 * *"} {
 		if next := NextRun(spec, time.Time{}, now); !next.IsZero() {

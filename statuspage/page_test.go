@@ -40,7 +40,8 @@ func get(t *testing.T, h http.Handler, method string) (int, http.Header, string)
 // shows its leader, each job's schedule, a triggered run with its instance
 // and outcome, and a pause, and reloads itself.
 func TestPageShowsLeaderJobsRunsAndPause(t *testing.T) {
-	m := etcdtest.Start(t)
+	t.Parallel()
+	m := etcdtest.Shared(t)
 	cli := m.Client(t)
 	ran := make(chan struct{}, 4)
 	c := cronx.New(cronx.WithEtcd(cli), cronx.WithName("web"),
@@ -113,7 +114,8 @@ func TestPageShowsLeaderJobsRunsAndPause(t *testing.T) {
 // from etcd, which anyone with access may write; the page shows them as
 // text, never as markup.
 func TestPageEscapesWhatEtcdHolds(t *testing.T) {
-	m := etcdtest.Start(t)
+	t.Parallel()
+	m := etcdtest.Shared(t)
 	cli := m.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -169,6 +171,7 @@ func TestPageEscapesWhatEtcdHolds(t *testing.T) {
 // TestPageSaysEtcdIsDown: with etcd down the page answers 503 with the
 // error within its timeout, and keeps reloading.
 func TestPageSaysEtcdIsDown(t *testing.T) {
+	t.Parallel()
 	m := etcdtest.Start(t)
 	cli := m.Client(t)
 	page, err := New(cli, "/baton", WithTimeout(time.Second))
@@ -190,7 +193,8 @@ func TestPageSaysEtcdIsDown(t *testing.T) {
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
-	m := etcdtest.Start(t)
+	t.Parallel()
+	m := etcdtest.Shared(t)
 	cli := m.Client(t)
 	for _, tc := range []struct {
 		name string

@@ -11,6 +11,7 @@ import (
 // TestPageShowsTicksNotRunByReason: the counts of a job's ticks not run
 // are shown by reason, in the order of cronx.Reasons, and "none" without.
 func TestPageShowsTicksNotRunByReason(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	snap := &Snapshot{Prefix: "/baton", Schedulers: []Scheduler{{Name: "crontab", Jobs: []Job{
 		{Name: "report", Spec: "@hourly", NotRun: map[string]int{"paused": 2, "no_leader": 1}},
@@ -55,6 +56,7 @@ func TestPageShowsNoCommandLine(t *testing.T) {
 }
 
 func TestWhen(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		d    time.Duration

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/internal/testbin"
 )
 
 // TestMain lets this test binary serve as the harness's worker, as the
@@ -46,9 +47,9 @@ func TestFiguresSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd and baton processes")
 	}
-	baton := filepath.Join(t.TempDir(), "baton")
-	// Built as convox/cmd/baton's tests build it, to share their build cache.
-	if err := buildBaton(context.Background(), baton, true); err != nil {
+	// The build convox/cmd/baton's tests run.
+	baton, err := testbin.Path(testbin.Build{Pkg: "./convox/cmd/baton"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range figures {

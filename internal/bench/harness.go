@@ -34,7 +34,7 @@ func newHarness(ctx context.Context, cfg config, stderr io.Writer) (*harness, er
 	if h.baton == "" {
 		h.baton = filepath.Join(dir, "baton")
 		h.logf("building baton")
-		if err := buildBaton(ctx, h.baton, false); err != nil {
+		if err := buildBaton(ctx, h.baton); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}
@@ -43,12 +43,8 @@ func newHarness(ctx context.Context, cfg config, stderr io.Writer) (*harness, er
 }
 
 // buildBaton builds the baton command of this checkout into out.
-func buildBaton(ctx context.Context, out string, race bool) error {
-	args := []string{"build", "-o", out}
-	if race {
-		args = append(args, "-race")
-	}
-	args = append(args, "github.com/batonhq/baton/convox/cmd/baton")
+func buildBaton(ctx context.Context, out string) error {
+	args := []string{"build", "-o", out, "github.com/batonhq/baton/convox/cmd/baton"}
 	b, err := exec.CommandContext(ctx, "go", args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, b)

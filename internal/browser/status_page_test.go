@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/testbin"
 	"github.com/chromedp/chromedp"
 )
 
@@ -32,13 +33,13 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// buildBaton builds the baton command into dir.
-func buildBaton(t *testing.T, dir string) string {
+// buildBaton returns the baton command, as the main module's tests build it
+// (testbin).
+func buildBaton(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(dir, "baton")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/batonhq/baton/convox/cmd/baton")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build baton: %v\n%s", err, out)
+	bin, err := testbin.Path(testbin.Build{Pkg: "./convox/cmd/baton"})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -141,7 +142,7 @@ func waitText(t *testing.T, ctx context.Context, sel, what string, d time.Durati
 func TestStatusPageInABrowser(t *testing.T) {
 	browserPath := chromium(t)
 	dir := t.TempDir()
-	bin := buildBaton(t, dir)
+	bin := buildBaton(t)
 	etcd := etcdtest.Start(t)
 	tab := filepath.Join(dir, "crontab")
 	os.WriteFile(tab, []byte("tick: */2 * * * * * echo tick\nreport: 0 0 3 * * * echo report\n"), 0o644)

@@ -387,20 +387,15 @@ func (e *etcd) Endpoints() []string {
 // refuses connections, as a dead host's port does.
 const refused = "127.0.0.1:1"
 
-// kill kills a member as kill -9 would. etcdtest's Kill stops the server at
-// once but closes its client connections only seconds later, and a request
-// sent meanwhile hangs until its deadline; a killed process's sockets are
-// reset by the kernel at once. So the member's proxy drops its connections
-// first.
+// kill kills a member as kill -9 would: the kernel resets its connections,
+// and its proxy's with them, and a new one through the proxy is refused.
 func (e *etcd) kill(m *etcdtest.Member) {
-	e.proxies[slices.Index(e.cluster.Members, m)].Retarget(refused)
 	m.Kill()
 }
 
-// restart starts a killed member again and reconnects its proxy.
+// restart starts a killed member again.
 func (e *etcd) restart(t *testing.T, m *etcdtest.Member) {
 	m.Restart(t)
-	e.proxies[slices.Index(e.cluster.Members, m)].Retarget(m.Addr())
 }
 
 // wipe kills every member, keeps etcd down for at least down, and starts a

@@ -23,6 +23,7 @@ import (
 
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/testbin"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -69,9 +70,10 @@ var schedulers = []scheduler{
 	}},
 }
 
-// batonBin is the baton command, built once, without -race: the replicas
-// must keep time, and a race-instrumented baton under a loaded CI machine
-// would not.
+// batonBin is the baton command, built without -race: the replicas must
+// keep time, and a race-instrumented baton under a loaded CI machine would
+// not. The "faults" tag lets each replica's clock be skewed
+// (clock.OffsetVar).
 var batonBin string
 
 func TestMain(m *testing.M) {
@@ -79,23 +81,13 @@ func TestMain(m *testing.M) {
 	if testing.Short() {
 		os.Exit(m.Run())
 	}
-	dir, err := os.MkdirTemp("", "baton-chaos-bin-")
+	bin, err := testbin.Path(testbin.Build{Pkg: "./convox/cmd/baton", Tags: []string{"faults"}})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	batonBin = filepath.Join(dir, "baton")
-	// The "faults" tag lets each replica's clock be skewed (clock.OffsetVar).
-	build := exec.Command("go", "build", "-tags", "faults", "-o", batonBin, "github.com/batonhq/baton/convox/cmd/baton")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build baton:", err)
-		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	batonBin = bin
+	os.Exit(m.Run())
 }
 
 // TestChaos runs three replicas of three schedulers under random faults for

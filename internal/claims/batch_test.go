@@ -14,7 +14,8 @@ import (
 // TestClaimAllIsAllOrNothing: a batch commits every claim or none, with the
 // conditions of single claims, and its claims then block single ones.
 func TestClaimAllIsAllOrNothing(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -28,7 +28,8 @@ func lastClaim(t *testing.T, cli *clientv3.Client, key string) (int64, string) {
 }
 
 func TestClaimExclusiveMarker(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx := deadlineCtx(t, 20*time.Second)
 	const (
@@ -114,7 +115,8 @@ func TestClaimExclusiveMarker(t *testing.T) {
 // can be claimed again, and the marker is gone; a claim already superseded
 // stays.
 func TestWithdrawGivesAClaimBack(t *testing.T) {
-	srv := etcdtest.Start(t)
+	t.Parallel()
+	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx := deadlineCtx(t, 10*time.Second)
 	sess, err := election.NewSession(ctx, cli, election.WithTTL(10*time.Second))

@@ -10,6 +10,7 @@ import (
 // (an idle wait) and returns once one due in time is armed; WaitDue wants
 // the exact time.
 func TestFakeWaitsForATimerByADueTime(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f := NewFake(start)
 	idle := f.NewTimer(time.Hour)

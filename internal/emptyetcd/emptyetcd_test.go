@@ -31,6 +31,7 @@ func reachable(t *testing.T, cli *clientv3.Client) {
 // is no loss; a deleted marker and a wiped member are, each said with its
 // cause.
 func TestEmptyEtcdFoundOnlyWhenTheDataIsGone(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
 	ctx := context.Background()
@@ -69,6 +70,7 @@ func TestEmptyEtcdFoundOnlyWhenTheDataIsGone(t *testing.T) {
 // TestWatchEmptyRecordsAndReports: a watcher asked to look again after a
 // wipe reports it to its callback and records it, which Last then reads.
 func TestWatchEmptyRecordsAndReports(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
 	defer cli.Close()

@@ -10,6 +10,7 @@ import (
 // from below the range the kernel hands to connections and port-0
 // listeners, so nothing else is given one before the server binds it.
 func TestFreePortsAreBelowTheEphemeralRange(t *testing.T) {
+	t.Parallel()
 	ports, err := FreePorts(6)
 	if err != nil {
 		t.Fatal(err)

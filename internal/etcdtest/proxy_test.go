@@ -16,6 +16,7 @@ func get(t *testing.T, p *Proxy, d time.Duration) error {
 }
 
 func TestProxyPassDelayBlackholeCut(t *testing.T) {
+	t.Parallel()
 	m := Start(t)
 	p := NewProxy(t, m.Addr())
 	cli := NewClient(t, p.Endpoint())
@@ -53,6 +54,7 @@ func TestProxyPassDelayBlackholeCut(t *testing.T) {
 }
 
 func TestWipedMemberComesBackEmpty(t *testing.T) {
+	t.Parallel()
 	m := Start(t)
 	cli := m.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -73,6 +75,7 @@ func TestWipedMemberComesBackEmpty(t *testing.T) {
 // TestProxyRetarget: a retargeted proxy sends its client to the new server,
 // and one pointed at a closed port refuses it.
 func TestProxyRetarget(t *testing.T) {
+	t.Parallel()
 	a, b := Start(t), Start(t)
 	if _, err := b.Client(t).Put(context.Background(), "k", "on b"); err != nil {
 		t.Fatal(err)

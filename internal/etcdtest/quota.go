@@ -16,13 +16,7 @@ import (
 // every write until space is freed and the alarm disarmed (Fill, Free).
 func StartQuota(t testing.TB, bytes int64) *Member {
 	t.Helper()
-	m := Start(t)
-	m.Stop()
-	m.mu.Lock()
-	m.quota = bytes
-	m.mu.Unlock()
-	m.Restart(t)
-	return m
+	return StartWith(t, Options{QuotaBackendBytes: bytes})
 }
 
 // fillKey is the key Fill writes to and Free deletes.

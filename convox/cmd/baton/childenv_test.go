@@ -29,6 +29,7 @@ func freeAddr(t *testing.T) string {
 // nested baton would fail to bind it), and gets the endpoints and the
 // prefix, so the nested baton reaches the same etcd under the same prefix.
 func TestNestedBatonInACommand(t *testing.T) {
+	t.Parallel()
 	etcd := etcdtest.Start(t)
 	for _, outer := range []string{"run", "crontab"} {
 		t.Run(outer, func(t *testing.T) {

@@ -41,10 +41,11 @@ func withFlags(args []string, flags ...string) []string {
 // them and never answers (a partitioned member): the live third endpoint is
 // enough, and no command waits out its dial timeout.
 func TestADeadFirstEndpointIsNotFatal(t *testing.T) {
+	t.Parallel()
 	s := startScheduler(t, map[string]string{"report": "0 0 3 * * *"})
 	hole := etcdtest.NewProxy(t, s.srv.Addr())
 	hole.Blackhole()
-	env := []string{"BATON_ETCD_ENDPOINTS=" + strings.Join([]string{closedEndpoint(t), hole.Endpoint(), s.srv.Endpoint()}, ",")}
+	env := s.srv.Env(closedEndpoint(t), hole.Endpoint(), s.srv.Endpoint())
 	ran := filepath.Join(t.TempDir(), "ran")
 	for _, tc := range []struct {
 		args []string
@@ -111,6 +112,7 @@ func etcdWithAuth(t *testing.T) *etcdtest.Member {
 // TestStatusNeedsReadAccessOnly: a user who may only read the prefix sees
 // the cluster with status, and is told, not hung, when it asks to pause.
 func TestStatusNeedsReadAccessOnly(t *testing.T) {
+	t.Parallel()
 	m := etcdWithAuth(t)
 	env := []string{"BATON_ETCD_ENDPOINTS=" + m.Endpoint(), "BATON_PREFIX=/baton/app",
 		"BATON_ETCD_USERNAME=viewer", "BATON_ETCD_PASSWORD=viewer-secret"}
@@ -128,6 +130,7 @@ func TestStatusNeedsReadAccessOnly(t *testing.T) {
 // as a user of another prefix, each exits at once with the cause; with the
 // right user, each works.
 func TestAuthFailuresAreClearAndFast(t *testing.T) {
+	t.Parallel()
 	m := etcdWithAuth(t)
 	dir := t.TempDir()
 	crontab := filepath.Join(dir, "crontab")
@@ -195,6 +198,7 @@ func TestAuthFailuresAreClearAndFast(t *testing.T) {
 // in no error and no log line, whether the URL is malformed, etcd does not
 // answer, or it does.
 func TestEndpointPasswordIsNeverEchoed(t *testing.T) {
+	t.Parallel()
 	etcd := etcdtest.Start(t)
 	tab := filepath.Join(t.TempDir(), "crontab")
 	os.WriteFile(tab, []byte("* * * * * true\n"), 0o644)

@@ -44,6 +44,7 @@ func tlsServer(t *testing.T, cert, key string) string {
 // and what to change, at once and with a failure status, from every
 // command; crontab does not wait for etcd on it.
 func TestTLSMistakesAreNamed(t *testing.T) {
+	t.Parallel()
 	cert, key := selfSigned(t)
 	other, _ := selfSigned(t)
 	port := tlsServer(t, cert, key)

@@ -31,6 +31,7 @@ func readFile(t *testing.T, path string) string {
 // TestConvoxExamples runs init and check on copies of the shipped examples:
 // they are set up, and fine.
 func TestConvoxExamples(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob("../../../examples/*/convox.yml")
 	if len(files) == 0 {
 		t.Fatal("no examples/*/convox.yml found")
@@ -75,6 +76,7 @@ services:
 `
 
 func TestConvoxInit(t *testing.T) {
+	t.Parallel()
 	path := writeManifest(t, plainApp, 0o640)
 	app := filepath.Base(filepath.Dir(path))
 	code, out := runBaton(t, nil, "convox", "init", path)
@@ -130,6 +132,7 @@ func TestConvoxInit(t *testing.T) {
 // how to set them and deploy, and leaves both files fine for check and for
 // a second init.
 func TestConvoxInitEtcdApp(t *testing.T) {
+	t.Parallel()
 	path := writeManifest(t, plainApp, 0o644)
 	etcdFile := filepath.Join(filepath.Dir(path), "convox.etcd.yml")
 	code, out := runBaton(t, nil, "convox", "init", "--etcd-app", "shop-etcd", "--app", "shop", "--storage", "efs", path)
@@ -191,6 +194,7 @@ func TestConvoxInitEtcdApp(t *testing.T) {
 // TestConvoxInitSecondAppOnOneEtcdApp: an app pointed at an etcd app made
 // for another one is told how to get a user of its own there.
 func TestConvoxInitSecondAppOnOneEtcdApp(t *testing.T) {
+	t.Parallel()
 	shop := writeManifest(t, plainApp, 0o644)
 	etcdFile := filepath.Join(filepath.Dir(shop), "convox.etcd.yml")
 	if code, out := runBaton(t, nil, "convox", "init", "--etcd-app", "rack-etcd", "--app", "shop", "--storage", "efs", shop); code != exitOK {
@@ -221,6 +225,7 @@ func TestConvoxInitSecondAppOnOneEtcdApp(t *testing.T) {
 // TestConvoxInitEphemeralEtcdApp: ephemeral storage is an emptyDir, and
 // --etcd-app without --storage is a usage error naming both choices.
 func TestConvoxInitEphemeralEtcdApp(t *testing.T) {
+	t.Parallel()
 	path := writeManifest(t, plainApp, 0o644)
 	code, out := runBaton(t, nil, "convox", "init", "--etcd-app", "shop-etcd", path)
 	if code != exitUsage || !strings.Contains(out, "efs") || !strings.Contains(out, "ephemeral") || !strings.Contains(out, "pauses") {
@@ -242,6 +247,7 @@ func TestConvoxInitEphemeralEtcdApp(t *testing.T) {
 // cannot make right (an explicit internal: false, which init never
 // overrides) makes init exit as check does, not 0.
 func TestConvoxInitFailsAsCheckDoes(t *testing.T) {
+	t.Parallel()
 	src := plainApp + "  etcd:\n    build: .\n    command: baton etcd --listen-client-urls http://0.0.0.0:2379\n    internal: false\n"
 	path := writeManifest(t, src, 0o644)
 	code, out := runBaton(t, nil, "convox", "init", path)
@@ -254,6 +260,7 @@ func TestConvoxInitFailsAsCheckDoes(t *testing.T) {
 }
 
 func TestConvoxInitThreeMembersWithImage(t *testing.T) {
+	t.Parallel()
 	path := writeManifest(t, plainApp, 0o644)
 	code, out := runBaton(t, nil, "convox", "init", "--members", "3", "--image", path)
 	if code != exitOK {
@@ -286,6 +293,7 @@ func TestConvoxInitThreeMembersWithImage(t *testing.T) {
 // TestConvoxInitDefaultFile runs init in a directory with a convox.yml,
 // naming no file.
 func TestConvoxInitDefaultFile(t *testing.T) {
+	t.Parallel()
 	path := writeManifest(t, plainApp, 0o644)
 	cmd := exec.Command(batonBin, "convox", "init")
 	cmd.Dir = filepath.Dir(path)
@@ -303,6 +311,7 @@ func TestConvoxInitDefaultFile(t *testing.T) {
 }
 
 func TestConvoxCheck(t *testing.T) {
+	t.Parallel()
 	src := `services:
   web:
     command: baton crontab crontab
@@ -344,6 +353,7 @@ timers:
 // internal/manifest, which Convox's Validate refuses) is not called fine:
 // check says Convox checks the rest at deploy.
 func TestConvoxCheckSaysWhatItLeavesToConvox(t *testing.T) {
+	t.Parallel()
 	src := `services:
   api:
     image: example/api:latest
@@ -367,6 +377,7 @@ budget:
 // check reports it, and judges the etcd service without what the anchor
 // holds: not singleton, not internal.
 func TestConvoxCheckMergeKeys(t *testing.T) {
+	t.Parallel()
 	src := `x-etcd: &etcd
   internal: true
   singleton: true
@@ -397,6 +408,7 @@ services:
 // auth that baton set up, so init says so, names no password variable and
 // prints no step that sets one; the deploy steps stay.
 func TestConvoxInitStockEtcd(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, src string
 		args      []string
@@ -425,6 +437,7 @@ func TestConvoxInitStockEtcd(t *testing.T) {
 // TestConvoxFailures checks the exit statuses and messages of what cannot
 // be done, and that the file is left as it was.
 func TestConvoxFailures(t *testing.T) {
+	t.Parallel()
 	malformed := "services:\n  web:\n    build: .\n   port: 3000\n"
 	tests := []struct {
 		name string
@@ -477,6 +490,7 @@ func TestConvoxFailures(t *testing.T) {
 }
 
 func TestConvoxHelp(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"convox", "--help"},
 		{"convox", "init", "--help"},
@@ -502,6 +516,7 @@ func TestConvoxHelp(t *testing.T) {
 // liveness checks, on an internal port, and check finds nothing wrong with
 // it.
 func TestConvoxInitWiresHealth(t *testing.T) {
+	t.Parallel()
 	path := writeManifest(t, `services:
   web:
     build: .

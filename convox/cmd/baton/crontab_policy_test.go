@@ -20,6 +20,7 @@ import (
 // TestParseCrontabOptions reads entries' options in brackets, and names the
 // line of a bad one.
 func TestParseCrontabOptions(t *testing.T) {
+	t.Parallel()
 	good := "report: [timeout=10m, overlap=forbid dst=once] 0 3 * * * node report.js\n" +
 		"[timeout=1s,jitter=30s attempts=3 backoff=1m] TZ=Europe/Berlin */5 * * * * ./bin/sweep\n"
 	entries, err := parseCrontab(strings.NewReader(good), "crontab", false)
@@ -103,10 +104,11 @@ func jobHistory(t *testing.T, cli *clientv3.Client, job string) []cronx.Record {
 // --grace (not the half second of a lost claim); the run is recorded as
 // timed out, once.
 func TestCrontabTimeoutStopsTheCommand(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process")
 	}
-	etcd := etcdtest.Start(t)
+	etcd := etcdtest.Shared(t)
 	cli := etcd.Client(t)
 	dir := t.TempDir()
 	log := filepath.Join(dir, "log")
@@ -117,7 +119,7 @@ func TestCrontabTimeoutStopsTheCommand(t *testing.T) {
 	os.WriteFile(file, []byte(`slow: [timeout=1s] */5 * * * * * trap 'echo "term $BATON_TICK $(date +%s.%N)" >> `+log+`; sleep 30' TERM; `+
 		`echo "start $BATON_TICK" >> `+log+`; while true; do sleep 0.05; done`+"\n"), 0o644)
 	for _, id := range []string{"r1", "r2", "r3"} {
-		startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
+		startBaton(t, append(etcd.Env(), "BATON_ID="+id),
 			"crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL), "--grace", "2s", "--timeout", "1h", file)
 	}
 	until(t, 20*time.Second, "a run to start", func() bool { return len(readLines(log)) >= 1 })
@@ -195,12 +197,13 @@ func readAttempts(t *testing.T, path string) []attemptLine {
 // No other replica retries that tick, no two runs ever overlap, each
 // tick's attempts share one claim, and a later tick runs on another replica.
 func TestCrontabRetriesStayWithTheClaim(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process")
 	}
 	for _, how := range []string{"kill", "term"} {
 		t.Run(how, func(t *testing.T) {
-			etcd := etcdtest.Start(t)
+			etcd := etcdtest.Shared(t)
 			dir := t.TempDir()
 			ledger := filepath.Join(dir, "ledger")
 			file := filepath.Join(dir, "crontab")
@@ -211,7 +214,7 @@ func TestCrontabRetriesStayWithTheClaim(t *testing.T) {
 				`; if [ "$BATON_ATTEMPT" = 2 ]; then while :; do sleep 0.05; done; fi; sleep 0.5; `+fmt.Sprintf(line, "end")+"; exit 1\n"), 0o644)
 			replicas := map[string]*process{}
 			for _, id := range []string{"r1", "r2", "r3"} {
-				replicas[id] = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
+				replicas[id] = startBaton(t, append(etcd.Env(), "BATON_ID="+id),
 					"crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL), "--overlap", "forbid", "--attempts", "3", "--retry-backoff", "1s", "--grace", "1s", file)
 			}
 			var victim attemptLine
@@ -284,12 +287,13 @@ func TestCrontabRetriesStayWithTheClaim(t *testing.T) {
 // Each tick stops the run before it, on whichever replica, and two runs
 // never overlap; the ticks go on, on the other replicas.
 func TestCrontabReplaceNeverOverlaps(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process")
 	}
 	for _, how := range []string{"kill", "term"} {
 		t.Run(how, func(t *testing.T) {
-			etcd := etcdtest.Start(t)
+			etcd := etcdtest.Shared(t)
 			dir := t.TempDir()
 			ledger := filepath.Join(dir, "ledger")
 			file := filepath.Join(dir, "crontab")
@@ -298,7 +302,7 @@ func TestCrontabReplaceNeverOverlaps(t *testing.T) {
 				`; trap 'sleep 0.5; `+fmt.Sprintf(line, "end")+`; exit 0' TERM; while true; do sleep 0.05; done`+"\n"), 0o644)
 			replicas := map[string]*process{}
 			for _, id := range []string{"r1", "r2", "r3"} {
-				replicas[id] = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id},
+				replicas[id] = startBaton(t, append(etcd.Env(), "BATON_ID="+id),
 					"crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL), "--mode", "claim", "--grace", "3s", file)
 			}
 			// Three runs replaced, then the runner of the fourth is stopped.

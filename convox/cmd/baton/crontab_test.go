@@ -14,6 +14,7 @@ import (
 )
 
 func TestParseCrontab(t *testing.T) {
+	t.Parallel()
 	good := `# a comment
 
 MAILTO=ops@example.com
@@ -100,6 +101,7 @@ berlin: CRON_TZ=Europe/Berlin 0 9 * * MON ./bin/berlin
 }
 
 func TestParseCrontabErrorsNameEveryBadLine(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, text string
 		want       []string
@@ -142,6 +144,7 @@ func TestParseCrontabErrorsNameEveryBadLine(t *testing.T) {
 }
 
 func TestCrontabRejectsABadFileBeforeStarting(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "crontab")
 	ran := filepath.Join(dir, "ran")
@@ -179,6 +182,7 @@ func TestCrontabRejectsABadFileBeforeStarting(t *testing.T) {
 // that does not answer; a --jitter as long as a job's ticks' interval is
 // refused naming the entry's line.
 func TestCrontabCheckValidatesTheFlags(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "crontab")
 	os.WriteFile(file, []byte("# every minute\nj: * * * * * true\n"), 0o644)
 	down := []string{"BATON_ETCD_ENDPOINTS=http://127.0.0.1:1"}
@@ -233,6 +237,7 @@ func readLedger(t *testing.T, path string) []ledgerLine {
 // kill -9s the next one (a crash): every tick runs once, the handover misses
 // no tick, and the crash costs at most the TTL.
 func TestCrontabReplicasRunEachTickOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process")
 	}
@@ -334,13 +339,14 @@ func TestCrontabReplicasRunEachTickOnce(t *testing.T) {
 // TestCommandDiesWithBaton kills baton with SIGKILL while its command, and a
 // process the command started, run: both must die.
 func TestCommandDiesWithBaton(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
 	dir := t.TempDir()
 	pids := filepath.Join(dir, "pids")
 	file := filepath.Join(dir, "crontab")
 	// The shell starts a background sleep, then waits on a foreground one.
 	os.WriteFile(file, []byte(`long: * * * * * * sleep 300 & echo $! >> `+pids+`; echo $$ >> `+pids+`; sleep 300`+"\n"), 0o644)
-	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}, "crontab", "--seconds", "--overlap", "forbid", file)
+	p := startBaton(t, etcd.Env(), "crontab", "--seconds", "--overlap", "forbid", file)
 	var procs []int
 	until(t, 15*time.Second, "the command to start", func() bool {
 		b, _ := os.ReadFile(pids)
@@ -372,7 +378,8 @@ func TestCommandDiesWithBaton(t *testing.T) {
 // neither exits nor runs anything, says so after each --dial-timeout, and
 // starts running once etcd answers.
 func TestCrontabWaitsForEtcd(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
 	proxy := etcdtest.NewProxy(t, etcd.Addr())
 	proxy.Blackhole()
 	dir := t.TempDir()
@@ -380,7 +387,7 @@ func TestCrontabWaitsForEtcd(t *testing.T) {
 	file := filepath.Join(dir, "crontab")
 	os.WriteFile(file, []byte(`tick: * * * * * * echo "$BATON_JOB $BATON_TICK $BATON_ID $BATON_FENCE" >> `+ledger+"\n"), 0o644)
 	start := time.Now()
-	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint()}, "crontab", "--seconds", "--ttl", "2", "--dial-timeout", "1s", file)
+	p := startBaton(t, etcd.Env(proxy.Endpoint()), "crontab", "--seconds", "--ttl", "2", "--dial-timeout", "1s", file)
 	p.waitOutput("waiting for etcd", 10*time.Second)
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the first word about an unreachable etcd took %v with --dial-timeout 1s", took)
@@ -401,7 +408,7 @@ func TestCrontabWaitsForEtcd(t *testing.T) {
 
 	// Asked to stop while it waits, it stops at once.
 	proxy.Blackhole()
-	p = startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint()}, "crontab", "--seconds", "--dial-timeout", "1s", file)
+	p = startBaton(t, etcd.Env(proxy.Endpoint()), "crontab", "--seconds", "--dial-timeout", "1s", file)
 	p.waitOutput("waiting for etcd", 10*time.Second)
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	if code := p.wait(20 * time.Second); code != 0 || !strings.Contains(p.out.String(), "stopped while waiting") {

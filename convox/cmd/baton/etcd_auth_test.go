@@ -77,6 +77,7 @@ func refused(err error) bool {
 // write, each user writes under its own prefix only, and the JSON gateway
 // takes no plain HTTP put.
 func TestEtcdAuthLimitsEachUserToItsPrefix(t *testing.T) {
+	t.Parallel()
 	a := newAuthEtcd(t, "shop-secret")
 	p := a.start()
 	if out := p.out.String(); strings.Contains(out, "shop-secret") || strings.Contains(out, "blog-secret") || strings.Contains(out, "WITHOUT AUTHENTICATION") {
@@ -143,6 +144,7 @@ func TestEtcdAuthLimitsEachUserToItsPrefix(t *testing.T) {
 // restart on the same data, and a password changed in the environment
 // replaces the old one.
 func TestEtcdAuthKeptOverRestartAndPasswordChangeApplied(t *testing.T) {
+	t.Parallel()
 	a := newAuthEtcd(t, "first")
 	p := a.start()
 	p.cmd.Process.Signal(syscall.SIGTERM)
@@ -171,6 +173,7 @@ func TestEtcdAuthKeptOverRestartAndPasswordChangeApplied(t *testing.T) {
 // member says loudly that anyone may change its keys; even so, a plain HTTP
 // put (curl) is refused, unless the gateway is asked for.
 func TestEtcdWithoutAuthWarnsAndServesNoGateway(t *testing.T) {
+	t.Parallel()
 	ms := etcdMembers(t, 2)
 	p := startBaton(t, nil, ms[0].args("")...)
 	p.waitOutput("member etcd-0 ready", 30*time.Second)
@@ -196,6 +199,7 @@ func TestEtcdWithoutAuthWarnsAndServesNoGateway(t *testing.T) {
 
 // TestEtcdUserErrors: an incomplete user is a usage error naming it.
 func TestEtcdUserErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		env  []string
 		args []string
@@ -218,6 +222,7 @@ func TestEtcdUserErrors(t *testing.T) {
 // cluster whose leader turns auth on; every member then refuses clients
 // without credentials and serves the user under its prefix.
 func TestEtcdAuthInThreeMembers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process")
 	}
@@ -279,6 +284,7 @@ func TestEtcdAuthInThreeMembers(t *testing.T) {
 // (hashing passwords at a high cost makes that take a while); a restart
 // serves its client URLs at once.
 func TestEtcdFirstStartIsNeverOpen(t *testing.T) {
+	t.Parallel()
 	a := newAuthEtcd(t, "shop-secret")
 	p := startBaton(t, a.env, append(a.m.args(""), "--user", "blog:/baton/blog", "--bcrypt-cost", "11")...)
 	var (

@@ -28,6 +28,7 @@ func stoppedMember(t *testing.T) etcdMember {
 // TestEtcdCorruptDatabaseIsOneLine: a member whose database is damaged
 // exits 1 with one line naming its data dir, not a stack trace.
 func TestEtcdCorruptDatabaseIsOneLine(t *testing.T) {
+	t.Parallel()
 	m := stoppedMember(t)
 
 	db := filepath.Join(m.dir, "member", "snap", "db")
@@ -56,6 +57,7 @@ func TestEtcdCorruptDatabaseIsOneLine(t *testing.T) {
 // exits 1 with baton's one line naming its data dir, and no JSON line of
 // etcd's beside it.
 func TestEtcdCorruptWALIsOneLine(t *testing.T) {
+	t.Parallel()
 	m := stoppedMember(t)
 
 	wals, err := filepath.Glob(filepath.Join(m.dir, "member", "wal", "*.wal"))
@@ -85,6 +87,7 @@ func TestEtcdCorruptWALIsOneLine(t *testing.T) {
 // TestEtcdSecondMemberOnOneDataDirFailsAtOnce: a second member on a data
 // dir in use exits 1 at once, and the first keeps serving.
 func TestEtcdSecondMemberOnOneDataDirFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	ms := etcdMembers(t, 2)
 	first := startBaton(t, nil, ms[0].args("")...)
 	first.waitOutput("member etcd-0 ready", 30*time.Second)
@@ -108,6 +111,7 @@ func TestEtcdSecondMemberOnOneDataDirFailsAtOnce(t *testing.T) {
 // holds (an etcd that is not baton's, on the same directory) is an error
 // within seconds, not a wait deaf to SIGTERM.
 func TestEtcdDatabaseHeldElsewhereFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	m := stoppedMember(t)
 
 	cfg := backend.DefaultBackendConfig(zap.NewNop())

@@ -16,6 +16,7 @@ import (
 // SIGKILL and starts it again on the same data dir: the pause, the recorded
 // once-run and the held lock are all still there, and the commands go on.
 func TestEtcdAuthenticatedCommandsAndStateOverAKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process")
 	}
@@ -108,6 +109,7 @@ func TestEtcdAuthenticatedCommandsAndStateOverAKill(t *testing.T) {
 // cluster ID; the replicas still notice, log an error naming what is lost,
 // and `baton status` shows it.
 func TestEtcdBackEmptyIsSaid(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process")
 	}

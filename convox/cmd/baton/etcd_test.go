@@ -86,6 +86,7 @@ func newTestClient(t *testing.T, endpoints ...string) *clientv3.Client {
 // TestEtcdServesHealthAndStopsOnSIGTERM: one member serves /health and
 // clients, and a SIGTERM stops it at once with status 0.
 func TestEtcdServesHealthAndStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	m := etcdMembers(t, 1)[0]
 	p := startBaton(t, nil, m.args("")...)
 	p.waitOutput("baton etcd: member etcd-0 ready, clients at "+m.client, 30*time.Second)
@@ -130,6 +131,7 @@ func TestEtcdServesHealthAndStopsOnSIGTERM(t *testing.T) {
 // cluster started one at a time form one cluster, the first waiting for the
 // others, and the cluster still commits writes after one is killed.
 func TestEtcdThreeMembersFormOneByOneAndSurviveAKill(t *testing.T) {
+	t.Parallel()
 	ms := etcdMembers(t, 3)
 	var initial []string
 	for _, m := range ms {
@@ -260,6 +262,7 @@ func TestEtcdBadFlagsAreUsageErrors(t *testing.T) {
 }
 
 func TestEtcdHelp(t *testing.T) {
+	t.Parallel()
 	code, out := runBaton(t, nil, "etcd", "--help")
 	if code != exitOK {
 		t.Fatalf("baton etcd --help exited %d; output:\n%s", code, out)
@@ -276,6 +279,7 @@ func TestEtcdHelp(t *testing.T) {
 // an empty data dir, as an emptyDir volume does: it joins the running
 // cluster as a new member and serves its data.
 func TestEtcdMemberRejoinsAfterLosingItsData(t *testing.T) {
+	t.Parallel()
 	ms := etcdMembers(t, 3)
 	var initial, endpoints []string
 	for _, m := range ms {

@@ -56,6 +56,7 @@ func selfSigned(t *testing.T) (cert, key string) {
 // serves clients and /health over TLS only, and baton's commands reach it
 // with BATON_ETCD_CA.
 func TestEtcdServesClientsOverTLS(t *testing.T) {
+	t.Parallel()
 	cert, key := selfSigned(t)
 	m := etcdMembers(t, 1)[0]
 	m.client = strings.Replace(m.client, "http://", "https://", 1)
@@ -91,6 +92,7 @@ func TestEtcdServesClientsOverTLS(t *testing.T) {
 
 // TestEtcdTLSFlagErrors: half a TLS setup is a usage error naming the flag.
 func TestEtcdTLSFlagErrors(t *testing.T) {
+	t.Parallel()
 	cert, key := selfSigned(t)
 	for _, tc := range []struct {
 		args []string

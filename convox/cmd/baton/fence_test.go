@@ -35,6 +35,7 @@ type sinkRun struct {
 	conn    net.Conn
 	in      *bufio.Reader
 	verdict chan string // "written" or "refused"
+	ended   chan string // why the conversation ended without a verdict
 }
 
 // proceed tells the command to write, and returns the sink's verdict.
@@ -44,6 +45,9 @@ func (r *sinkRun) proceed(t *testing.T) string {
 	select {
 	case v := <-r.verdict:
 		return v
+	case why := <-r.ended:
+		t.Fatalf("the command of %s wrote nothing: %s", r.id, why)
+		return ""
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the command of %s wrote nothing within 10s", r.id)
 		return ""
@@ -73,7 +77,7 @@ func startFencedSink(t *testing.T, cli *clientv3.Client, marker string) *fencedS
 // the command's "write" with the verdict.
 func (s *fencedSink) serve(c net.Conn) {
 	defer c.Close()
-	r := &sinkRun{conn: c, in: bufio.NewReader(c), verdict: make(chan string, 1)}
+	r := &sinkRun{conn: c, in: bufio.NewReader(c), verdict: make(chan string, 1), ended: make(chan string, 1)}
 	line, err := r.in.ReadString('\n')
 	f := strings.Fields(line)
 	if err != nil || len(f) != 4 || f[0] != "start" {
@@ -85,6 +89,7 @@ func (s *fencedSink) serve(c net.Conn) {
 	}
 	s.runs <- r
 	if line, err = r.in.ReadString('\n'); err != nil || strings.TrimSpace(line) != "write" {
+		r.ended <- fmt.Sprintf("it sent %q, %v (pid %s: %s)", line, err, r.pid, procState(r.pid))
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -100,6 +105,18 @@ func (s *fencedSink) serve(c net.Conn) {
 	}
 	r.verdict <- verdict
 	fmt.Fprintln(c, verdict)
+}
+
+// procState is what /proc says of pid: its state, or that it is gone.
+func procState(pid string) string {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return "gone"
+	}
+	if f := strings.Fields(string(b)); len(f) > 2 {
+		return "state " + f[2]
+	}
+	return string(b)
 }
 
 // next returns the next run that started on id, answering the others'
@@ -145,13 +162,14 @@ read verdict <&3
 // finish, can still make its fenced write with BATON_FENCE, while the
 // successor already runs the next ticks.
 func TestCrontabRunFinishingAfterSIGTERMCanStillWrite(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process")
 	}
-	etcd := etcdtest.Start(t)
+	etcd := etcdtest.Shared(t)
 	sink := startFencedSink(t, etcd.Client(t), "/baton/jobs/fence/export/running/")
 	file := fencedCrontab(t, sink)
-	env := func(id string) []string { return []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id} }
+	env := func(id string) []string { return append(etcd.Env(), "BATON_ID="+id) }
 	// A resignation, not a lapse, hands over: the TTL outlasts a pause of
 	// the test process, which runs etcd, so that the run's marker does too.
 	args := []string{"crontab", "--seconds", "--ttl", "6", "--name", "fence", "--grace", "20s", file}
@@ -174,13 +192,14 @@ func TestCrontabRunFinishingAfterSIGTERMCanStillWrite(t *testing.T) {
 // in the middle of a run, for longer than the TTL, is deposed; when both
 // resume, the run's fenced write is refused.
 func TestCrontabPausedLeadersWriteFails(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process")
 	}
-	etcd := etcdtest.Start(t)
+	etcd := etcdtest.Shared(t)
 	sink := startFencedSink(t, etcd.Client(t), "/baton/jobs/fence/export/running/")
 	file := fencedCrontab(t, sink)
-	env := func(id string) []string { return []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id} }
+	env := func(id string) []string { return append(etcd.Env(), "BATON_ID="+id) }
 	args := []string{"crontab", "--seconds", "--ttl", "2", "--name", "fence", file}
 	a := startBaton(t, env("a"), args...)
 	run := sink.next("a", 15*time.Second)

@@ -8,6 +8,7 @@ import (
 // TestEveryCommandHasHelp runs `baton COMMAND --help` for every command:
 // each exits 0 and prints its flags and the exit statuses, once.
 func TestEveryCommandHasHelp(t *testing.T) {
+	t.Parallel()
 	code, out := runBaton(t, nil, "help")
 	if code != exitOK {
 		t.Fatalf("baton help: exit %d", code)
@@ -45,6 +46,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 // that a command's whole tree ends with its run, what remains possible,
 // what environment commands get, and how a TLS mistake is reported.
 func TestHelpSaysWhatBecomesOfACommandsProcesses(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"run", "crontab"} {
 		_, out := runBaton(t, nil, name, "--help")
 		for _, want := range []string{"setsid", "double-forks", "PR_SET_CHILD_SUBREAPER", "killed at the same instant",

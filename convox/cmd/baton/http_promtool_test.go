@@ -15,11 +15,12 @@ import (
 // happened yet, passes `promtool check metrics`, Prometheus's own check of
 // the exposition format and its naming conventions.
 func TestMetricsPassPromtool(t *testing.T) {
+	t.Parallel()
 	promtool.Path(t)
-	etcd := etcdtest.Start(t)
+	etcd := etcdtest.Shared(t)
 	file := filepath.Join(t.TempDir(), "crontab")
 	os.WriteFile(file, []byte("ok: * * * * * * true\nbad: * * * * * * false\n"), 0o644)
-	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=web-1", "BATON_HTTP=127.0.0.1:0"},
+	p := startBaton(t, append(etcd.Env(), "BATON_ID=web-1", "BATON_HTTP=127.0.0.1:0"),
 		"crontab", "--seconds", "--ttl", "2", file)
 	base := p.servedAt()
 	body := waitFetch(t, base+"/metrics", http.StatusOK,

@@ -83,6 +83,7 @@ func acceptedWithin(t *testing.T, p *process, base string) {
 // its lease lives. Once space is freed and the alarm disarmed, all three
 // clear within 5 s, and the job runs again.
 func TestCrontabOutOfSpaceIsSeenAtOnce(t *testing.T) {
+	t.Parallel()
 	etcd := etcdtest.StartQuota(t, 2<<20)
 	p, base := refusedCrontab(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()})
 	etcd.Fill(t)
@@ -103,6 +104,7 @@ func TestCrontabOutOfSpaceIsSeenAtOnce(t *testing.T) {
 // permission is granted again, all clear within 5 s and the replica leads
 // again.
 func TestCrontabRevokedPermissionIsSeenAtOnce(t *testing.T) {
+	t.Parallel()
 	etcd := etcdWithAuth(t)
 	p, base := refusedCrontab(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_PREFIX=/baton/app",
 		"BATON_ETCD_USERNAME=app", "BATON_ETCD_PASSWORD=app-secret"})

@@ -87,11 +87,12 @@ func closedPort(t *testing.T) string {
 // page with its jobs and leader; the page is read-only; the server goes
 // with the process.
 func TestCrontabServesHTTP(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "crontab")
 	os.WriteFile(file, []byte("tick: * * * * * * echo ran\n"), 0o644)
-	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=web-1", "BATON_HTTP=127.0.0.1:0"},
+	p := startBaton(t, append(etcd.Env(), "BATON_ID=web-1", "BATON_HTTP=127.0.0.1:0"),
 		"crontab", "--seconds", "--ttl", "2", file)
 	base := p.servedAt()
 
@@ -121,6 +122,7 @@ func TestCrontabServesHTTP(t *testing.T) {
 // TestCrontabHTTPWhileWaitingForEtcd: before etcd answers, baton is alive
 // (a restart would not help) and not ready, and the page says it waits.
 func TestCrontabHTTPWhileWaitingForEtcd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "crontab")
 	os.WriteFile(file, []byte("tick: * * * * * * echo ran\n"), 0o644)
@@ -136,6 +138,7 @@ func TestCrontabHTTPWhileWaitingForEtcd(t *testing.T) {
 // while COMMAND runs, /readyz from etcd (503 once etcd is gone), and
 // shows its election on the page.
 func TestRunServesHTTP(t *testing.T) {
+	t.Parallel()
 	etcd := etcdtest.Start(t)
 	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=worker-1"},
 		"run", "--leader", "worker", "--http", "127.0.0.1:0", "--", "sleep", "60")
@@ -154,6 +157,7 @@ func TestRunServesHTTP(t *testing.T) {
 // TestStatusServe: baton status --serve serves the page of the whole
 // prefix from a process that runs no job, until SIGTERM.
 func TestStatusServe(t *testing.T) {
+	t.Parallel()
 	s := startScheduler(t, map[string]string{"report": "0 0 0 1 1 *"})
 	p := startBaton(t, s.env, "status", "--serve", "127.0.0.1:0")
 	base := p.servedAt()
@@ -169,17 +173,18 @@ func TestStatusServe(t *testing.T) {
 // cannot be bound a failure, each naming the address and where it came
 // from, before anything runs.
 func TestHTTPAddressErrors(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer taken.Close()
 	inUse := taken.Addr().String()
-	etcd := etcdtest.Start(t)
+	etcd := etcdtest.Shared(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "crontab")
 	os.WriteFile(file, []byte("tick: * * * * * * echo ran\n"), 0o644)
-	env := []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}
+	env := etcd.Env()
 	for _, tc := range []struct {
 		name string
 		env  []string
@@ -214,6 +219,7 @@ func TestHTTPAddressErrors(t *testing.T) {
 // not answer, /readyz waits for the client, and stop frees the address and
 // returns only once the server is gone.
 func TestOpsServerHealthAndStop(t *testing.T) {
+	t.Parallel()
 	stuck := errors.New("the loop did not answer")
 	s, err := startOpsServer("--http", "127.0.0.1:0", "/baton", prometheus.NewRegistry(), func(context.Context) error { return stuck }, discardLogger())
 	if err != nil {

@@ -3,36 +3,69 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/internal/testbin"
 )
 
-// batonBin is the baton binary, built once for the package's tests, which
-// run it as real processes.
-var batonBin string
+// The baton binaries the package's tests run as real processes, built once
+// per machine and source version (testbin). batonBin is built without the
+// race detector: baton etcd (whose work is etcd's code), and the one-shot
+// commands (status, pause, convox, help), which start by the hundred and
+// have little concurrency of their own. raceBin, built with the race
+// detector whenever the test binary is, runs the long-lived commands,
+// crontab and run, where baton's own goroutines meet; a process of it that
+// reports a data race fails its test.
+var batonBin, raceBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "baton-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	var err error
+	plain := testbin.Build{Pkg: "./convox/cmd/baton"}
+	raced := plain
+	raced.Race = raceEnabled
+	var wg sync.WaitGroup
+	var errs [2]error
+	for i, b := range []testbin.Build{plain, raced} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var path string
+			path, errs[i] = testbin.Path(b)
+			if i == 0 {
+				batonBin = path
+			} else {
+				raceBin = path
+			}
+		}()
 	}
-	batonBin = filepath.Join(dir, "baton")
-	build := exec.Command("go", "build", "-race", "-o", batonBin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	wg.Wait()
+	if err = errors.Join(errs[:]...); err != nil {
 		fmt.Fprintln(os.Stderr, "build baton:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
+}
+
+// binaryFor returns the binary that runs args: raceBin for crontab and
+// run, batonBin for every other command.
+func binaryFor(args []string) string {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		if a == "crontab" || a == "run" {
+			return raceBin
+		}
+		break
+	}
+	return batonBin
 }
 
 // process is a baton process started by a test.
@@ -67,7 +100,7 @@ func (s *syncBuffer) String() string {
 // The process is killed when the test ends, if it still runs.
 func startBaton(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(batonBin, args...)
+	cmd := exec.Command(binaryFor(args), args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
 	p := &process{t: t, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
@@ -85,6 +118,9 @@ func startBaton(t *testing.T, env []string, args ...string) *process {
 		default:
 			_ = cmd.Process.Kill()
 			<-p.done
+		}
+		if strings.Contains(p.out.String(), "WARNING: DATA RACE") {
+			t.Errorf("baton %s reported a data race", strings.Join(args, " "))
 		}
 		if t.Failed() {
 			t.Logf("baton %s output:\n%s", strings.Join(args, " "), p.out.String())

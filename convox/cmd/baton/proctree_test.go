@@ -113,7 +113,8 @@ func supervisorOf(t *testing.T, baton int) int {
 // when it starts; and a graceful SIGTERM of that holder ends its own tree,
 // new sessions included, before it exits.
 func TestNoDescendantOutlivesItsRun(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
 	for _, mode := range []string{"lock", "leader", "once", "crontab"} {
 		for _, victim := range []string{"baton", "supervisor"} {
 			t.Run(mode+"/"+victim, func(t *testing.T) {
@@ -128,7 +129,7 @@ func TestNoDescendantOutlivesItsRun(t *testing.T) {
 					cmd = append(cmd, "quiet")
 				}
 				env := func(id string) []string {
-					return []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id, "BATON_TTL=2"}
+					return append(etcd.Env(), "BATON_ID="+id, "BATON_TTL=2")
 				}
 				var args []string
 				switch mode {
@@ -214,10 +215,11 @@ func TestNoDescendantOutlivesItsRun(t *testing.T) {
 // before it exec'd baton (sh -c 'daemon & exec baton ...') is baton's
 // child but none of a command's: it outlives the runs.
 func TestBatonSparesTheChildrenItHadBefore(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	sh := exec.Command("sh", "-c", `sleep 300 >/dev/null 2>&1 & echo $! > `+pidFile+`; exec "$0" run --lock spare -- sh -c 'sleep 0.2 & exit 0'`, batonBin)
-	sh.Env = []string{"PATH=" + os.Getenv("PATH"), "BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}
+	sh.Env = append([]string{"PATH=" + os.Getenv("PATH")}, etcd.Env()...)
 	out, err := sh.CombinedOutput()
 	if err != nil {
 		t.Fatalf("baton run: %v:\n%s", err, out)

@@ -13,6 +13,7 @@ import (
 // file's jobs replace the old ones; a file that no longer parses leaves the
 // jobs running as they were.
 func TestCrontabReloadsOnSIGHUP(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process")
 	}

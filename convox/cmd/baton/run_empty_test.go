@@ -15,6 +15,7 @@ import (
 // that etcd came back empty and what went with it — so a user who finds a
 // --once job run again knows why.
 func TestRunSaysALossCameWithEtcdsData(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mode []string
 		code int
@@ -45,10 +46,11 @@ func TestRunSaysALossCameWithEtcdsData(t *testing.T) {
 // where etcd never answered that the lease is gone, is not said to have
 // lost etcd's data.
 func TestRunPartitionIsNotTakenForAnEmptyEtcd(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
 	proxy := etcdtest.NewProxy(t, etcd.Addr())
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint(), "BATON_TTL=2"},
+	p := startBaton(t, append(etcd.Env(proxy.Endpoint()), "BATON_TTL=2"),
 		"run", "--leader", "worker", "--", "sh", "-c", "echo $$ > "+pidFile+"; exec sleep 300")
 	until(t, 10*time.Second, "the command to start", func() bool { return len(readLines(pidFile)) == 1 })
 	proxy.Blackhole()

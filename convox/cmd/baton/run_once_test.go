@@ -24,10 +24,11 @@ func onceCommand(log, stop string) []string {
 // --ttl: a caller after the window does not start it a second time; once it
 // succeeds, the key is done for the window.
 func TestRunOnceHoldsTheKeyWhileTheCommandRuns(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
 	dir := t.TempDir()
 	log, stop := filepath.Join(dir, "log"), filepath.Join(dir, "stop")
-	env := []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}
+	env := etcd.Env()
 	args := append([]string{"run", "--once", "long", "--ttl", "1", "--"}, onceCommand(log, stop)...)
 	first := startBaton(t, env, args...)
 	until(t, 10*time.Second, "the first run to start", func() bool { return len(readLines(log)) == 1 })
@@ -51,10 +52,11 @@ func TestRunOnceHoldsTheKeyWhileTheCommandRuns(t *testing.T) {
 // its command dies with it and the next caller runs within the session TTL,
 // not after --ttl. A run stopped by SIGTERM gives the key back at once.
 func TestRunOnceKilledOrStoppedFreesTheKey(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
 	dir := t.TempDir()
 	log, stop := filepath.Join(dir, "log"), filepath.Join(dir, "stop")
-	env := []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_TTL=2"}
+	env := append(etcd.Env(), "BATON_TTL=2")
 	args := append([]string{"run", "--once", "crash", "--ttl", "1h", "--"}, onceCommand(log, stop)...)
 	first := startBaton(t, env, args...)
 	until(t, 10*time.Second, "the first run to start", func() bool { return len(readLines(log)) == 1 })
@@ -116,12 +118,13 @@ func TestRunOnceKilledOrStoppedFreesTheKey(t *testing.T) {
 // mid-run: its command is stopped before the session could expire, baton
 // exits 123, and the next caller runs the work.
 func TestRunOnceLostClaimStopsTheCommand(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
 	proxy := etcdtest.NewProxy(t, etcd.Addr())
 	dir := t.TempDir()
 	log, stop := filepath.Join(dir, "log"), filepath.Join(dir, "stop")
 	args := append([]string{"run", "--once", "cut", "--ttl", "1h", "--"}, onceCommand(log, stop)...)
-	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint(), "BATON_TTL=2"}, args...)
+	p := startBaton(t, append(etcd.Env(proxy.Endpoint()), "BATON_TTL=2"), args...)
 	until(t, 10*time.Second, "the run to start", func() bool { return len(readLines(log)) == 1 })
 	pid, _ := strconv.Atoi(readLines(log)[0])
 	proxy.Blackhole()
@@ -133,7 +136,7 @@ func TestRunOnceLostClaimStopsTheCommand(t *testing.T) {
 	}
 	os.WriteFile(stop, nil, 0o644)
 	until(t, 10*time.Second, "the next caller to run", func() bool {
-		code, _ := runBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}, args...)
+		code, _ := runBaton(t, etcd.Env(), args...)
 		return code == 0 && len(readLines(log)) == 2
 	})
 }

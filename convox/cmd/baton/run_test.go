@@ -16,6 +16,7 @@ import (
 )
 
 func TestRunUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -83,12 +84,13 @@ func electionKeys(t *testing.T, cli *clientv3.Client, name string) int64 {
 // --leader` processes: the second's command starts only when the first's
 // exits, and again only when the first baton is killed.
 func TestRunLeaderStartsTheSecondOnlyAfterTheFirst(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
 	cli := etcd.Client(t)
 	dir := t.TempDir()
 	log := filepath.Join(dir, "log")
 	env := func(id string) []string {
-		return []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=" + id}
+		return append(etcd.Env(), "BATON_ID="+id)
 	}
 	// The command records who started it and its pid, then runs until the
 	// file "stop-<id>" appears. The TTL is longer than a pause of the test
@@ -145,11 +147,12 @@ func TestRunLeaderStartsTheSecondOnlyAfterTheFirst(t *testing.T) {
 // TestRunLeaderLostStopsTheCommand partitions the leader from etcd: its
 // command is stopped before the session could expire, and baton exits 3.
 func TestRunLeaderLostStopsTheCommand(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
 	proxy := etcdtest.NewProxy(t, etcd.Addr())
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
-	p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + proxy.Endpoint()},
+	p := startBaton(t, etcd.Env(proxy.Endpoint()),
 		"run", "--leader", "worker", "--ttl", "2", "--", "sh", "-c", "echo $$ > "+pidFile+"; exec sleep 300")
 	until(t, 10*time.Second, "the command to start", func() bool { return len(readLines(pidFile)) == 1 })
 	pid, _ := strconv.Atoi(readLines(pidFile)[0])
@@ -168,7 +171,8 @@ func TestRunLeaderLostStopsTheCommand(t *testing.T) {
 // TestRunOnceRunsOneOfConcurrentCallers starts several callers of one key at
 // once: exactly one runs; a later caller within the TTL does not run either.
 func TestRunOnceRunsOneOfConcurrentCallers(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
 	log := filepath.Join(t.TempDir(), "log")
 	args := []string{"run", "--once", "nightly-2026-11-30", "--ttl", "1h", "--", "sh", "-c", "echo $BATON_ID >> " + log}
 	var wg sync.WaitGroup
@@ -177,7 +181,7 @@ func TestRunOnceRunsOneOfConcurrentCallers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			codes[i], _ = runBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "BATON_ID=caller-" + strconv.Itoa(i)}, args...)
+			codes[i], _ = runBaton(t, append(etcd.Env(), "BATON_ID=caller-"+strconv.Itoa(i)), args...)
 		}()
 	}
 	wg.Wait()
@@ -189,19 +193,19 @@ func TestRunOnceRunsOneOfConcurrentCallers(t *testing.T) {
 	if lines := readLines(log); len(lines) != 1 {
 		t.Fatalf("%d callers ran: %q", len(lines), lines)
 	}
-	code, out := runBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}, args...)
+	code, out := runBaton(t, etcd.Env(), args...)
 	if code != 0 || !strings.Contains(out, "not running") || len(readLines(log)) != 1 {
 		t.Fatalf("a later caller: exit %d, %d runs:\n%s", code, len(readLines(log)), out)
 	}
 	// Another key runs, and passes its command's status through; having
 	// failed, it leaves the key to a retry, which succeeds and keeps it.
 	other := []string{"run", "--once", "other", "--ttl", "60", "--", "sh", "-c", "echo retry >> " + log + "; exit ${FAIL:-0}"}
-	code, _ = runBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "FAIL=5"}, other...)
+	code, _ = runBaton(t, append(etcd.Env(), "FAIL=5"), other...)
 	if code != 5 {
 		t.Fatalf("another key: exit %d, want the command's 5", code)
 	}
 	for range 2 {
-		if code, out := runBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}, other...); code != 0 {
+		if code, out := runBaton(t, etcd.Env(), other...); code != 0 {
 			t.Fatalf("retry: exit %d:\n%s", code, out)
 		}
 	}
@@ -213,11 +217,12 @@ func TestRunOnceRunsOneOfConcurrentCallers(t *testing.T) {
 // TestRunLockExcludes runs three holders of one lock at once: their
 // commands never overlap.
 func TestRunLockExcludes(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
 	log := filepath.Join(t.TempDir(), "log")
 	var ps []*process
 	for i := 0; i < 3; i++ {
-		ps = append(ps, startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()},
+		ps = append(ps, startBaton(t, etcd.Env(),
 			"run", "--lock", "migrate", "--", "sh", "-c", "echo start >> "+log+"; sleep 0.3; echo end >> "+log))
 	}
 	for _, p := range ps {
@@ -235,9 +240,10 @@ func TestRunLockExcludes(t *testing.T) {
 // TTL above etcd's longest lease is a usage error, from either, before
 // anything dials.
 func TestTTLFromFlagOrEnvironment(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
 	cli := etcd.Client(t)
-	env := []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}
+	env := etcd.Env()
 	p := startBaton(t, append(env, "BATON_TTL=7s"), "run", "--lock", "ttl", "--", "sleep", "300")
 	var lease clientv3.LeaseID
 	until(t, 10*time.Second, "the lock to be held", func() bool {

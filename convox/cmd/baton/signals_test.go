@@ -20,7 +20,8 @@ func trapCommand(log string) []string {
 // command as SIGINT, as the help says; SIGHUP is handled as SIGTERM (the
 // command gets SIGTERM, baton resigns) instead of killing baton.
 func TestRunForwardsSignals(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
 	cli := etcd.Client(t)
 	for _, tc := range []struct {
 		sig  syscall.Signal
@@ -33,7 +34,7 @@ func TestRunForwardsSignals(t *testing.T) {
 	} {
 		t.Run(tc.sig.String(), func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "log")
-			p := startBaton(t, []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()},
+			p := startBaton(t, etcd.Env(),
 				append([]string{"run", "--leader", "sig", "--ttl", "30", "--"}, trapCommand(log)...)...)
 			until(t, 10*time.Second, "the command to start", func() bool { return len(readLines(log)) == 1 })
 			p.cmd.Process.Signal(tc.sig)
@@ -54,8 +55,9 @@ func TestRunForwardsSignals(t *testing.T) {
 // TestRunExitStatusesAreTheCommandsOrBatons: a command's 1, 2 and 3 pass
 // through; baton's own failures have statuses of their own.
 func TestRunExitStatusesAreTheCommandsOrBatons(t *testing.T) {
-	etcd := etcdtest.Start(t)
-	env := []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint()}
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
+	env := etcd.Env()
 	for _, code := range []string{"1", "2", "3"} {
 		got, out := runBaton(t, env, "run", "--lock", "x", "--", "sh", "-c", "exit "+code)
 		if want := int(code[0] - '0'); got != want {

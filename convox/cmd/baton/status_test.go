@@ -23,7 +23,7 @@ import (
 // replica of an app would run it, with an etcd of its own.
 type scheduler struct {
 	t    *testing.T
-	srv  *etcdtest.Member
+	srv  *etcdtest.Space
 	cli  *clientv3.Client
 	env  []string // reaches the etcd from a baton process
 	runs chan cronx.Info
@@ -34,8 +34,8 @@ type scheduler struct {
 // their specs, and waits until its leader has published them.
 func startScheduler(t *testing.T, jobs map[string]string) *scheduler {
 	t.Helper()
-	srv := etcdtest.Start(t)
-	s := &scheduler{t: t, srv: srv, cli: srv.Client(t), env: []string{"BATON_ETCD_ENDPOINTS=" + srv.Endpoint()},
+	srv := etcdtest.Shared(t)
+	s := &scheduler{t: t, srv: srv, cli: srv.Client(t), env: srv.Env(),
 		runs: make(chan cronx.Info, 1024), logs: &syncBuffer{}}
 	logger := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if tz, ok := os.LookupEnv("TZ"); ok {
@@ -135,6 +135,7 @@ func line(t *testing.T, out string, fields ...string) string {
 // elections, a lock held by a plain concurrency.Mutex, and a job with its
 // triggered last run and next tick, as a table and as JSON.
 func TestStatusShowsLeadersLocksAndJobs(t *testing.T) {
+	t.Parallel()
 	s := startScheduler(t, map[string]string{"report": "0 0 0 1 1 *"}) // New Year's midnight only
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -216,9 +217,9 @@ func TestStatusShowsLeadersLocksAndJobs(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, out)
 	}
-	if doc.Prefix != "/baton" || len(doc.Elections) != 2 || len(doc.Locks) != 1 || len(doc.Schedulers) != 1 {
-		t.Fatalf("status --json: prefix %q, %d elections, %d locks, %d schedulers; want /baton, 2, 1, 1:\n%s",
-			doc.Prefix, len(doc.Elections), len(doc.Locks), len(doc.Schedulers), out)
+	if want := s.srv.BatonPrefix("/baton"); doc.Prefix != want || len(doc.Elections) != 2 || len(doc.Locks) != 1 || len(doc.Schedulers) != 1 {
+		t.Fatalf("status --json: prefix %q, %d elections, %d locks, %d schedulers; want %s, 2, 1, 1:\n%s",
+			doc.Prefix, len(doc.Elections), len(doc.Locks), len(doc.Schedulers), want, out)
 	}
 	if e := doc.Elections[0]; e.Name != "crontab" || e.Leader != "web-1" || e.Since.IsZero() || e.Fence <= 0 || e.Candidates != 1 {
 		t.Errorf("election crontab: %+v", e)
@@ -252,6 +253,7 @@ func TestStatusShowsLeadersLocksAndJobs(t *testing.T) {
 // cluster-wide, a trigger still runs it once, and after resume it runs on
 // its schedule again.
 func TestPauseResumeTriggerOperateAJob(t *testing.T) {
+	t.Parallel()
 	s := startScheduler(t, map[string]string{"tick": "* * * * * *"})
 	s.run("tick", 10*time.Second, "first run of tick", func(cronx.Info) bool { return true })
 
@@ -324,6 +326,7 @@ func TestPauseResumeTriggerOperateAJob(t *testing.T) {
 // replica published fails, listing what there is; bad arguments are usage
 // errors.
 func TestPauseResumeTriggerUnknownJobOrScheduler(t *testing.T) {
+	t.Parallel()
 	s := startScheduler(t, map[string]string{"report": "0 0 0 1 1 *", "sweep": "0 0 0 1 1 *"})
 	for _, op := range []string{"pause", "resume", "trigger"} {
 		out := s.baton(exitFailure, op, "nope")
@@ -387,6 +390,7 @@ func TestStatusPauseResumeTriggerFailFastWithoutEtcd(t *testing.T) {
 }
 
 func TestStatusPauseResumeTriggerHelp(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"status", "pause", "resume", "trigger"} {
 		code, out := runBaton(t, nil, cmd, "--help")
 		if code != exitOK || !strings.Contains(out, "Usage: baton "+cmd) || !strings.Contains(out, "--endpoints") {
@@ -398,6 +402,7 @@ func TestStatusPauseResumeTriggerHelp(t *testing.T) {
 // TestStatusTextShowsTicksNotRun: the table's NOT RUN column lists a job's
 // ticks not run over the last day by reason, and "-" without any.
 func TestStatusTextShowsTicksNotRun(t *testing.T) {
+	t.Parallel()
 	snap := &statuspage.Snapshot{Prefix: "/baton", Schedulers: []statuspage.Scheduler{{Name: "crontab", Jobs: []statuspage.Job{
 		{Name: "report", Spec: "@hourly", NotRun: map[string]int{"paused": 2, "no_leader": 1}},
 		{Name: "sweep", Spec: "@hourly"},
