@@ -133,7 +133,8 @@ for etcd:
   /healthz  200 while the scheduler loop answers within 2 s, 503 otherwise;
             it does not depend on etcd, so a supervisor that restarts on
             it does not restart every replica when etcd is down
-  /readyz   200 while etcd answers a read within 2 s, 503 otherwise
+  /readyz   200 while etcd answers a read within 2 s and accepts the
+            scheduler's writes, 503 with the reason otherwise
   /         the status page of the prefix: every scheduler, election and
             lock, each job's next tick, last runs and ticks not run
             (read-only, no script, reloads itself every 5 s)
