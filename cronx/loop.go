@@ -28,31 +28,35 @@ func (c *Cron) run() {
 	}
 	for {
 		sortByNext(c.entries)
-		if !c.wait(c.clock.NewTimer(c.untilNext())) {
+		d, ticking := c.untilNext()
+		if !c.wait(c.clock.NewTimer(d), ticking) {
 			return
 		}
 	}
 }
 
-// untilNext returns how long to sleep before the earliest entry is due.
-func (c *Cron) untilNext() time.Duration {
+// untilNext returns how long to sleep before the earliest entry is due,
+// and whether the loop schedules ticks now: a follower's does not, and its
+// entries' Next are left as they were when it last scheduled.
+func (c *Cron) untilNext() (time.Duration, bool) {
 	if c.coord != nil && !c.coord.scheduling() {
-		return idleWait // a follower costs nothing per tick
+		return idleWait, false // a follower costs nothing per tick
 	}
 	if len(c.entries) == 0 || c.entries[0].Next.IsZero() {
-		return idleWait
+		return idleWait, true
 	}
 	now := c.now()
 	d := c.entries[0].Next.Sub(now)
 	if group, tick := c.preclaimable(); group != nil {
 		d = min(d, tick.Add(-preclaimLead).Sub(now))
 	}
-	return d
+	return d, true
 }
 
 // wait handles events until one changes what the loop must sleep for, and
-// reports false on Stop. The timer is spent or stopped when it returns.
-func (c *Cron) wait(timer clock.Timer) bool {
+// reports false on Stop. The timer is spent or stopped when it returns;
+// ticking says whether it was armed for ticks.
+func (c *Cron) wait(timer clock.Timer, ticking bool) bool {
 	for {
 		select {
 		case <-timer.C():
@@ -81,11 +85,15 @@ func (c *Cron) wait(timer clock.Timer) bool {
 			return true
 
 		case <-c.resync:
-			// The entries due by now run first, whether the timer fired as
-			// the resync came or the tick passed since: recomputing them
-			// from now would skip their tick.
+			// While the loop scheduled ticks, the entries due by now run
+			// first, whether the timer fired as the resync came or the tick
+			// passed since: recomputing them from now would skip their
+			// tick. A follower's entries are as old as its last term: a
+			// tick missed since is the catch-up's.
 			timer.Stop()
-			c.wake()
+			if ticking {
+				c.wake()
+			}
 			c.resyncEntries(c.now())
 			return true
 

@@ -4,7 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
+	"github.com/batonhq/baton/internal/etcdtest"
 )
 
 // TestResyncAtATickKeepsTheTick: a resync (this replica starts or stops
@@ -77,4 +79,43 @@ func (t stopTicks) Stop() bool {
 		t.fake.Set(t.due)
 	}
 	return stopped
+}
+
+// TestNewLeaderFiresNoTickOfItsIdleTime: a follower's entries keep the Next
+// they had when it started, since it schedules nothing; when it takes over,
+// it must fire only the catch-up of the latest missed tick, never those
+// stale ticks as ticks of its own, which would be claimed in an etcd that
+// forgot them (emptied) and run a second time.
+func TestNewLeaderFiresNoTickOfItsIdleTime(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	replica := func(id string) *fakeCron {
+		fake := clock.NewFake(t0)
+		fc := newFakeCron(t, fake, fake, WithSeconds(), WithEtcd(srv.Client(t)), WithName("idle"),
+			WithElection(election.WithIdentity(id), election.WithTTL(stallTTL)))
+		fc.AddJob("* * * * * *", Named("tick", FuncJob(func() {})))
+		fc.Start()
+		return fc
+	}
+	a := replica("a")
+	eventually(t, wait, func() (bool, string) { return a.coord.scheduling(), "a does not lead" })
+	b := replica("b")
+	waitCandidates(t, srv.Client(t), "idle", 2)
+	// Five ticks pass on a; b, a follower, fires none.
+	for range 5 {
+		if !a.clock.WaitDueBy(a.clock.Now().Add(time.Second), wait) {
+			t.Fatal("a armed no timer for its next tick")
+		}
+		due, _ := a.clock.NextDue()
+		a.clock.Set(due)
+		b.clock.Set(due)
+		a.nextFiring(t)
+	}
+	takeover := b.clock.Now()
+	<-a.Stop().Done()
+	eventually(t, wait, func() (bool, string) { return b.coord.scheduling(), "b does not lead after a stopped" })
+	if f := b.nextFiring(t); !f.tick.Equal(takeover) {
+		t.Fatalf("b, taking over at %v, fired %v first, want only the catch-up of %v",
+			takeover.Format(time.TimeOnly), f.tick.Format(time.TimeOnly), takeover.Format(time.TimeOnly))
+	}
 }
