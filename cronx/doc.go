@@ -382,7 +382,8 @@
 // successor's catch-up (misfire RunOnce; under Skip they are not run). A
 // jitter longer than the time between the job's ticks can make a tick come
 // after the next one's claim, and it is then not run. Triggers are not
-// delayed.
+// delayed. A run's lateness (RunStarted.Lateness) counts from its tick plus
+// its delay, the start it was meant to have.
 //
 // WithRetries(attempts, backoff) runs a run that failed (a ContextJob's
 // error, a timeout included) again, up to attempts runs in all, after
@@ -401,7 +402,8 @@
 // WithObserver gives a Cron an Observer, a struct of callbacks, each
 // optional: OnJobAdded (a job added, with the reasons its ticks can be
 // reported with, before any of its runs), OnRunStarted and OnRunEnded (job,
-// nominal tick, instance, fence, lateness, claim latency, duration,
+// nominal tick, instance, fence, lateness from the intended start (the tick
+// plus the jitter delay), claim latency, duration,
 // outcome, error), OnTickNotRun (a tick this replica did not run, and its
 // Reason), OnLeadershipGained and OnLeadershipLost, OnSessionLost and
 // OnSessionRegained (this replica's etcd session), OnEtcdRefused and

@@ -18,7 +18,9 @@ type RunStarted struct {
 	Fence     election.Fence
 	Triggered bool
 	// Start is when the run started, by the Cron's clock; Lateness is how
-	// long after its tick that was (zero for a triggered run).
+	// long after its intended start that was: its tick plus the job's
+	// jitter delay (WithJitter), so a jittered run that starts at its
+	// delay is not late. Zero for a triggered run.
 	Start    time.Time
 	Lateness time.Duration
 	// ClaimLatency is how long the claim took, from the moment the tick
