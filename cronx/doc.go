@@ -457,6 +457,9 @@
 // and OnDropped is told how many before its next event (the metrics package
 // counts them in baton_observer_events_dropped_total). The goroutine ends
 // when the queue is empty, so none outlives a stopped Cron's last events.
+// An observer's function that panics is recovered in that goroutine and
+// logged as an error, once per event, with the function's name and the
+// stack; the observer gets the events that follow.
 //
 // # Ticks not run, cluster-wide
 //
