@@ -425,7 +425,8 @@
 //	ReasonClaimedElsewhere  claim mode: another replica claimed it first (so it ran)
 //	ReasonEtcdUnavailable   etcd did not answer the claim before the misfire deadline
 //	ReasonEtcdRefused       etcd answered the claim with a refusal until the misfire deadline:
-//	                        out of space, permission denied, request too large
+//	                        out of space, permission denied, request too large; or, in claim
+//	                        mode, it grants no lease as short as the TTL (given up at once)
 //
 // Which can happen to a job depends on its Cron and policy: none without
 // etcd (every tick runs, as under robfig/cron); with etcd, misfire_skipped,

@@ -89,7 +89,9 @@ const (
 	// ReasonEtcdRefused: etcd answered the claim, still at the misfire
 	// deadline, with a refusal: out of space (its NOSPACE alarm), no write
 	// permission under the prefix, a request too large or with too many
-	// operations, a corrupt cluster. TickNotRun.Err is what etcd said.
+	// operations, a corrupt cluster; or, in claim mode, it grants no lease
+	// as short as the Cron's TTL (election.ErrTTLBelowMinimum, logged once,
+	// not retried). TickNotRun.Err is what etcd said.
 	ReasonEtcdRefused
 )
 
