@@ -293,6 +293,9 @@
 // any replica. Pause, Resume and Trigger act on the whole cluster, and
 // Status reports the leader and each job's last, running and next runs and a
 // short history; Control does the same from any process with etcd access.
+// Keys under P/jobs/ that no Cron could have written (a scheduler or job
+// name that is not valid, put with etcdctl) are skipped by Schedulers, Jobs
+// and Status, and named by ListSchedulers and Status.Ignored.
 //
 // In leader mode the leader's set of jobs is what runs. During a rolling
 // deploy that adds a job, the new job starts when a replica of the new
