@@ -153,18 +153,13 @@ func (q *observerQueue) deliver(call observerCall) {
 		if p == nil {
 			return
 		}
-		err, ok := p.(error)
-		if !ok {
-			err = fmt.Errorf("%v", p)
-		}
-		stack := make([]byte, 64<<10)
-		stack = stack[:runtime.Stack(stack, false)]
+		stack, err := panicked(p)
 		logger := DefaultLogger
 		if q.logger != nil {
 			logger = q.logger()
 		}
 		logger.Error(fmt.Errorf("panic: %w", err), "cronx: an observer panicked; it gets the events that follow",
-			"observer", call.name, "stack", "...\n"+string(stack))
+			"observer", call.name, "stack", stack)
 	}()
 	call.f()
 }
