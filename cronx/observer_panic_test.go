@@ -2,6 +2,7 @@ package cronx
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,13 @@ func (l *kvLog) Error(err error, msg string, kv ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lines = append(l.lines, fmt.Sprintf("%s: %v %v", msg, err, kv))
+}
+
+// all returns every line so far.
+func (l *kvLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.lines)
 }
 
 func (l *kvLog) matching(subs ...string) []string {
@@ -77,12 +85,12 @@ func TestPanickingObserverIsReportedAndGetsTheNextEvents(t *testing.T) {
 		}
 	}
 	if lines := logs.matching("observer panicked", "OnJobAdded", "added beat", "stack"); len(lines) != 1 {
-		t.Errorf("logged %q, want one error naming OnJobAdded with its panic and stack", logs.lines)
+		t.Errorf("logged %q, want one error naming OnJobAdded with its panic and stack", logs.all())
 	}
 	for i := 1; i <= ticks; i++ {
 		at := start.Add(time.Duration(i) * time.Second).Format(time.TimeOnly)
 		if lines := logs.matching("observer panicked", "OnRunStarted", "started "+at); len(lines) != 1 {
-			t.Errorf("logged %q, want one error naming OnRunStarted of %s", logs.lines, at)
+			t.Errorf("logged %q, want one error naming OnRunStarted of %s", logs.all(), at)
 		}
 	}
 }

@@ -39,7 +39,7 @@ func TestTTLBelowServerMinimumIsOneError(t *testing.T) {
 			refused := func() []string { return logs.matching("asked for 1s", "at least 2s", "scheduler short") }
 			if mode == LeaderMode {
 				eventually(t, 10*time.Second, func() (bool, string) {
-					return len(refused()) > 0, fmt.Sprintf("logged %q, want an error naming the TTL and the minimum", logs.lines)
+					return len(refused()) > 0, fmt.Sprintf("logged %q, want an error naming the TTL and the minimum", logs.all())
 				})
 			}
 			for i := 1; mode == ClaimMode && i <= 3; i++ {
@@ -54,8 +54,8 @@ func TestTTLBelowServerMinimumIsOneError(t *testing.T) {
 					return e.Job == "beat" && e.Tick.Equal(tick) && e.Reason == ReasonEtcdRefused
 				})
 			}
-			if lines := refused(); len(lines) != 1 || len(logs.lines) != 1 {
-				t.Errorf("logged %q, want one error naming the TTL and the server's minimum, and nothing else", logs.lines)
+			if lines := refused(); len(lines) != 1 || len(logs.all()) != 1 {
+				t.Errorf("logged %q, want one error naming the TTL and the server's minimum, and nothing else", logs.all())
 			}
 			select {
 			case at := <-ran:
