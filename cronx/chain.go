@@ -35,18 +35,25 @@ func Recover(logger Logger) JobWrapper {
 				if r == nil {
 					return
 				}
-				err, ok := r.(error)
-				if !ok {
-					err = fmt.Errorf("%v", r)
-				}
+				stack, err := panicked(r)
 				runErr = fmt.Errorf("panic: %w", err)
-				buf := make([]byte, 64<<10)
-				buf = buf[:runtime.Stack(buf, false)]
-				logger.Error(err, "panic", "stack", "...\n"+string(buf))
+				logger.Error(err, "panic", "stack", stack)
 			}()
 			return runJob(ctx, j)
 		})
 	}
+}
+
+// panicked is the error that the recovered panic r is, or says, and the
+// stack of the goroutine that recovered it, as robfig's Recover logs them.
+func panicked(r any) (stack string, err error) {
+	err, ok := r.(error)
+	if !ok {
+		err = fmt.Errorf("%v", r)
+	}
+	buf := make([]byte, 64<<10)
+	buf = buf[:runtime.Stack(buf, false)]
+	return "...\n" + string(buf), err
 }
 
 // DelayIfStillRunning returns a wrapper that serializes the runs of a job: a

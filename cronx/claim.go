@@ -31,7 +31,8 @@ type claimer struct {
 	// notRun reports a tick not run; watchSession, a session granted.
 	notRun       func(job string, tick time.Time, reason Reason, err error)
 	watchSession func(*election.Session)
-	refusals     *refusals // told of each claim etcd refused or answered
+	refusals     *refusals   // told of each claim etcd refused or answered
+	ttl          *ttlRefusal // etcd's refusal of the TTL, which no retry mends
 
 	sessMu sync.Mutex // held while sess is replaced; never taken under mu
 	mu     sync.Mutex
@@ -60,6 +61,7 @@ func newClaimer(co *coordinator) *claimer {
 		notRun:       co.notRun,
 		watchSession: co.watchSession,
 		refusals:     co.refusals,
+		ttl:          newTTLRefusal(co),
 	}
 	cl.batch = newBatcher(cl)
 	return cl
@@ -82,6 +84,9 @@ func (cl *claimer) session(ctx context.Context) (*election.Session, error) {
 	if old != nil && old.Context().Err() == nil {
 		return old, nil
 	}
+	if err := cl.ttl.refusal(); err != nil {
+		return nil, err
+	}
 	if old != nil {
 		cl.mu.Lock()
 		cl.sess = nil
@@ -96,7 +101,7 @@ func (cl *claimer) session(ctx context.Context) (*election.Session, error) {
 	defer cancel()
 	s, err := election.NewSession(sctx, client, cl.eopts...)
 	if err != nil {
-		return nil, err
+		return nil, cl.ttl.note(err)
 	}
 	cl.mu.Lock()
 	cl.sess = s
@@ -113,6 +118,7 @@ func (cl *claimer) closeSession() {
 	s := cl.sess
 	cl.sess = nil
 	cl.mu.Unlock()
+	cl.ttl.reset()
 	if s != nil {
 		closeQuietly(s)
 	}
@@ -192,6 +198,8 @@ func (cl *claimer) claim(ctx context.Context, r run, ts *termState, latest time.
 				}
 				return election.Claim{}, nil, err
 			}
+		} else if errors.Is(serr, election.ErrTTLBelowMinimum) {
+			return election.Claim{}, nil, serr // no retry mends it
 		} else {
 			err = serr
 		}

@@ -115,6 +115,10 @@ type Status struct {
 	// leads, and always in claim mode.
 	Leader election.Leader
 	Jobs   []JobStatus
+	// Ignored are the keys under the scheduler that are no job's: of a
+	// job name that is not valid, or in no job's directory, which Jobs and
+	// Status skip (see ListSchedulers).
+	Ignored []IgnoredKey
 }
 
 // JobStatus is the state of one job.
@@ -168,6 +172,9 @@ func (k *Control) Status(ctx context.Context) (Status, error) {
 	for _, kv := range resp.Kvs {
 		name, leaf, ok := k.keys.jobKey(string(kv.Key))
 		if !ok {
+			if dir, why := k.keys.stray(string(kv.Key)); why != "" {
+				st.Ignored = ignore(st.Ignored, string(kv.Key), dir, why)
+			}
 			continue
 		}
 		j := get(name)

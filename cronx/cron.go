@@ -139,10 +139,8 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 	if c.coordErr != nil {
 		return 0, c.coordErr
 	}
-	if nj, ok := cmd.(*namedJob); ok && isNilJob(nj.job) {
-		// Named hides the nil from AddJob's check; it would panic at its
-		// first run, in a goroutine, and crash the program.
-		return 0, fmt.Errorf("cronx: job %q is nil", nj.name)
+	if err := namedNil(cmd); err != nil {
+		return 0, err
 	}
 	policy, err := c.policyOf(cmd, spec)
 	if err != nil {

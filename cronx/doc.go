@@ -293,6 +293,9 @@
 // any replica. Pause, Resume and Trigger act on the whole cluster, and
 // Status reports the leader and each job's last, running and next runs and a
 // short history; Control does the same from any process with etcd access.
+// Keys under P/jobs/ that no Cron could have written (a scheduler or job
+// name that is not valid, put with etcdctl) are skipped by Schedulers, Jobs
+// and Status, and named by ListSchedulers and Status.Ignored.
 //
 // In leader mode the leader's set of jobs is what runs. During a rolling
 // deploy that adds a job, the new job starts when a replica of the new
@@ -382,7 +385,8 @@
 // successor's catch-up (misfire RunOnce; under Skip they are not run). A
 // jitter longer than the time between the job's ticks can make a tick come
 // after the next one's claim, and it is then not run. Triggers are not
-// delayed.
+// delayed. A run's lateness (RunStarted.Lateness) counts from its tick plus
+// its delay, the start it was meant to have.
 //
 // WithRetries(attempts, backoff) runs a run that failed (a ContextJob's
 // error, a timeout included) again, up to attempts runs in all, after
@@ -401,7 +405,8 @@
 // WithObserver gives a Cron an Observer, a struct of callbacks, each
 // optional: OnJobAdded (a job added, with the reasons its ticks can be
 // reported with, before any of its runs), OnRunStarted and OnRunEnded (job,
-// nominal tick, instance, fence, lateness, claim latency, duration,
+// nominal tick, instance, fence, lateness from the intended start (the tick
+// plus the jitter delay), claim latency, duration,
 // outcome, error), OnTickNotRun (a tick this replica did not run, and its
 // Reason), OnLeadershipGained and OnLeadershipLost, OnSessionLost and
 // OnSessionRegained (this replica's etcd session), OnEtcdRefused and
@@ -423,7 +428,8 @@
 //	ReasonClaimedElsewhere  claim mode: another replica claimed it first (so it ran)
 //	ReasonEtcdUnavailable   etcd did not answer the claim before the misfire deadline
 //	ReasonEtcdRefused       etcd answered the claim with a refusal until the misfire deadline:
-//	                        out of space, permission denied, request too large
+//	                        out of space, permission denied, request too large; or, in claim
+//	                        mode, it grants no lease as short as the TTL (given up at once)
 //
 // Which can happen to a job depends on its Cron and policy: none without
 // etcd (every tick runs, as under robfig/cron); with etcd, misfire_skipped,
@@ -455,6 +461,9 @@
 // and OnDropped is told how many before its next event (the metrics package
 // counts them in baton_observer_events_dropped_total). The goroutine ends
 // when the queue is empty, so none outlives a stopped Cron's last events.
+// An observer's function that panics is recovered in that goroutine and
+// logged as an error, once per event, with the function's name and the
+// stack; the observer gets the events that follow.
 //
 // # Ticks not run, cluster-wide
 //

@@ -18,7 +18,9 @@ type RunStarted struct {
 	Fence     election.Fence
 	Triggered bool
 	// Start is when the run started, by the Cron's clock; Lateness is how
-	// long after its tick that was (zero for a triggered run).
+	// long after its intended start that was: its tick plus the job's
+	// jitter delay (WithJitter), so a jittered run that starts at its
+	// delay is not late. Zero for a triggered run.
 	Start    time.Time
 	Lateness time.Duration
 	// ClaimLatency is how long the claim took, from the moment the tick
@@ -87,7 +89,9 @@ const (
 	// ReasonEtcdRefused: etcd answered the claim, still at the misfire
 	// deadline, with a refusal: out of space (its NOSPACE alarm), no write
 	// permission under the prefix, a request too large or with too many
-	// operations, a corrupt cluster. TickNotRun.Err is what etcd said.
+	// operations, a corrupt cluster; or, in claim mode, it grants no lease
+	// as short as the Cron's TTL (election.ErrTTLBelowMinimum, logged once,
+	// not retried). TickNotRun.Err is what etcd said.
 	ReasonEtcdRefused
 )
 

@@ -65,7 +65,8 @@ const (
 // A name is letters, digits, '.', '_' and '-', starting with a letter or a
 // digit. Two jobs of one Cron with one name are an error. Jobs added without
 // a name get one derived from their function and spec (see the package
-// documentation).
+// documentation). A nil job, or a nil func, is refused by AddJob and
+// Schedule with an error naming the job, however many Named wrap it.
 func Named(name string, job Job, opts ...JobOption) Job {
 	return &namedJob{name: name, job: job, opts: opts}
 }
@@ -167,6 +168,27 @@ func describeSchedule(s Schedule) string {
 		return "every " + s.Delay.String()
 	}
 	return reflect.TypeOf(s).String()
+}
+
+// namedNil is an error naming j if it is Named around a nil job, however
+// many Named deep: Named hides the nil from AddJob's check, and the job
+// would panic at its first run, in a goroutine, and crash the program.
+func namedNil(j Job) error {
+	outer, ok := j.(*namedJob)
+	if !ok {
+		return nil
+	}
+	for nj := outer; ; {
+		if isNilJob(nj.job) {
+			if nj == outer {
+				return fmt.Errorf("cronx: job %q is nil", outer.name)
+			}
+			return fmt.Errorf("cronx: job %q is nil (it wraps job %q, which is nil)", outer.name, nj.name)
+		}
+		if nj, ok = nj.job.(*namedJob); !ok {
+			return nil
+		}
+	}
 }
 
 // isNilJob reports whether j is nil or a nil func: a job that would panic at

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/election"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -67,14 +68,15 @@ func (l layout) trigger(job string) string    { return l.jobs + triggerDir + job
 func (l layout) triggerJob(key string) string { return strings.TrimPrefix(key, l.jobs+triggerDir) }
 
 // jobKey splits a key under the scheduler into its job and the rest of the
-// key (spec, last, running/<seq>, ...); ok is false for keys of no job.
+// key (spec, last, running/<seq>, ...); ok is false for keys of no job: the
+// scheduler's own, and strays (strays.go), whose job's name is not valid.
 func (l layout) jobKey(key string) (job, leaf string, ok bool) {
 	rest, under := strings.CutPrefix(key, l.jobs)
 	if !under {
 		return "", "", false
 	}
 	job, leaf, ok = strings.Cut(rest, "/")
-	if !ok || strings.HasPrefix(job, ".") {
+	if !ok || strings.HasPrefix(job, ".") || election.CheckName("job", job) != nil {
 		return "", "", false
 	}
 	return job, leaf, true

@@ -28,7 +28,9 @@ func (co *coordinator) runStarted(r run, claim election.Claim, claimLatency time
 	ev := RunStarted{Scheduler: co.name, Job: r.job, Tick: r.tick, Instance: co.identity, Fence: claim.Fence,
 		Triggered: r.triggered != 0, Start: start, ClaimLatency: claimLatency}
 	if r.triggered == 0 {
-		ev.Lateness = start.Sub(r.tick)
+		// From the run's intended start: a jittered run is meant to start
+		// its delay after the tick.
+		ev.Lateness = start.Sub(r.tick.Add(r.delay))
 	}
 	return ev
 }

@@ -1,6 +1,7 @@
 package cronx
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -19,8 +20,11 @@ import (
 // events wait, and yields to the runs after each. When an observer is so
 // slow that its queue is full, further events are dropped, never waited
 // for: OnDropped, when set, is then told how many, before the next event it
-// gets. An event it has no function for is neither queued nor dropped. The goroutine ends once the queue is empty, so none outlives the
-// events of a stopped Cron.
+// gets. An event it has no function for is neither queued nor dropped. The
+// goroutine ends once the queue is empty, so none outlives the events of a
+// stopped Cron. A function that panics does not end the program: the panic
+// is logged as an error, with the function's name (OnRunStarted, ...) and
+// the stack, once per event, and the observer gets the events that follow.
 type Observer struct {
 	OnJobAdded         func(JobAdded)
 	OnRunStarted       func(RunStarted)
@@ -50,7 +54,10 @@ const DefaultObserverQueue = 1 << 15
 func WithObserver(obs ...Observer) Option {
 	return func(c *Cron) {
 		for _, o := range obs {
-			c.observers = append(c.observers, newObserverQueue(o))
+			q := newObserverQueue(o)
+			// Read at a panic, once every option has been applied.
+			q.logger = func() Logger { return c.logger }
+			c.observers = append(c.observers, q)
 		}
 	}
 }
@@ -69,12 +76,13 @@ func (obs observers) emit(ev any) {
 type observerQueue struct {
 	o       Observer
 	size    int
-	dropped atomic.Int64 // dropped in all
+	logger  func() Logger // where a panic of the observer is reported
+	dropped atomic.Int64  // dropped in all
 
 	mu      sync.Mutex
-	items   []func() // the calls of the observer's functions, in order
-	pending int      // dropped and not yet told to OnDropped
-	running bool     // a goroutine delivers
+	items   []observerCall // the calls of the observer's functions, in order
+	pending int            // dropped and not yet told to OnDropped
+	running bool           // a goroutine delivers
 }
 
 func newObserverQueue(o Observer) *observerQueue {
@@ -89,7 +97,7 @@ func newObserverQueue(o Observer) *observerQueue {
 // observer has no function for takes no place in its queue.
 func (q *observerQueue) push(ev any) {
 	call := q.o.call(ev)
-	if call == nil {
+	if call.f == nil {
 		return
 	}
 	q.mu.Lock()
@@ -118,61 +126,93 @@ func (q *observerQueue) drain() {
 			q.running = false
 			q.items = nil // let a burst's backing array go
 			q.mu.Unlock()
-			if dropped > 0 && q.o.OnDropped != nil {
-				// Told without the goroutine: a push meanwhile starts another.
-				q.o.OnDropped(dropped)
-			}
+			// Told without the goroutine: a push meanwhile starts another.
+			q.deliver(q.o.droppedCall(dropped))
 			return
 		}
 		call := q.items[0]
-		q.items[0] = nil
+		q.items[0] = observerCall{}
 		q.items = q.items[1:]
 		q.mu.Unlock()
-		if dropped > 0 && q.o.OnDropped != nil {
-			q.o.OnDropped(dropped)
-		}
-		call()
+		q.deliver(q.o.droppedCall(dropped))
+		q.deliver(call)
 		// Runs that are starting go first: an observer's work may wait,
 		// a run's start may not.
 		runtime.Gosched()
 	}
 }
 
-// call returns the call of o's function for ev, nil when o has none.
-func (o *Observer) call(ev any) func() {
-	switch ev := ev.(type) {
-	case JobAdded:
-		return bind(o.OnJobAdded, ev)
-	case RunStarted:
-		return bind(o.OnRunStarted, ev)
-	case RunEnded:
-		return bind(o.OnRunEnded, ev)
-	case TickNotRun:
-		return bind(o.OnTickNotRun, ev)
-	case leadershipGained:
-		return bind(o.OnLeadershipGained, Leadership(ev))
-	case leadershipLost:
-		return bind(o.OnLeadershipLost, Leadership(ev))
-	case sessionLost:
-		return bind(o.OnSessionLost, Session(ev))
-	case sessionRegained:
-		return bind(o.OnSessionRegained, Session(ev))
-	case etcdRefused:
-		return bind(o.OnEtcdRefused, EtcdRefusal(ev))
-	case etcdAccepted:
-		return bind(o.OnEtcdAccepted, EtcdRefusal(ev))
-	case EtcdEmpty:
-		return bind(o.OnEtcdEmpty, ev)
+// deliver makes call. A panic in it is reported and goes no further: the
+// observer's goroutine goes on with the next event.
+func (q *observerQueue) deliver(call observerCall) {
+	if call.f == nil {
+		return
 	}
-	return nil
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		stack, err := panicked(p)
+		logger := DefaultLogger
+		if q.logger != nil {
+			logger = q.logger()
+		}
+		logger.Error(fmt.Errorf("panic: %w", err), "cronx: an observer panicked; it gets the events that follow",
+			"observer", call.name, "stack", stack)
+	}()
+	call.f()
 }
 
-// bind is f called with ev, nil when f is nil.
-func bind[E any](f func(E), ev E) func() {
-	if f == nil {
-		return nil
+// observerCall is the call of one of an Observer's functions.
+type observerCall struct {
+	name string // the function's field, for the log: "OnRunStarted"
+	f    func() // nil when the observer has no function for the event
+}
+
+// call returns the call of o's function for ev.
+func (o *Observer) call(ev any) observerCall {
+	switch ev := ev.(type) {
+	case JobAdded:
+		return bind("OnJobAdded", o.OnJobAdded, ev)
+	case RunStarted:
+		return bind("OnRunStarted", o.OnRunStarted, ev)
+	case RunEnded:
+		return bind("OnRunEnded", o.OnRunEnded, ev)
+	case TickNotRun:
+		return bind("OnTickNotRun", o.OnTickNotRun, ev)
+	case leadershipGained:
+		return bind("OnLeadershipGained", o.OnLeadershipGained, Leadership(ev))
+	case leadershipLost:
+		return bind("OnLeadershipLost", o.OnLeadershipLost, Leadership(ev))
+	case sessionLost:
+		return bind("OnSessionLost", o.OnSessionLost, Session(ev))
+	case sessionRegained:
+		return bind("OnSessionRegained", o.OnSessionRegained, Session(ev))
+	case etcdRefused:
+		return bind("OnEtcdRefused", o.OnEtcdRefused, EtcdRefusal(ev))
+	case etcdAccepted:
+		return bind("OnEtcdAccepted", o.OnEtcdAccepted, EtcdRefusal(ev))
+	case EtcdEmpty:
+		return bind("OnEtcdEmpty", o.OnEtcdEmpty, ev)
 	}
-	return func() { f(ev) }
+	return observerCall{}
+}
+
+// droppedCall is the call of o.OnDropped with n, none when n is 0.
+func (o *Observer) droppedCall(n int) observerCall {
+	if n == 0 {
+		return observerCall{}
+	}
+	return bind("OnDropped", o.OnDropped, n)
+}
+
+// bind is f, named name, called with ev; no call when f is nil.
+func bind[E any](name string, f func(E), ev E) observerCall {
+	if f == nil {
+		return observerCall{}
+	}
+	return observerCall{name: name, f: func() { f(ev) }}
 }
 
 // The events that share a type with their opposite, told apart in a queue.

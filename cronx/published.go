@@ -4,38 +4,18 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
-	"github.com/batonhq/baton/election"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Schedulers returns the names of the schedulers that have keys under the
 // key prefix P (BATON_PREFIX, default "/baton", when prefix is empty),
-// sorted: those whose replicas published jobs, paused one or ran one. One
-// read of keys only.
+// sorted: those whose replicas published jobs, paused one or ran one. Keys
+// that name no valid scheduler are left out (ListSchedulers names them).
+// One read of keys only.
 func Schedulers(ctx context.Context, client *clientv3.Client, prefix string) ([]string, error) {
-	if prefix == "" {
-		s, err := election.Resolve()
-		if err != nil {
-			return nil, err
-		}
-		prefix = s.Prefix
-	}
-	dir := schedulersDir(prefix)
-	resp, err := client.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		return nil, fmt.Errorf("cronx: read %s: %w", dir, err)
-	}
-	var names []string
-	for _, kv := range resp.Kvs {
-		name, _, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), dir), "/")
-		if ok && name != "" && !slices.Contains(names, name) {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	return names, nil
+	names, _, err := ListSchedulers(ctx, client, prefix)
+	return names, err
 }
 
 // Jobs returns the names of the scheduler's published jobs, sorted: those

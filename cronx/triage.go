@@ -47,6 +47,8 @@ func (cl *claimer) triage(base context.Context, r run, err error) {
 	case errors.Is(err, ErrPaused):
 		reason = ReasonPaused
 		cl.logger.Info("cronx: skipped: paused", "job", r.job, "tick", r.tick)
+	case errors.Is(err, election.ErrTTLBelowMinimum):
+		reason = ReasonEtcdRefused // logged once, as etcd first refused it (ttlrefused.go)
 	case base.Err() != nil:
 		// Stopped or no longer leading: not a failure of this tick. A
 		// successor reports it if nobody ran it.

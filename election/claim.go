@@ -72,7 +72,7 @@ type Claim struct {
 // ErrNotLeader when UnderTerm's term has ended. seq must not be negative.
 func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int64, opts ...ClaimOption) (Claim, error) {
 	if client == nil {
-		return Claim{}, errors.New("election: nil etcd client")
+		return Claim{}, errNilClient
 	}
 	if key == "" || seq < 0 {
 		return Claim{}, fmt.Errorf("election: claim %q seq %d: want a key and a sequence of 0 or more", key, seq)
@@ -171,6 +171,9 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 // LastClaim returns the highest sequence claimed at key and who claimed it;
 // ok is false when nothing was claimed there.
 func LastClaim(ctx context.Context, client *clientv3.Client, key string) (seq int64, holder string, ok bool, err error) {
+	if client == nil {
+		return 0, "", false, errNilClient
+	}
 	resp, err := client.Get(ctx, key)
 	if err != nil {
 		return 0, "", false, fmt.Errorf("election: read claim %s: %w", key, err)

@@ -68,7 +68,7 @@ type Elector struct {
 // and does no I/O; Run campaigns.
 func New(client *clientv3.Client, name string, opts ...Option) (*Elector, error) {
 	if client == nil {
-		return nil, errors.New("election: nil etcd client")
+		return nil, errNilClient
 	}
 	if err := checkName("election", name); err != nil {
 		return nil, err

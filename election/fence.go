@@ -29,6 +29,9 @@ func (f Fence) Cmp() clientv3.Cmp {
 
 // Valid reads etcd and reports whether the fence is still current.
 func (f Fence) Valid(ctx context.Context, client *clientv3.Client) (bool, error) {
+	if client == nil {
+		return false, errNilClient
+	}
 	resp, err := client.Get(ctx, f.Key, clientv3.WithKeysOnly())
 	if err != nil {
 		return false, fmt.Errorf("election: check fence %s: %w", f.Key, err)

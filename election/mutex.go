@@ -46,7 +46,7 @@ type Mutex struct {
 // does no I/O.
 func NewMutex(client *clientv3.Client, name string, opts ...Option) (*Mutex, error) {
 	if client == nil {
-		return nil, errors.New("election: nil etcd client")
+		return nil, errNilClient
 	}
 	if err := checkName("lock", name); err != nil {
 		return nil, err
@@ -213,6 +213,9 @@ func (m *Mutex) Owned(ctx context.Context) (bool, error) {
 // Holder returns who holds the lock name under prefix, as a Leader (Identity
 // is the holder's, Since is zero), or ErrNoLeader when nobody holds it.
 func Holder(ctx context.Context, client *clientv3.Client, prefix, name string) (Leader, error) {
+	if client == nil {
+		return Leader{}, errNilClient
+	}
 	if err := checkName("lock", name); err != nil {
 		return Leader{}, err
 	}

@@ -21,6 +21,9 @@ func (e *Elector) Observe(ctx context.Context) <-chan Leader {
 // Observe streams the leader of the election name under prefix without
 // campaigning; see Elector.Observe.
 func Observe(ctx context.Context, client *clientv3.Client, prefix, name string) (<-chan Leader, error) {
+	if client == nil {
+		return nil, errNilClient
+	}
 	if err := checkName("election", name); err != nil {
 		return nil, err
 	}

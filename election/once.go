@@ -84,7 +84,7 @@ func CheckOnceKey(key string) error {
 // claim only.
 func ClaimOnce(ctx context.Context, client *clientv3.Client, key string, window time.Duration, opts ...Option) (*Once, error) {
 	if client == nil {
-		return nil, errors.New("election: nil etcd client")
+		return nil, errNilClient
 	}
 	if err := CheckOnceKey(key); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package election
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -67,6 +68,10 @@ func WithLogger(l *slog.Logger) Option {
 func withClock(c clock.Clock) Option {
 	return func(o *options) { o.clock = c }
 }
+
+// errNilClient is what every function given a nil etcd client returns,
+// rather than panic at its first request.
+var errNilClient = errors.New("election: nil etcd client")
 
 // checkName validates a name used as one segment of a key.
 func checkName(what, name string) error {

@@ -177,6 +177,14 @@ func TestBadInputIsAnErrorNamingIt(t *testing.T) {
 		{"New nil client", func() error { _, err := New(nil, "jobs", ttl); return err }, "nil etcd client"},
 		{"NewMutex nil client", func() error { _, err := NewMutex(nil, "jobs", ttl); return err }, "nil etcd client"},
 		{"NewSession nil client", func() error { _, err := NewSession(context.Background(), nil, ttl); return err }, "nil etcd client"},
+		// Each of these used to panic, Observe in a goroutine of its own.
+		{"Observe nil client", func() error { _, err := Observe(context.Background(), nil, "/baton", "jobs"); return err }, "nil etcd client"},
+		{"Holder nil client", func() error { _, err := Holder(context.Background(), nil, "/baton", "jobs"); return err }, "nil etcd client"},
+		{"LastClaim nil client", func() error { _, _, _, err := LastClaim(context.Background(), nil, "/baton/k"); return err }, "nil etcd client"},
+		{"Fence.Valid nil client", func() error {
+			_, err := (Fence{Key: "/baton/k", Revision: 1}).Valid(context.Background(), nil)
+			return err
+		}, "nil etcd client"},
 		{"New empty name", func() error { _, err := New(cli, "", ttl); return err }, "name is empty"},
 		{"NewMutex empty name", func() error { _, err := NewMutex(cli, "", ttl); return err }, "name is empty"},
 		{"New name with slash", func() error { _, err := New(cli, "a/b", ttl); return err }, `"a/b"`},

@@ -52,7 +52,7 @@ type Session struct {
 // Close or until the session is lost. ctx bounds the grant only.
 func NewSession(ctx context.Context, client *clientv3.Client, opts ...Option) (*Session, error) {
 	if client == nil {
-		return nil, errors.New("election: nil etcd client")
+		return nil, errNilClient
 	}
 	o, err := buildOptions(opts)
 	if err != nil {

@@ -18,7 +18,8 @@
 //	                                                     "overtaken", "claimed_elsewhere", "etcd_unavailable",
 //	                                                     "etcd_refused")
 //	baton_job_run_duration_seconds{scheduler}            histogram: how long runs took
-//	baton_job_tick_lateness_seconds{scheduler}           histogram: how long after its tick a run started
+//	baton_job_tick_lateness_seconds{scheduler}           histogram: how long after its intended start (its tick
+//	                                                     plus the job's WithJitter delay) a run started
 //	baton_claim_latency_seconds{scheduler}               histogram: how long the claim of a run took in etcd
 //	baton_scheduler_leader{scheduler}                    gauge: 1 while this replica leads the scheduler, else 0
 //	baton_scheduler_leadership_changes_total{scheduler,change}

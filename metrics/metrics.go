@@ -52,7 +52,7 @@ func New(reg prometheus.Registerer) (cronx.Observer, error) {
 			Name: "baton_job_run_duration_seconds", Help: "How long runs took.", Buckets: durationBuckets,
 		}, []string{"scheduler"}),
 		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "baton_job_tick_lateness_seconds", Help: "How long after its nominal tick a run started.", Buckets: latenessBuckets,
+			Name: "baton_job_tick_lateness_seconds", Help: "How long after its intended start (its tick plus the job's jitter delay) a run started.", Buckets: latenessBuckets,
 		}, []string{"scheduler"}),
 		claim: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "baton_claim_latency_seconds", Help: "How long the claim of a run took in etcd.", Buckets: claimBuckets,

@@ -9,7 +9,12 @@
 // duration, outcome) and ticks not run. It is read with a few reads of
 // etcd, decoded by the election and cronx readers that own the values.
 // Reads are separate, so a snapshot taken while leadership changes hands
-// may show a scheduler's jobs from just before or after the change.
+// may show a scheduler's jobs from just before or after the change. A key
+// under P/jobs/ that no scheduler wrote (a name that is not valid, put with
+// etcdctl) is skipped and listed in Snapshot.Ignored, which the page and
+// WriteText show; it never fails the snapshot. WriteText escapes control
+// bytes and characters that print nothing in what etcd holds ("\x1b"),
+// keeping ordinary Unicode.
 //
 // Page is an http.Handler an application mounts on its own server:
 //

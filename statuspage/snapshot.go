@@ -31,6 +31,18 @@ type Snapshot struct {
 	Locks      []Lock      `json:"locks"`
 	Schedulers []Scheduler `json:"schedulers"`
 	EmptyEtcd  *EmptyEtcd  `json:"etcd_came_back_empty,omitempty"`
+	// Ignored are the keys under P/jobs/ that no scheduler wrote, which
+	// the snapshot skips (cronx.IgnoredKey), in key order.
+	Ignored []IgnoredKey `json:"ignored_keys,omitempty"`
+}
+
+// IgnoredKey is a key that no scheduler wrote, or the keys of one name that
+// is not valid: Key is the key when Keys is 1, else the name's directory,
+// ending in '/'; Why is what makes it none of a scheduler.
+type IgnoredKey struct {
+	Key  string `json:"key"`
+	Keys int    `json:"keys"`
+	Why  string `json:"why"`
 }
 
 // EmptyEtcd is the last time a replica found that etcd had come back
@@ -148,8 +160,10 @@ func (r Run) Duration() time.Duration {
 // else "/baton", when empty), and for scheduler, when it is not empty, only
 // that one, which must have published jobs (else ErrUnknownScheduler). now
 // is the time next ticks are computed from. Values are decoded by the
-// readers of election and cronx, the packages that wrote them. ctx bounds
-// every read.
+// readers of election and cronx, the packages that wrote them. A key under
+// P/jobs/ that no scheduler wrote (a name that is not valid) is skipped and
+// listed in Ignored, the scheduler's only when scheduler is given. ctx
+// bounds every read.
 func Read(ctx context.Context, client *clientv3.Client, prefix, scheduler string, now time.Time) (*Snapshot, error) {
 	if client == nil {
 		return nil, errors.New("statuspage: nil etcd client")
@@ -175,7 +189,7 @@ func Read(ctx context.Context, client *clientv3.Client, prefix, scheduler string
 		s.Locks = append(s.Locks, Lock{Name: q.name, Holder: q.leader.Identity, Lease: q.lease, Fence: q.fence, Waiting: q.count - 1})
 	}
 
-	names, err := cronx.Schedulers(ctx, client, prefix)
+	names, ignored, err := cronx.ListSchedulers(ctx, client, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -187,15 +201,20 @@ func Read(ctx context.Context, client *clientv3.Client, prefix, scheduler string
 			}
 			return nil, fmt.Errorf("%w: %q has published no jobs under %s%s", ErrUnknownScheduler, scheduler, prefix, known)
 		}
-		names = []string{scheduler}
+		names, ignored = []string{scheduler}, nil
 	}
 	for _, name := range names {
-		sc, err := readScheduler(ctx, client, prefix, name, now)
+		sc, more, err := readScheduler(ctx, client, prefix, name, now)
 		if err != nil {
 			return nil, err
 		}
 		s.Schedulers = append(s.Schedulers, sc)
+		ignored = append(ignored, more...)
 	}
+	for _, k := range ignored {
+		s.Ignored = append(s.Ignored, IgnoredKey{Key: k.Key, Keys: k.Keys, Why: k.Why})
+	}
+	slices.SortFunc(s.Ignored, func(a, b IgnoredKey) int { return strings.Compare(a.Key, b.Key) })
 	if e, ok, err := emptyetcd.Last(ctx, client, prefix); err == nil && ok {
 		s.EmptyEtcd = &EmptyEtcd{At: e.At, By: e.By, Why: e.Why}
 	}
@@ -282,15 +301,17 @@ func holderOf(ctx context.Context, client *clientv3.Client, prefix, kind, name s
 	return e.Leader(ctx)
 }
 
-func readScheduler(ctx context.Context, client *clientv3.Client, prefix, name string, now time.Time) (Scheduler, error) {
+// readScheduler reads the scheduler name, and the keys under it that are
+// no job's.
+func readScheduler(ctx context.Context, client *clientv3.Client, prefix, name string, now time.Time) (Scheduler, []cronx.IgnoredKey, error) {
 	s := Scheduler{Name: name, Jobs: []Job{}}
 	ctl, err := cronx.NewControl(client, prefix, name)
 	if err != nil {
-		return s, err
+		return s, nil, err
 	}
 	st, err := ctl.Status(ctx)
 	if err != nil {
-		return s, err
+		return s, nil, err
 	}
 	s.Leader, s.LeaderSince = st.Leader.Identity, st.Leader.Since
 	for _, j := range st.Jobs {
@@ -299,7 +320,7 @@ func readScheduler(ctx context.Context, client *clientv3.Client, prefix, name st
 		}
 		s.Jobs = append(s.Jobs, newJob(j, now))
 	}
-	return s, nil
+	return s, st.Ignored, nil
 }
 
 func newJob(j cronx.JobStatus, now time.Time) Job {

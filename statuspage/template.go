@@ -133,6 +133,7 @@ ul{margin:0;padding:0;list-style:none}
 li{white-space:nowrap}
 .ok{color:#176b2c}.failed{color:#b00020;font-weight:600}.paused{color:#8a5a00;font-weight:600}
 .warn{background:#fff4e5;border:1px solid #f0b060;padding:8px 10px;margin:12px 0}
+.warn li{white-space:normal}
 .err{background:#fdecee;border:1px solid #e08a95;padding:8px 10px;margin:12px 0}
 .none{color:#777}
 </style>
@@ -164,6 +165,8 @@ li{white-space:nowrap}
 </tbody></table></div>
 </section>
 {{else}}<p class="none">No scheduler has published jobs under {{$.Prefix}}.</p>{{end}}
+{{with .Ignored}}<div class="warn" id="ignored-keys">Ignored, as no scheduler wrote them:<ul>{{range .}}
+<li class="ignored">{{if gt .Keys 1}}{{.Keys}} keys under {{else}}key {{end}}<code>{{.Key}}</code>: {{.Why}}</li>{{end}}</ul></div>{{end}}
 
 <h2>Elections</h2>
 {{if .Elections}}<div class="scroll"><table>

@@ -11,45 +11,65 @@ import (
 )
 
 // WriteText writes the snapshot as aligned tables, as `baton status` prints
-// it: times in the local zone, one line per job.
+// it: times in the local zone, one line per job, then the keys ignored.
+// What was read from etcd is printed with control bytes and characters
+// that print nothing escaped ("\x1b"), so that no value acts on the
+// terminal.
 func (r *Snapshot) WriteText(out io.Writer) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	if e := r.EmptyEtcd; e != nil {
-		fmt.Fprintf(w, "etcd came back empty: found at %s by %s (%s); lost with its data: %s.\n\n", local(e.At), e.By, e.Why, emptyetcd.Lost)
+		fmt.Fprintf(w, "etcd came back empty: found at %s by %s (%s); lost with its data: %s.\n\n",
+			local(e.At), printable(e.By), printable(e.Why), emptyetcd.Lost)
 	}
 	if len(r.Elections) == 0 {
-		fmt.Fprintf(w, "No elections under %s.\n", r.Prefix)
+		fmt.Fprintf(w, "No elections under %s.\n", printable(r.Prefix))
 	} else {
 		fmt.Fprintln(w, "ELECTION\tLEADER\tSINCE\tCANDIDATES")
 		for _, e := range r.Elections {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", e.Name, who(e.Leader, e.Lease), local(e.Since), e.Candidates)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", printable(e.Name), who(e.Leader, e.Lease), local(e.Since), e.Candidates)
 		}
 	}
 	fmt.Fprintln(w)
 	if len(r.Locks) == 0 {
-		fmt.Fprintf(w, "No locks under %s.\n", r.Prefix)
+		fmt.Fprintf(w, "No locks under %s.\n", printable(r.Prefix))
 	} else {
 		fmt.Fprintln(w, "LOCK\tHOLDER\tWAITING")
 		for _, l := range r.Locks {
-			fmt.Fprintf(w, "%s\t%s\t%d\n", l.Name, who(l.Holder, l.Lease), l.Waiting)
+			fmt.Fprintf(w, "%s\t%s\t%d\n", printable(l.Name), who(l.Holder, l.Lease), l.Waiting)
 		}
 	}
 	fmt.Fprintln(w)
+	r.writeJobs(w)
+	if len(r.Ignored) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, k := range r.Ignored {
+		what := "key"
+		if k.Keys > 1 {
+			what = fmt.Sprintf("%d keys under", k.Keys)
+		}
+		fmt.Fprintf(w, "ignored %s %q: %s\n", what, k.Key, printable(k.Why))
+	}
+	return w.Flush()
+}
+
+// writeJobs writes the table of the schedulers' jobs.
+func (r *Snapshot) writeJobs(w io.Writer) {
 	if len(r.Schedulers) == 0 {
-		fmt.Fprintf(w, "No scheduler has published jobs under %s.\n", r.Prefix)
-		return w.Flush()
+		fmt.Fprintf(w, "No scheduler has published jobs under %s.\n", printable(r.Prefix))
+		return
 	}
 	fmt.Fprintln(w, "SCHEDULER\tJOB\tSPEC\tPAUSED\tLAST RUN\tBY\tRESULT\tRUNNING ON\tNEXT RUN\tNOT RUN (1D)")
 	for _, s := range r.Schedulers {
 		if len(s.Jobs) == 0 {
-			fmt.Fprintf(w, "%s\t(no jobs)\t\t\t\t\t\t\t\t\n", s.Name)
+			fmt.Fprintf(w, "%s\t(no jobs)\t\t\t\t\t\t\t\t\n", printable(s.Name))
 		}
 		for _, j := range s.Jobs {
 			paused := "no"
 			if j.Paused {
 				paused = "yes"
 				if j.PausedBy != "" {
-					paused += " (" + j.PausedBy + ")"
+					paused += " (" + printable(j.PausedBy) + ")"
 				}
 			}
 			tick, by, result := lastRun(j)
@@ -65,11 +85,10 @@ func (r *Snapshot) WriteText(out io.Writer) error {
 				}
 				notRun = strings.Join(parts, ",")
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-				s.Name, j.Name, j.Spec, paused, local(tick), dash(by), result, running, local(j.Next), notRun)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(s.Name), printable(j.Name), printable(j.Spec),
+				paused, local(tick), printable(dash(by)), printable(result), printable(running), local(j.Next), notRun)
 		}
 	}
-	return w.Flush()
 }
 
 // lastRun is the job's most recent run as the table shows it.
@@ -101,7 +120,7 @@ func lastRun(j Job) (tick time.Time, by, result string) {
 func who(identity, lease string) string {
 	switch {
 	case identity != "":
-		return identity
+		return printable(identity)
 	case lease != "":
 		return "lease " + lease
 	}

@@ -47,7 +47,10 @@ run then.
 
 A holder that is not baton (etcdctl elect or lock, etcd's concurrency
 package) is shown by the value it stored, or by its lease when it stored
-none.
+none. A key under the prefix's jobs/ that no scheduler wrote (a scheduler
+or job name with a space, put with etcdctl) is skipped, and named after the
+tables ("ignored key ..."). The tables print control bytes read from etcd
+escaped, as \x1b, so that no value acts on the terminal.
 
 --json prints one JSON document instead of tables, with these fields
 (times are RFC 3339; a field marked ? is left out when unknown):
@@ -69,6 +72,11 @@ none.
                                attempt? (its number, for a job with retries)
   etcd_came_back_empty?        at, by, why: the last time a replica found
                                that etcd had lost its data, and with it ` + emptyetcd.Lost + `
+  ignored_keys[]?              key, keys, why: keys under PREFIX/jobs/
+                               that no scheduler wrote (a name that is
+                               not valid, put with etcdctl), skipped: key
+                               is the key, or the directory of the name's
+                               keys when keys is more than 1
 
 fence is the etcd create revision of the leader's or holder's key: the
 fencing token its work gets.
