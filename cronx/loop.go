@@ -28,7 +28,8 @@ func (c *Cron) run() {
 	}
 	for {
 		sortByNext(c.entries)
-		if !c.wait(c.clock.NewTimer(c.untilNext())) {
+		d := c.untilNext()
+		if !c.wait(c.clock.NewTimer(d), d != idleWait) {
 			return
 		}
 	}
@@ -51,8 +52,9 @@ func (c *Cron) untilNext() time.Duration {
 }
 
 // wait handles events until one changes what the loop must sleep for, and
-// reports false on Stop. The timer is spent or stopped when it returns.
-func (c *Cron) wait(timer clock.Timer) bool {
+// reports false on Stop. The timer is spent or stopped when it returns;
+// armed says it was set for the earliest entry, whose Next is current.
+func (c *Cron) wait(timer clock.Timer, armed bool) bool {
 	for {
 		select {
 		case <-timer.C():
@@ -83,9 +85,13 @@ func (c *Cron) wait(timer clock.Timer) bool {
 		case <-c.resync:
 			// The entries due by now run first, whether the timer fired as
 			// the resync came or the tick passed since: recomputing them
-			// from now would skip their tick.
+			// from now would skip their tick. Not on an idle timer: a
+			// replica that did not schedule kept its entries as they were,
+			// long past, and the resync catches up on them.
 			timer.Stop()
-			c.wake()
+			if armed { // mutation:stale-takeover
+				c.wake()
+			}
 			c.resyncEntries(c.now())
 			return true
 
