@@ -158,3 +158,52 @@ func TestTickOvertakenByItsSuccessorIsReported(t *testing.T) {
 		}
 	}
 }
+
+// TestSuccessorReportsNoTickItsPredecessorRan is G3 as the successor's
+// reports see it: a replica that followed for longer than the misfire grace
+// takes over from a leader that stopped, runs every tick from the next, and
+// reports none not run, since its predecessor ran each. Its entries were
+// computed when it started and left as they were while it followed: a
+// takeover that ran the entries due by them fired its first tick, long
+// past, again, and reported it skipped (misfire) or, claimed after the
+// catch-up, overtaken.
+func TestSuccessorReportsNoTickItsPredecessorRan(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	l := newLedger()
+	events := newEventLog()
+	pc := &policyCluster{t: t, cli: srv.Client(t), name: "test"}
+	for _, id := range []string{"a", "b"} {
+		fake := clock.NewFake(t0)
+		opts := []Option{withClock(fake), WithLocation(time.UTC), WithMisfire(RunOnce, 3*time.Second),
+			WithElection(election.WithTTL(stallTTL))}
+		if id == "b" {
+			opts = append(opts, observed(events)...)
+		}
+		r := startReplica(t, srv.Client(t), id, l, LeaderMode, opts...)
+		pc.ids, pc.fakes, pc.crons = append(pc.ids, id), append(pc.fakes, fake), append(pc.crons, r.cron)
+		waitCandidates(t, pc.cli, "test", int64(len(pc.ids))) // a campaigns first, so it leads
+	}
+	for n := 1; n <= 6; n++ {
+		pc.tick(l, n, n)
+	}
+	if r := l.last(); r.Instance != "a" {
+		t.Fatalf("tick %v ran on %s, want a", r.Tick.Format(time.TimeOnly), r.Instance)
+	}
+	(&replica{id: "a", cron: pc.crons[0]}).stop(t)
+	for n := 7; n <= 9; n++ {
+		pc.tick(l, n, n)
+	}
+	l.check(t, time.Second)
+	// An observer gets b's events in order: the takeover's reports come
+	// before the end of its third tick.
+	last := t0.Add(9 * time.Second)
+	waitFor(t, events, 15*time.Second, "b's run of the last tick to end", func(e RunEnded) bool { return e.Tick.Equal(last) })
+	events.mu.Lock()
+	defer events.mu.Unlock()
+	for _, ev := range events.all {
+		if e, ok := ev.(TickNotRun); ok {
+			t.Errorf("b reported the tick %v, which a ran, not run: %v (%v)", e.Tick.Format(time.TimeOnly), e.Reason, e.Err)
+		}
+	}
+}

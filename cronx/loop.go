@@ -91,7 +91,7 @@ func (c *Cron) wait(timer clock.Timer, ticking bool) bool {
 			// tick. A follower's entries are as old as its last term: a
 			// tick missed since is the catch-up's.
 			timer.Stop()
-			if ticking {
+			if ticking { // mutation:stale-takeover
 				c.wake()
 			}
 			c.resyncEntries(c.now())

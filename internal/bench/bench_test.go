@@ -59,13 +59,17 @@ func TestFiguresSmoke(t *testing.T) {
 			defer cancel()
 			h := &harness{cfg: smokeConfig(baton), dir: t.TempDir(), baton: baton, stderr: testLog{t}}
 			defer h.close()
+			// A figure that saw a promise broken (a handover's tick missed
+			// or run twice) fails, naming it, after its report.
 			rep, err := h.runFigure(ctx, f)
+			var out bytes.Buffer
+			if rep != nil {
+				rep.write(&out)
+				t.Log("\n" + out.String())
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			var out bytes.Buffer
-			rep.write(&out)
-			t.Log("\n" + out.String())
 			if len(rep.tables) == 0 {
 				t.Fatal("no table")
 			}
@@ -178,9 +182,10 @@ func TestQuantile(t *testing.T) {
 }
 
 func TestTally(t *testing.T) {
-	at := func(s int) ledgerLine { return ledgerLine{tick: time.Unix(int64(s), 0)} }
-	ticks, missed, twice := tally([]ledgerLine{at(10), at(11), at(11), at(13), at(14)})
-	if ticks != 5 || len(missed) != 1 || !missed[0].Equal(time.Unix(12, 0)) || twice != 1 {
-		t.Errorf("tally = %d ticks, missed %v, %d twice; want 5, [12 s], 1", ticks, missed, twice)
+	at := func(s int, id string) ledgerLine { return ledgerLine{tick: time.Unix(int64(s), 0), id: id} }
+	tl := tally([]ledgerLine{at(10, "r1"), at(11, "r1"), at(11, "r2"), at(13, "r2"), at(14, "r2")})
+	if tl.ticks != 5 || len(tl.missed) != 1 || !tl.missed[0].Equal(time.Unix(12, 0)) || tl.extraRuns() != 1 ||
+		len(tl.twice) != 1 || !tl.twice[0].tick.Equal(time.Unix(11, 0)) || strings.Join(tl.twice[0].by, ",") != "r1,r2" {
+		t.Errorf("tally = %+v; want 5 ticks, 12 s missed, 11 s run by r1 and r2", tl)
 	}
 }

@@ -176,7 +176,8 @@ func chooseFigures(names []string) ([]figure, error) {
 	return out, nil
 }
 
-// runFigure measures one figure.
+// runFigure measures one figure. A figure that saw a promise broken
+// returns its report and an error that names what broke.
 func (h *harness) runFigure(ctx context.Context, f figure) (*report, error) {
 	h.logf("%s: %s", f.name, f.summary)
 	before := loadAverage()
@@ -189,6 +190,9 @@ func (h *harness) runFigure(ctx context.Context, f figure) (*report, error) {
 	rep.args = h.cfg.argsFor(f.name)
 	rep.load = [2]string{before, loadAverage()}
 	rep.took = time.Since(start)
+	if len(rep.broken) > 0 {
+		return rep, fmt.Errorf("%s", strings.Join(rep.broken, "; "))
+	}
 	return rep, nil
 }
 
@@ -206,12 +210,13 @@ func run(ctx context.Context, cfg config, chosen []figure, stdout, stderr io.Wri
 			return ctx.Err()
 		}
 		rep, err := h.runFigure(ctx, f)
+		if rep != nil {
+			rep.write(stdout)
+		}
 		if err != nil {
 			h.logf("%s: %v", f.name, err)
 			failed = append(failed, f.name)
-			continue
 		}
-		rep.write(stdout)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("figures failed: %s", strings.Join(failed, ", "))

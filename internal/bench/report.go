@@ -19,6 +19,8 @@ type report struct {
 	took   time.Duration
 	tables []*table
 	notes  []string
+	// broken lists the promises the figure saw broken: the figure fails.
+	broken []string
 }
 
 type table struct {
@@ -34,6 +36,11 @@ func (r *report) table(header ...string) *table {
 
 func (r *report) note(format string, args ...any) {
 	r.notes = append(r.notes, fmt.Sprintf(format, args...))
+}
+
+// broke records a promise the figure saw broken, which fails it.
+func (r *report) broke(format string, args ...any) {
+	r.broken = append(r.broken, fmt.Sprintf(format, args...))
 }
 
 func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
@@ -59,6 +66,12 @@ func (r *report) write(w io.Writer) {
 		fmt.Fprintln(w)
 		for _, n := range r.notes {
 			fmt.Fprintf(w, "- %s\n", n)
+		}
+	}
+	if len(r.broken) > 0 {
+		fmt.Fprintf(w, "\nBROKEN:\n\n")
+		for _, b := range r.broken {
+			fmt.Fprintf(w, "- %s\n", b)
 		}
 	}
 }

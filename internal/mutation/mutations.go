@@ -95,6 +95,12 @@ var mutations = []mutation{
 		},
 	},
 	{
+		Name:   "stale-takeover",
+		Breaks: "G3: a replica that takes over fires the entries it left as they were while it followed, and reports a tick its predecessor ran as not run",
+		Edits:  []edit{{Marker: "stale-takeover", Old: "if ticking {", New: "if true {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^(TestSuccessorReportsNoTickItsPredecessorRan|TestNewLeaderFiresNoTickOfItsIdleTime)$"}},
+	},
+	{
 		Name:   "once-claim-unchecked",
 		Breaks: "baton run --once runs the command though another run holds or recently succeeded its claim",
 		Edits:  []edit{{Marker: "once-claim", Old: "!resp.Succeeded", New: "false"}},

@@ -29,6 +29,13 @@ type crontabJob struct {
 // claim is lost, before SIGKILL: short, because the next leader may start.
 const lostGrace = 500 * time.Millisecond
 
+// startAllowance is how long a command runs before the SIGTERM of baton's
+// own stop reaches it. A program can catch or ignore a signal only once it
+// runs: sent at once, the signal kills a command that started just before
+// the stop (a tick due a few milliseconds before a deploy's SIGTERM) before
+// its shell has read its first line, so that a tick run once does nothing.
+const startAllowance = time.Second
+
 func (j crontabJob) Run() { _ = j.RunContext(context.Background()) }
 
 func (j crontabJob) RunContext(ctx context.Context) error {
@@ -41,6 +48,7 @@ func (j crontabJob) RunContext(ctx context.Context) error {
 		"BATON_FENCE="+strconv.FormatInt(info.Fence.Revision, 10),
 		"BATON_ATTEMPT="+strconv.Itoa(max(info.Attempt, 1)),
 	)
+	started := time.Now()
 	p, err := startProc([]string{j.shell, "-c", j.entry.command}, env, nil, j.env.stdout, j.env.stderr, "["+j.entry.name+"] ")
 	if err != nil {
 		return err
@@ -53,7 +61,7 @@ func (j crontabJob) RunContext(ctx context.Context) error {
 		}
 	case <-ctx.Done():
 		if j.stopping.Load() {
-			p.stop(j.grace)
+			j.stopGracefully(p, started)
 		} else if cause := context.Cause(ctx); errors.Is(cause, cronx.ErrTimeout) || errors.Is(cause, cronx.ErrReplaced) {
 			j.logger.Warn("baton crontab: stopping the command", "job", j.entry.name, "tick", info.Tick,
 				"cause", cause, "grace", j.grace.String())
@@ -68,4 +76,21 @@ func (j crontabJob) RunContext(ctx context.Context) error {
 		return fmt.Errorf("exit status %d", p.code)
 	}
 	return nil
+}
+
+// stopGracefully ends a command as baton stops: SIGTERM once the command has
+// run for startAllowance (a command that ends sooner gets none), and SIGKILL
+// --grace after the stop, as without the allowance.
+func (j crontabJob) stopGracefully(p *proc, started time.Time) {
+	hold := min(startAllowance-time.Since(started), j.grace)
+	if hold > 0 {
+		t := time.NewTimer(hold)
+		defer t.Stop()
+		select {
+		case <-p.done:
+			return
+		case <-t.C:
+		}
+	}
+	p.stop(j.grace - max(hold, 0))
 }

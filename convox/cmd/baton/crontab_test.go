@@ -336,6 +336,39 @@ func TestCrontabReplicasRunEachTickOnce(t *testing.T) {
 	}
 }
 
+// TestCrontabStopSparesACommandJustStarted is a deploy's SIGTERM that comes
+// just after a tick's command started: the command, which ignores SIGTERM
+// once it has set that up, finishes its tick, and baton exits 0. Passed on at
+// once, the signal reached the command before its trap and killed it (exit
+// status 143): its tick, claimed and run once, did nothing.
+func TestCrontabStopSparesACommandJustStarted(t *testing.T) {
+	t.Parallel()
+	etcd := etcdtest.Shared(t)
+	dir := t.TempDir()
+	started, finished := filepath.Join(dir, "started"), filepath.Join(dir, "finished")
+	file := filepath.Join(dir, "crontab")
+	// The command takes a moment to set up its handling of SIGTERM, as a
+	// program does while its runtime starts.
+	os.WriteFile(file, []byte(`tick: * * * * * * echo $BATON_TICK >> `+started+`; sleep 0.3; trap '' TERM; echo $BATON_TICK >> `+finished+"\n"), 0o644)
+	p := startBaton(t, etcd.Env(), "crontab", "--seconds", file)
+	var tick string
+	until(t, 15*time.Second, "a command to start", func() bool {
+		lines := readLines(started)
+		if len(lines) > 0 {
+			tick = lines[len(lines)-1]
+		}
+		return tick != ""
+	})
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(10 * time.Second); code != 0 {
+		t.Fatalf("baton exited %d after SIGTERM", code)
+	}
+	if !slices.Contains(readLines(finished), tick) {
+		t.Fatalf("the command of tick %s, started before baton's SIGTERM, did not finish (finished: %q):\n%s",
+			tick, readLines(finished), p.out.String())
+	}
+}
+
 // TestCommandDiesWithBaton kills baton with SIGKILL while its command, and a
 // process the command started, run: both must die.
 func TestCommandDiesWithBaton(t *testing.T) {
