@@ -13,7 +13,6 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/promtool"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"gopkg.in/yaml.v3"
 )
 
@@ -27,7 +26,7 @@ const (
 
 // families returns baton's metric families by name, each with a series:
 // those of an observer that has seen every kind of event.
-func families(t *testing.T) map[string]dto.MetricType {
+func families(t *testing.T) map[string]string {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	obs, err := New(reg)
@@ -49,9 +48,9 @@ func families(t *testing.T) map[string]dto.MetricType {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]dto.MetricType{}
+	out := map[string]string{}
 	for _, f := range gathered {
-		out[f.GetName()] = f.GetType()
+		out[f.GetName()] = f.GetType().String() // "COUNTER", "HISTOGRAM", ...
 	}
 	return out
 }
@@ -61,14 +60,14 @@ var metricName = regexp.MustCompile(`\bbaton_[a-z0-9_]*[a-z0-9]`)
 // queried returns the baton metrics that queries name, a histogram's
 // _bucket, _sum and _count series counted as the histogram's; those that
 // are none of fams are errors.
-func queried(t *testing.T, fams map[string]dto.MetricType, where string, queries []string) map[string]bool {
+func queried(t *testing.T, fams map[string]string, where string, queries []string) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
 	for _, q := range queries {
 		for _, name := range metricName.FindAllString(q, -1) {
 			if _, ok := fams[name]; !ok {
 				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-					if base, found := strings.CutSuffix(name, suffix); found && fams[base] == dto.MetricType_HISTOGRAM {
+					if base, found := strings.CutSuffix(name, suffix); found && fams[base] == "HISTOGRAM" {
 						name = base
 					}
 				}
