@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -112,12 +113,34 @@ func (m *Member) Kill() {
 	m.proc = nil
 }
 
-// Pause stops the member's process with SIGSTOP until Resume: it answers
-// nothing, and its connections stay open, as a stalled host's do. The
-// test's end resumes it.
+// Pause stops the member's process with SIGSTOP until Resume, and returns
+// once the kernel has stopped it: it answers nothing, and its connections
+// stay open, as a stalled host's do. The test's end resumes it.
 func (m *Member) Pause(t testing.TB) {
 	t.Helper()
 	m.signal(t, syscall.SIGSTOP)
+	m.mu.Lock()
+	pid := m.proc.cmd.Process.Pid
+	m.mu.Unlock()
+	deadline := time.Now().Add(startTimeout)
+	for !stopped(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("etcdtest: member %s not stopped within %v of SIGSTOP", m.name, startTimeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stopped reports whether the process pid is stopped by a signal, as
+// /proc says.
+func stopped(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command's name, in parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'T'
 }
 
 // Resume continues a paused member.
