@@ -15,7 +15,7 @@ import (
 // is claimed again one tick at a time, which tells each tick's outcome.
 
 type claimReq struct {
-	ctx  context.Context
+	run  *run
 	key  string
 	seq  int64
 	opts []election.ClaimOption
@@ -55,8 +55,9 @@ func (b *batcher) claim(req *claimReq) (election.Claim, error) {
 	if start {
 		go b.flush()
 	}
-	// The outcome is awaited even when the term ends meanwhile (send bounds
-	// the wait): a claim that commits must be run, or its tick is lost.
+	// The outcome is awaited even when the run is given up meanwhile (send
+	// bounds the wait): a claim that commits must be given back, or its tick
+	// is lost.
 	r := <-req.res
 	return r.claim, r.err
 }
@@ -75,12 +76,12 @@ func (b *batcher) flush() {
 		var batch, rest []*claimReq
 		keys := map[string]bool{}
 		for _, r := range b.pending {
-			if r.ctx.Err() != nil {
-				// The term ended before the claim was sent: nothing to learn.
-				r.res <- claimRes{err: context.Cause(r.ctx)}
-				continue
-			}
 			if len(batch) < batchSize && r.term == term && !keys[r.key] {
+				if !r.run.rs.send(r.run) {
+					// Given up before it was sent: nothing to learn.
+					r.res <- claimRes{err: errNotSent}
+					continue
+				}
 				batch = append(batch, r)
 				keys[r.key] = true
 			} else {
@@ -102,11 +103,11 @@ func (b *batcher) flush() {
 }
 
 func (b *batcher) send(batch []*claimReq, items []claims.ClaimItem) {
-	// Not cancelled with the term: the term's compare keeps a deposed
-	// leader from claiming, and the leader must learn whether a claim sent
-	// as it stopped committed.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), etcdTimeout)
-	claimed, err := claims.ClaimAll(ctx, b.cl.client(), items)
+	// Not cancelled with the term or the runs: the term's compare keeps a
+	// deposed leader from claiming, and a claim that commits as its run is
+	// given up is given back.
+	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
+	claimed, err := claims.ClaimAll(ctx, b.cl.co.conn.etcd(), items)
 	cancel()
 	if err == nil {
 		b.mu.Lock()
@@ -117,7 +118,7 @@ func (b *batcher) send(batch []*claimReq, items []claims.ClaimItem) {
 		b.mu.Unlock()
 		return
 	}
-	if !errors.Is(err, claims.ErrClaimConflict) && batch[0].ctx.Err() != nil {
+	if !errors.Is(err, claims.ErrClaimConflict) && batch[0].run.term.ctx.Err() != nil {
 		for _, r := range batch {
 			r.res <- claimRes{err: err}
 		}
@@ -125,7 +126,7 @@ func (b *batcher) send(batch []*claimReq, items []claims.ClaimItem) {
 	}
 	// Claim one by one, to learn each outcome.
 	for _, r := range batch {
-		c, err := b.cl.claimSingle(r.ctx, r.key, r.seq, r.opts)
+		c, err := b.cl.claimSingle(r.run, r.key, r.seq, r.opts)
 		if err == nil || errors.Is(err, election.ErrClaimed) {
 			b.mu.Lock()
 			b.known[r.key] = true

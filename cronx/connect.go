@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+
+	"github.com/batonhq/baton/election"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -13,32 +16,82 @@ import (
 // trying, and runs no job until it does.
 var ErrEtcdUnreachable = errors.New("cronx: etcd unreachable")
 
+// connection is the coordinator's etcd client: the one given to New, or one
+// it makes from the environment at each Start and closes after Stop. Its
+// mutex guards the client and the state of the connection attempts.
+type connection struct {
+	sc   *scope
+	work *jobWaiter          // the coordinator's: what the client must outlive
+	owns bool                // the client is made from the environment
+	env  election.Connection // the environment's, when owns
+
+	mu     sync.Mutex
+	client *clientv3.Client
+	gen    int   // counts Starts
+	made   int   // the Start that made client, when owns
+	live   bool  // a Start is under way: between begin and retire
+	err    error // why the last connection attempt failed
+}
+
+// etcd returns the client, nil until one is made from the environment.
+func (cn *connection) etcd() *clientv3.Client {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.client
+}
+
+// begin marks a Start, and returns its number for connect.
+func (cn *connection) begin() int {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	cn.gen++
+	cn.live = true
+	return cn.gen
+}
+
+// retire marks the Start over: from now on a cluster operation dials a
+// client of its own (controlClient).
+func (cn *connection) retire() {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	cn.live = false
+}
+
+// closeMade closes the client connect made, once nothing uses it.
+func (cn *connection) closeMade() {
+	cn.mu.Lock()
+	cli := cn.client
+	cn.client = nil
+	cn.mu.Unlock()
+	cli.Close()
+}
+
 // connect makes the etcd client from the environment when the Cron has
 // none, and reports whether it made one. An etcd that does not answer (a
 // client with credentials must log in as it connects) is tried again, with
 // backoff, until it answers or ctx ends; each failure is logged, the first
 // and then each different one, and Status reports it.
-func (co *coordinator) connect(ctx context.Context, gen int) bool {
-	if !co.ownsClient {
+func (cn *connection) connect(ctx context.Context, gen int) bool {
+	if !cn.owns {
 		return false
 	}
-	cfg, err := co.conn.ClientConfig()
+	cfg, err := cn.env.ClientConfig()
 	if err != nil {
 		// A configuration error does not heal by waiting.
-		co.setConnErr(err)
-		co.logger.Error(err, "cronx: cannot reach etcd; no job will run", "scheduler", co.name)
+		cn.setErr(err)
+		cn.sc.logger.Error(err, "cronx: cannot reach etcd; no job will run", "scheduler", cn.sc.name)
 		return false
 	}
 	cfg.Logger = zap.NewNop()
 	backoff, logged := connectBackoff, ""
 	for attempt := 1; ; attempt++ {
-		cli, err := co.dial(ctx, cfg)
+		cli, err := cn.dial(ctx, cfg)
 		if err == nil {
-			co.mu.Lock()
-			co.client, co.clientGen, co.connErr = cli, gen, nil
-			co.mu.Unlock()
+			cn.mu.Lock()
+			cn.client, cn.made, cn.err = cli, gen, nil
+			cn.mu.Unlock()
 			if attempt > 1 {
-				co.logger.Info("cronx: reached etcd; scheduling", "scheduler", co.name, "attempts", attempt)
+				cn.sc.logger.Info("cronx: reached etcd; scheduling", "scheduler", cn.sc.name, "attempts", attempt)
 			}
 			return true
 		}
@@ -47,10 +100,10 @@ func (co *coordinator) connect(ctx context.Context, gen int) bool {
 		}
 		if msg := err.Error(); msg != logged {
 			logged = msg
-			co.logger.Error(err, "cronx: cannot reach etcd; no job runs until it answers; retrying",
-				"scheduler", co.name, "attempt", attempt)
+			cn.sc.logger.Error(err, "cronx: cannot reach etcd; no job runs until it answers; retrying",
+				"scheduler", cn.sc.name, "attempt", attempt)
 		}
-		co.setConnErr(err)
+		cn.setErr(err)
 		sleep(ctx, backoff) // etcd answers on real time, whatever the Cron's clock
 		backoff = min(2*backoff, maxConnectBackoff)
 	}
@@ -58,25 +111,25 @@ func (co *coordinator) connect(ctx context.Context, gen int) bool {
 
 // dial makes a client, giving up when ctx ends; a client made after that is
 // closed in the background.
-func (co *coordinator) dial(ctx context.Context, cfg clientv3.Config) (*clientv3.Client, error) {
+func (cn *connection) dial(ctx context.Context, cfg clientv3.Config) (*clientv3.Client, error) {
 	type made struct {
 		cli *clientv3.Client
 		err error
 	}
 	ch := make(chan made, 1)
-	co.runs.add() // waited for before the Cron's coordination ends
+	cn.work.add() // waited for before the Cron's coordination ends
 	go func() {
 		cli, err := clientv3.New(cfg)
 		ch <- made{cli, err}
-		co.runs.done()
+		cn.work.done()
 	}()
 	select {
 	case m := <-ch:
 		return m.cli, m.err
 	case <-ctx.Done():
-		co.runs.add()
+		cn.work.add()
 		go func() {
-			defer co.runs.done()
+			defer cn.work.done()
 			if m := <-ch; m.cli != nil {
 				m.cli.Close()
 			}
@@ -85,10 +138,10 @@ func (co *coordinator) dial(ctx context.Context, cfg clientv3.Config) (*clientv3
 	}
 }
 
-func (co *coordinator) setConnErr(err error) {
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	co.connErr = err
+func (cn *connection) setErr(err error) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	cn.err = err
 }
 
 // controlClient returns a client for a cluster operation, and a func to
@@ -97,18 +150,18 @@ func (co *coordinator) setConnErr(err error) {
 // Start, after Stop, and while the first connection is under way, the
 // operation gets a client of its own, dialled under ctx. While Start's
 // connection attempts fail, it is ErrEtcdUnreachable.
-func (co *coordinator) controlClient(ctx context.Context) (*clientv3.Client, func(), error) {
-	co.mu.Lock()
-	cli, live, connErr := co.client, co.started && co.clientGen == co.gen, co.connErr
-	if co.started && co.ownsClient && cli == nil && connErr != nil {
-		co.mu.Unlock()
+func (cn *connection) controlClient(ctx context.Context) (*clientv3.Client, func(), error) {
+	cn.mu.Lock()
+	cli, live, connErr := cn.client, cn.live && cn.made == cn.gen, cn.err
+	if cn.live && cn.owns && cli == nil && connErr != nil {
+		cn.mu.Unlock()
 		return nil, nil, fmt.Errorf("%w: %v", ErrEtcdUnreachable, connErr)
 	}
-	co.mu.Unlock()
-	if !co.ownsClient || cli != nil && live {
+	cn.mu.Unlock()
+	if !cn.owns || cli != nil && live {
 		return cli, func() {}, nil
 	}
-	cfg, err := co.conn.ClientConfig()
+	cfg, err := cn.env.ClientConfig()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"time"
@@ -80,9 +81,16 @@ func (k *Control) Resume(ctx context.Context, job string) error {
 	return nil
 }
 
-// Trigger asks for one run of job now, outside its schedule. It runs once,
-// on the leader (leader mode) or the first replica to claim it (claim mode),
-// even while the job is paused; a Forbid job still waits its turn.
+// Trigger asks for one run of job now, outside its schedule: each call one
+// run, on the leader (leader mode) or the first replica to claim it (claim
+// mode), even while the job is paused, with the time of the call as its
+// Info.Tick. The job's overlap policy treats it as it treats a tick: under
+// Allow it runs at once, beside any run in progress; under Forbid it waits
+// its turn and runs once the run in progress has ended; under Replace it
+// replaces the run in progress, and the next tick replaces it. So n calls
+// at once are n runs side by side under Allow, one after another under
+// Forbid, and under Replace each replaces the one before, the last running
+// to its end.
 func (k *Control) Trigger(ctx context.Context, job, by string) error {
 	if err := checkJobName(job); err != nil {
 		return err
@@ -90,15 +98,16 @@ func (k *Control) Trigger(ctx context.Context, job, by string) error {
 	if err := k.known(ctx, job); err != nil {
 		return err
 	}
-	if _, err := k.client.Put(ctx, k.keys.trigger(job), by); err != nil {
+	at := time.Now()
+	if _, err := k.client.Put(ctx, k.keys.trigger(job, triggerID(at, rand.Uint32())), encodeTrigger(by, at)); err != nil {
 		return fmt.Errorf("cronx: trigger %q: %w", job, err)
 	}
 	return nil
 }
 
-// known checks that some replica has published job.
+// known checks that a live replica has job: a registration of it exists.
 func (k *Control) known(ctx context.Context, job string) error {
-	resp, err := k.client.Get(ctx, k.keys.spec(job), clientv3.WithCountOnly())
+	resp, err := k.client.Get(ctx, k.keys.byDir(job), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		return fmt.Errorf("cronx: job %q: %w", job, err)
 	}
@@ -114,7 +123,10 @@ type Status struct {
 	// Leader is the elected replica in leader mode; None() when nobody
 	// leads, and always in claim mode.
 	Leader election.Leader
-	Jobs   []JobStatus
+	// Jobs are the jobs a live replica registers: a job a deploy dropped
+	// is gone once the replicas that had it have stopped, or their leases
+	// expired.
+	Jobs []JobStatus
 	// Ignored are the keys under the scheduler that are no job's: of a
 	// job name that is not valid, or in no job's directory, which Jobs and
 	// Status skip (see ListSchedulers).
@@ -150,6 +162,12 @@ type JobStatus struct {
 // Status reads the scheduler's state: one read of its keys and one of its
 // election.
 func (k *Control) Status(ctx context.Context) (Status, error) {
+	return k.status(ctx, true)
+}
+
+// status reads the scheduler's state; with liveOnly, only of the jobs a
+// live replica registers.
+func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 	st := Status{Scheduler: k.scheduler}
 	ld, err := leaderOf(ctx, k.client, k.prefix, k.scheduler)
 	switch {
@@ -163,6 +181,7 @@ func (k *Control) Status(ctx context.Context) (Status, error) {
 		return st, fmt.Errorf("cronx: status: %w", err)
 	}
 	jobs := map[string]*JobStatus{}
+	live := map[string]bool{} // jobs a live replica registers
 	get := func(name string) *JobStatus {
 		if jobs[name] == nil {
 			jobs[name] = &JobStatus{Name: name}
@@ -179,6 +198,8 @@ func (k *Control) Status(ctx context.Context) (Status, error) {
 		}
 		j := get(name)
 		switch {
+		case strings.HasPrefix(leaf, "by/"):
+			live[name] = true
 		case leaf == "spec":
 			j.Spec = string(kv.Value)
 		case leaf == "paused":
@@ -195,8 +216,10 @@ func (k *Control) Status(ctx context.Context) (Status, error) {
 			j.Running = append(j.Running, markerHolder(string(kv.Value)))
 		}
 	}
-	for _, j := range jobs {
-		st.Jobs = append(st.Jobs, *j)
+	for name, j := range jobs {
+		if live[name] || !liveOnly {
+			st.Jobs = append(st.Jobs, *j)
+		}
 	}
 	sort.Slice(st.Jobs, func(a, b int) bool { return st.Jobs[a].Name < st.Jobs[b].Name })
 	return st, nil
@@ -208,88 +231,4 @@ func leaderOf(ctx context.Context, client *clientv3.Client, prefix, name string)
 		return election.Leader{}, err
 	}
 	return e.Leader(ctx)
-}
-
-// control returns the Cron's Control, or ErrNotCoordinated, and a func to
-// call when done with it.
-func (c *Cron) control(ctx context.Context) (*Control, func(), error) {
-	if c.coord == nil {
-		if c.coordErr != nil {
-			return nil, nil, c.coordErr
-		}
-		return nil, nil, ErrNotCoordinated
-	}
-	cli, release, err := c.coord.controlClient(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &Control{client: cli, prefix: c.coord.prefix, scheduler: c.coord.name, keys: c.coord.keys}, release, nil
-}
-
-// Pause stops job from starting on every replica until Resume.
-func (c *Cron) Pause(ctx context.Context, job string) error {
-	k, release, err := c.control(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	return k.Pause(ctx, job, c.coord.identity)
-}
-
-// Resume lets job run again on every replica.
-func (c *Cron) Resume(ctx context.Context, job string) error {
-	k, release, err := c.control(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	return k.Resume(ctx, job)
-}
-
-// Trigger runs job once now, on whichever replica schedules it.
-func (c *Cron) Trigger(ctx context.Context, job string) error {
-	k, release, err := c.control(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	return k.Trigger(ctx, job, c.coord.identity)
-}
-
-// Status reports the scheduler's leader and each job's last and next run and
-// history. It returns ErrNotCoordinated only for a Cron without etcd, and
-// ErrEtcdUnreachable while a started Cron cannot reach the etcd of its
-// environment.
-func (c *Cron) Status(ctx context.Context) (Status, error) {
-	k, release, err := c.control(ctx)
-	if err != nil {
-		return Status{}, err
-	}
-	defer release()
-	st, err := k.Status(ctx)
-	if err != nil {
-		return st, err
-	}
-	// A follower does not schedule, so its entries keep the Next they had
-	// when it started or last led; the schedule still says when the job runs.
-	now := c.now()
-	next := map[string]time.Time{}
-	for _, e := range c.Entries() {
-		next[e.name] = e.Next
-		if !e.Next.After(now) {
-			next[e.name] = e.Schedule.Next(now)
-		}
-	}
-	for i := range st.Jobs {
-		st.Jobs[i].Next = next[st.Jobs[i].Name]
-	}
-	return st, nil
-}
-
-// Name is the scheduler's name under coordination, empty without it.
-func (c *Cron) Name() string {
-	if c.coord == nil {
-		return ""
-	}
-	return c.coord.name
 }

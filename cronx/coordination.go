@@ -64,13 +64,6 @@ type coordConfig struct {
 	errs    []error
 }
 
-func (c *Cron) coordConfig() *coordConfig {
-	if c.coordCfg == nil {
-		c.coordCfg = &coordConfig{grace: DefaultMisfireGrace}
-	}
-	return c.coordCfg
-}
-
 // WithEtcd coordinates the Cron with the other replicas through client.
 // The Cron does not close the client.
 func WithEtcd(client *clientv3.Client) Option {
@@ -157,43 +150,32 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 	if len(cfg.errs) > 0 {
 		return nil, errors.Join(cfg.errs...)
 	}
-	co := &coordinator{
-		host:     c,
-		clock:    c.clock,
-		cronRuns: &c.jobWaiter,
-		mode:     cfg.mode,
-		misfire:  cfg.misfire,
-		grace:    cfg.grace,
-		eopts:    cfg.eopts,
-		client:   cfg.client,
-		elector:  cfg.elector,
-		logger:   c.logger,
-
-		emptyCheck: make(chan struct{}, 1),
-	}
+	sc := &scope{mode: cfg.mode, misfire: cfg.misfire, grace: cfg.grace, eopts: cfg.eopts, logger: c.logger, clock: c.clock}
+	co := &coordinator{scope: sc, host: c, runs: c.runs, elector: cfg.elector}
+	co.conn = &connection{sc: sc, work: &co.work, client: cfg.client}
 	switch {
 	case cfg.elector != nil && cfg.client != nil:
 		return nil, errors.New("cronx: WithElector and WithEtcd both given; the elector brings its client")
 	case cfg.elector != nil && cfg.modeSet && cfg.mode == ClaimMode:
 		return nil, errors.New("cronx: WithElector contradicts WithMode(ClaimMode), which elects no leader")
 	case cfg.elector != nil:
-		co.client = cfg.elector.Client()
-		co.eopts = append([]election.Option{election.WithPrefix(cfg.elector.Prefix()),
-			election.WithIdentity(cfg.elector.Identity()), election.WithTTL(cfg.elector.TTL())}, co.eopts...)
+		co.conn.client = cfg.elector.Client()
+		sc.eopts = append([]election.Option{election.WithPrefix(cfg.elector.Prefix()),
+			election.WithIdentity(cfg.elector.Identity()), election.WithTTL(cfg.elector.TTL())}, sc.eopts...)
 	case cfg.client == nil && !conn.Configured():
 		// Only misfire, mode or name options: nothing to coordinate with.
 		return nil, nil
 	case cfg.client == nil:
-		co.ownsClient, co.conn = true, conn
+		co.conn.owns, co.conn.env = true, conn
 	}
-	co.name = cfg.name
-	if co.name == "" && cfg.elector != nil {
-		co.name = cfg.elector.Name()
+	sc.name = cfg.name
+	if sc.name == "" && cfg.elector != nil {
+		sc.name = cfg.elector.Name()
 	}
-	if co.name == "" {
-		co.name = "cron"
+	if sc.name == "" {
+		sc.name = "cron"
 		if n > 1 {
-			co.name = fmt.Sprintf("cron-%d", n)
+			sc.name = fmt.Sprintf("cron-%d", n)
 		}
 	}
 	if err := election.CheckName("scheduler", co.name); err != nil {
@@ -205,18 +187,19 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	co.identity = settings.Identity
-	co.prefix = settings.Prefix
-	co.keys = newLayout(co.prefix, co.name)
-	co.obs = c.observers
-	co.tally = newNotRunTally(co)
+	sc.identity = settings.Identity
+	sc.prefix = settings.Prefix
+	sc.keys = newLayout(sc.prefix, sc.name)
+	co.rep = &reporter{sc: sc, obs: c.observers, emptyCheck: make(chan struct{}, 1)}
+	co.rep.tally = newNotRunTally(co)
 	if c.flushEvery > 0 {
-		co.tally.every = c.flushEvery
+		co.rep.tally.every = c.flushEvery
 	}
-	co.refusals = newRefusals(co)
+	co.rep.refusals = newRefusals(co)
 	co.claims = newClaimer(co)
-	co.rec = newRecorder(co)
-	if co.ownsClient {
+	co.rec = newRecorder(co, c.runs)
+	co.specs = &publisher{co: co}
+	if co.conn.owns {
 		// One line, whatever the Logger, so an import swap that turned
 		// coordination on says so.
 		slog.Info("cronx: coordinating through etcd (BATON_ETCD_ENDPOINTS)",

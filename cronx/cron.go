@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/batonhq/baton/internal/clock"
 )
 
 // Cron runs jobs on their schedules. Entries may be added, removed and
@@ -15,50 +13,25 @@ import (
 // concurrent use.
 type Cron struct {
 	// runningMu guards running, nextID and, while the scheduler is stopped,
-	// entries. While it runs, the run loop owns entries and the methods below
-	// talk to it over the channels, so a snapshot never sees an entry
+	// the loop's entries. While it runs, the loop owns them and the methods
+	// below talk to it over its channels, so a snapshot never sees an entry
 	// half-updated.
 	runningMu sync.Mutex
 	running   bool
-	entries   []*Entry
 	nextID    EntryID
+	loop      *loop
+	runs      *runs // every run, from firing to its record (runs.go)
 
-	add      chan *Entry
-	remove   chan EntryID
-	acked    chan struct{} // the loop's answer to remove and stop
-	snapshot chan chan []Entry
-	stop     chan struct{}
+	settings
+	policies policies // the jobs' policies, one copy of each
 
-	chain    Chain
-	jobOpts  []JobOption // every job's policy, under its own (policy.go)
-	policies policies    // the jobs' policies, one copy of each
-	logger   Logger
-	location *time.Location
-	parser   ScheduleParser
-	clock    clock.Clock
-
-	jobWaiter jobWaiter
 	names     jobNames
 	observers observers
 
 	// Cluster coordination: nil when the Cron runs alone. coordErr is a
 	// configuration error, returned by every Add.
-	coordCfg *coordConfig
 	coord    *coordinator
 	coordErr error
-	resync   chan struct{} // asks the loop to recompute every Next
-	// places are the places of jobs just removed, for a reload (the run
-	// loop's).
-	places map[string]removedJob
-	// preclaimed is the latest tick whose runs were claimed ahead.
-	preclaimed time.Time
-
-	// fireHook, when set, sees every run that fire starts, with the tick it
-	// was given. Tests use it to check that runs carry nominal ticks.
-	fireHook func(e Entry, tick time.Time)
-	// flushEvery, when set, replaces notRunFlush, so that tests read the
-	// counts of ticks not run soon.
-	flushEvery time.Duration
 }
 
 // New returns a stopped Cron configured by opts. Without options it
@@ -67,22 +40,11 @@ type Cron struct {
 // panicking job crashes the program unless Recover is in the chain) and logs
 // errors to standard output through DefaultLogger.
 func New(opts ...Option) *Cron {
-	c := &Cron{
-		add:      make(chan *Entry),
-		remove:   make(chan EntryID),
-		acked:    make(chan struct{}),
-		snapshot: make(chan chan []Entry),
-		stop:     make(chan struct{}),
-		chain:    NewChain(),
-		logger:   DefaultLogger,
-		location: time.Local,
-		parser:   standardParser,
-		clock:    clock.Process(),
-	}
+	c := &Cron{runs: newRuns(), settings: defaultSettings()}
+	c.loop = newLoop(c)
 	for _, opt := range opts {
 		opt(c)
 	}
-	c.resync = make(chan struct{}, 1)
 	c.coord, c.coordErr = newCoordinator(c, c.coordCfg)
 	if c.coordErr != nil {
 		c.logger.Error(c.coordErr, "cronx: not coordinated; jobs cannot be added")
@@ -122,7 +84,7 @@ func (c *Cron) Schedule(schedule Schedule, cmd Job) EntryID {
 	switch {
 	case schedule == nil:
 		err = errors.New("cronx: Schedule: the schedule is nil")
-	case isNilJob(cmd):
+	case isNilJob(cmd): // mutation:nil-job
 		err = fmt.Errorf("cronx: Schedule: the job for %s is nil", describeSchedule(schedule))
 	default:
 		schedule = withLocation(schedule)
@@ -142,7 +104,7 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 	if err := namedNil(cmd); err != nil {
 		return 0, err
 	}
-	policy, err := c.policyOf(cmd, spec)
+	policy, err := c.policies.of(c.jobOpts, cmd, spec)
 	if err != nil {
 		return 0, err
 	}
@@ -180,15 +142,19 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 	}
 	if len(c.observers) > 0 {
 		// Told before the loop has the entry, so before any of its runs.
-		c.observers.emit(c.jobAdded(name, policy))
+		var sc *scope
+		if c.coord != nil {
+			sc = c.coord.scope
+		}
+		c.observers.emit(jobAdded(sc, name, policy))
 	}
 	if c.running {
-		c.add <- e
+		c.loop.add <- e
 	} else {
-		c.entries = append(c.entries, e)
+		c.loop.entries = append(c.loop.entries, e)
 	}
 	if c.coord != nil {
-		c.coord.rec.queueSpec(name, spec, false)
+		c.coord.specs.queueSpec(name, spec, false)
 	}
 	return e.ID, nil
 }
@@ -200,10 +166,10 @@ func (c *Cron) Entries() []Entry {
 	defer c.runningMu.Unlock()
 	if c.running {
 		reply := make(chan []Entry, 1)
-		c.snapshot <- reply
+		c.loop.snapshot <- reply
 		return <-reply
 	}
-	return c.entrySnapshot()
+	return c.loop.entrySnapshot()
 }
 
 // Entry returns a copy of the entry with the given ID, or the zero Entry
@@ -223,14 +189,17 @@ func (c *Cron) Location() *time.Location {
 }
 
 // Remove deletes the entry with the given ID, so that it does not run
-// again. A run in progress is not interrupted. An unknown ID is ignored.
-// When Remove returns, the entry's job name is free for another job.
+// again. A run in progress is not interrupted; a run of it that fired and
+// has not started (it waits for its jitter, its turn, the run it replaces,
+// or the answer to its claim) is given up, so that none starts after Remove
+// returns. An unknown ID is ignored. When Remove returns, the entry's job
+// name is free for another job.
 func (c *Cron) Remove(id EntryID) {
 	c.runningMu.Lock()
 	defer c.runningMu.Unlock()
 	if c.running {
-		c.remove <- id
-		<-c.acked
+		c.loop.remove <- id
+		<-c.loop.acked
 	} else {
 		c.removeEntry(id)
 	}
@@ -244,11 +213,8 @@ func (c *Cron) Start() {
 	if c.running {
 		return
 	}
-	c.running = true
-	if c.coord != nil {
-		c.coord.start()
-	}
-	go c.run()
+	c.start()
+	go c.loop.run()
 }
 
 // Run runs the scheduler in the calling goroutine until Stop is called. It
@@ -259,23 +225,36 @@ func (c *Cron) Run() {
 		c.runningMu.Unlock()
 		return
 	}
+	c.start()
+	c.runningMu.Unlock()
+	c.loop.run()
+}
+
+// start marks the Cron running and starts coordinating; the caller holds
+// runningMu.
+func (c *Cron) start() {
 	c.running = true
+	c.runs.restart()
 	if c.coord != nil {
 		c.coord.start()
 	}
-	c.runningMu.Unlock()
-	c.run()
 }
 
-// Stop stops the scheduler if it runs; no run starts after Stop returns.
-// Runs already in progress go on: the returned context is done once every
-// run has returned, at once if none is in progress. Stop never waits for
-// them itself, so a caller chooses how long to wait, for example:
+// Stop stops the scheduler if it runs; no run starts after Stop returns,
+// and runs in progress are not interrupted, as in robfig/cron, alone and
+// coordinated alike. The returned context is done once every run has
+// returned (and, coordinated, been recorded), at once if none is in
+// progress. Stop does not wait for the runs itself, so a caller chooses how
+// long to wait, or calls Shutdown.
 //
-//	select {
-//	case <-c.Stop().Done():
-//	case <-time.After(grace):
-//	}
+// A run that fired and has not started is given up: one that waits for its
+// jitter, for its turn (a Forbid trigger), for the run it replaces, or for
+// a slot to send its claim in. Under coordination its claim, if it has one,
+// is given back, so that another replica runs its tick (in leader mode the
+// successor, which takes over once this replica has resigned). A claim on
+// the wire when Stop comes is awaited, for up to the round trip's timeout:
+// if it holds, its run starts before Stop returns; one that comes back
+// later still is given back. A leader then resigns at once.
 //
 // A Cron coordinated through a client of the caller's (WithEtcd,
 // WithElector) uses it a moment longer, to record the runs and revoke its
@@ -286,30 +265,54 @@ func (c *Cron) Stop() context.Context {
 	if done == nil {
 		return idle
 	}
-	// A client given with WithEtcd or WithElector is the caller's, who may
-	// close it once the context is done: so it ends only once the
-	// coordination's own work (the runs' records, the session's
-	// revocation) is done with the client too.
 	return bothDone(idle, done)
 }
 
-// stopLocked stops the run loop and the coordination, and returns the
-// context of the runs in progress and, when coordinated, the channel that
-// closes once the coordination's work has ended.
+// Shutdown stops the Cron as Stop does and waits until every run has
+// returned. If ctx ends first, it cancels the contexts of the runs still
+// going, with ErrShutdown as the cause, waits until they have returned,
+// and returns ctx's error, as http.Server.Shutdown does with its
+// connections. A job that does not read its context (a plain Job) holds
+// Shutdown up until it returns. A SIGTERM handler bounds a deploy's grace
+// with it:
+//
+//	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+//	defer cancel()
+//	c.Shutdown(ctx)
+func (c *Cron) Shutdown(ctx context.Context) error {
+	done := c.Stop()
+	select {
+	case <-done.Done():
+		return nil
+	case <-ctx.Done():
+	}
+	c.runs.interrupt()
+	<-done.Done()
+	return ctx.Err()
+}
+
+// stopLocked stops the loop, gives up the runs that have not started, stops
+// coordinating, and returns the context of the runs in progress and, for a
+// client of the caller's, the channel that closes once the coordination is
+// done with it.
 func (c *Cron) stopLocked() (context.Context, <-chan struct{}) {
 	c.runningMu.Lock()
 	defer c.runningMu.Unlock()
 	if c.running {
-		c.stop <- struct{}{}
-		<-c.acked
+		c.loop.stop <- struct{}{}
+		<-c.loop.acked
 		c.running = false
 	}
-	idle := c.jobWaiter.idle()
+	// While this replica still leads, so that the runs whose claims hold
+	// start under their term, and those given back are before the
+	// resignation.
+	c.runs.stop(stopClaimWait)
+	idle := c.runs.idle()
 	if c.coord == nil {
 		return idle, nil
 	}
 	done := c.coord.stop()
-	if c.coord.ownsClient {
+	if c.coord.conn.owns {
 		return idle, nil // the coordination closes its client itself
 	}
 	return idle, done
@@ -331,14 +334,9 @@ func bothDone(ctx context.Context, done <-chan struct{}) context.Context {
 	return both
 }
 
-// requestResync asks the run loop to recompute every entry's next run from
-// now, as when this replica starts or stops leading. It never blocks.
-func (c *Cron) requestResync() {
-	select {
-	case c.resync <- struct{}{}:
-	default:
-	}
-}
+// requestResync asks the loop to recompute every entry's next run from
+// now. It never blocks.
+func (c *Cron) requestResync() { c.loop.requestResync() }
 
 // entryByName returns the entry of the job named name.
 func (c *Cron) entryByName(name string) (Entry, bool) {
@@ -356,27 +354,165 @@ func (c *Cron) now() time.Time {
 	return c.clock.Now().In(c.location)
 }
 
-func (c *Cron) entrySnapshot() []Entry {
-	out := make([]Entry, len(c.entries))
-	for i, e := range c.entries {
-		out[i] = *e
+// fire starts one run of e for the nominal tick time tick: the Next that came
+// due, never the wake-up time, so that every replica names a tick alike.
+// Every run of every tick starts here (catchUp marks one missed in a
+// failover), so that a check which must come before a run, such as a
+// cluster-wide claim of the tick, has one place to go. It is called by the
+// loop and must not block it; it reads what it needs from e before
+// returning, because the loop goes on to update e.
+func (c *Cron) fire(e *Entry, tick time.Time, catchUp bool) {
+	if c.fireHook != nil {
+		c.fireHook(*e, tick)
 	}
-	return out
+	r := newRun(c.runs, c.coord, refOf(e), tick)
+	if c.coord != nil {
+		c.coord.fireTick(r, e, catchUp)
+		return
+	}
+	var emit func(any)
+	if len(c.observers) > 0 {
+		emit = c.observers.emit
+	}
+	r.goLocal(emit, c.clock.Now)
 }
 
+// removeEntry deletes the entry id, gives up its runs that have not
+// started, and frees its name.
 func (c *Cron) removeEntry(id EntryID) {
-	kept := c.entries[:0]
-	for _, e := range c.entries {
+	l := c.loop
+	kept := l.entries[:0]
+	for _, e := range l.entries {
 		if e.ID != id {
 			kept = append(kept, e)
 			continue
 		}
+		c.runs.remove(id) // mutation:remove-waiting
 		c.names.release(e.name)
 		if c.coord != nil {
-			c.coord.rec.queueSpec(e.name, e.spec, true)
+			c.coord.specs.queueSpec(e.name, e.spec, true)
 			c.coord.claims.fired.forget(e.name)
 		}
 	}
-	clear(c.entries[len(kept):])
-	c.entries = kept
+	clear(l.entries[len(kept):])
+	l.entries = kept
+}
+
+// ErrNotRunning means the Cron has not been started, or has been stopped.
+var ErrNotRunning = errors.New("cronx: not running")
+
+// Alive reports whether the Cron's scheduler loop turns: nil once the loop
+// has answered, ErrNotRunning before Start and after Stop, and an error
+// wrapping ctx's when the loop did not answer before ctx was done (it is
+// stuck, or Stop came meanwhile). A health check calls it with a short
+// deadline.
+//
+// Alive does not read etcd: a coordinated Cron that waits for etcd, or a
+// follower that schedules nothing, is alive; ask Status about etcd. It
+// costs one turn of the loop and a copy of the entries, like Entries.
+func (c *Cron) Alive(ctx context.Context) error {
+	c.runningMu.Lock()
+	running := c.running
+	c.runningMu.Unlock()
+	if !running {
+		return ErrNotRunning
+	}
+	// Not under runningMu, as Entries is: a stuck loop must not hold up
+	// Stop behind a health check.
+	reply := make(chan []Entry, 1)
+	select {
+	case c.loop.snapshot <- reply:
+	case <-ctx.Done():
+		return fmt.Errorf("cronx: the scheduler loop did not answer: %w", context.Cause(ctx))
+	}
+	select {
+	case <-reply:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cronx: the scheduler loop did not answer: %w", context.Cause(ctx))
+	}
+}
+
+// control returns the Cron's Control, or ErrNotCoordinated, and a func to
+// call when done with it.
+func (c *Cron) control(ctx context.Context) (*Control, func(), error) {
+	if c.coord == nil {
+		if c.coordErr != nil {
+			return nil, nil, c.coordErr
+		}
+		return nil, nil, ErrNotCoordinated
+	}
+	cli, release, err := c.coord.conn.controlClient(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Control{client: cli, prefix: c.coord.prefix, scheduler: c.coord.name, keys: c.coord.keys}, release, nil
+}
+
+// Pause stops job from starting on every replica until Resume.
+func (c *Cron) Pause(ctx context.Context, job string) error {
+	k, release, err := c.control(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return k.Pause(ctx, job, c.coord.identity)
+}
+
+// Resume lets job run again on every replica.
+func (c *Cron) Resume(ctx context.Context, job string) error {
+	k, release, err := c.control(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return k.Resume(ctx, job)
+}
+
+// Trigger runs job once now, on whichever replica schedules it.
+func (c *Cron) Trigger(ctx context.Context, job string) error {
+	k, release, err := c.control(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return k.Trigger(ctx, job, c.coord.identity)
+}
+
+// Status reports the scheduler's leader and each job's last and next run and
+// history. It returns ErrNotCoordinated only for a Cron without etcd, and
+// ErrEtcdUnreachable while a started Cron cannot reach the etcd of its
+// environment.
+func (c *Cron) Status(ctx context.Context) (Status, error) {
+	k, release, err := c.control(ctx)
+	if err != nil {
+		return Status{}, err
+	}
+	defer release()
+	st, err := k.Status(ctx)
+	if err != nil {
+		return st, err
+	}
+	// A follower does not schedule, so its entries keep the Next they had
+	// when it started or last led; the schedule still says when the job runs.
+	now := c.now()
+	next := map[string]time.Time{}
+	for _, e := range c.Entries() {
+		next[e.name] = e.Next
+		if !e.Next.After(now) {
+			next[e.name] = e.Schedule.Next(now)
+		}
+	}
+	for i := range st.Jobs {
+		st.Jobs[i].Next = next[st.Jobs[i].Name]
+	}
+	return st, nil
+}
+
+// Name is the scheduler's name under coordination, empty without it.
+func (c *Cron) Name() string {
+	if c.coord == nil {
+		return ""
+	}
+	return c.coord.name
 }

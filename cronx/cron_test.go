@@ -2,6 +2,7 @@ package cronx
 
 import (
 	"bytes"
+	"context"
 	"log"
 	"strings"
 	"sync"
@@ -399,5 +400,21 @@ func TestRecoverLogsPanic(t *testing.T) {
 	job.Run()
 	if got := out.String(); !strings.HasPrefix(got, "panic, error=disk full, stack=...\n") {
 		t.Errorf("log = %q, want the panic with its stack", got)
+	}
+}
+
+// shutdown ends c as a test ends: a second for its runs to return, then
+// their contexts are cancelled, and every run must have returned within
+// 15 s.
+func shutdown(t *testing.T, c *Cron, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Shutdown(ctx) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Errorf("%s: runs still going 15s after Shutdown", id)
 	}
 }

@@ -37,7 +37,9 @@
 //     not made up, and a schedule is not replayed after a restart: the
 //     scheduler keeps no state outside the process.
 //   - Stop stops scheduling at once; it does not interrupt running jobs. The
-//     context it returns is done when they have returned.
+//     context it returns is done when they have returned. Shutdown(ctx) bounds
+//     the wait: when ctx ends it cancels the running jobs' contexts
+//     (ErrShutdown), as http.Server.Shutdown closes its connections.
 //   - The resolution is one second. Schedules are computed on the wall clock,
 //     so a clock stepped backwards delays runs until it catches up.
 //   - Without cluster coordination, every process that runs the same Cron runs
@@ -66,6 +68,13 @@
 //	...
 //	ctx := c.Stop() // no job starts from now on
 //	<-ctx.Done()    // the jobs that were running have returned
+//
+// A SIGTERM handler gives the running jobs a grace period, and then their
+// contexts end:
+//
+//	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+//	defer cancel()
+//	c.Shutdown(ctx)
 //
 // AddFunc and AddJob return an error, naming the spec, when the spec does not
 // parse; nothing is added then. The reason is robfig's parser's; a spec it
@@ -181,8 +190,9 @@
 //
 // A Cron's methods may be called from any goroutine, before and after Start,
 // and from inside jobs. A change is in effect when its call returns: after
-// Remove returns, the entry does not start again; after Stop returns, no job
-// starts.
+// Remove returns, the entry does not start again, not even for a tick that
+// fired and waits out its jitter or the answer to its claim; after Stop
+// returns, no job starts.
 //
 // # Logging
 //
@@ -215,35 +225,54 @@
 // with many jobs due on one tick claims them in batches, all or none per
 // transaction, under the same conditions.
 //
-// etcd commits a few thousand claims a second, so when 100 jobs or more come
-// due on the same tick, a leader claims that tick two seconds ahead and
-// starts the runs at the tick with no round trip: ten thousand jobs on one
-// minute start within tens of milliseconds of robfig/cron's time. If the
-// term ends before the tick (Stop, a lost session), the leader gives the
-// claims back before it resigns, and its successor runs the tick. Only a
-// leader that crashes or is cut off from etcd in those two seconds leaves
-// the tick claimed and unrun: for crowded ticks the crash gap is two seconds
-// longer. Jobs that forbid overlap are always claimed at their tick.
+// Every tick is claimed at its time, never ahead of it: etcd commits a few
+// thousand claims a second, so the last of ten thousand jobs due on one
+// minute starts about a second after its tick. A claim ahead would start
+// them at once, but a leader that crashed after claiming would leave the
+// tick claimed and unrun.
+//
+// A run's life (run.go) is one goroutine's, from the tick that fires it to
+// its record: it waits out its jitter, claims the tick, waits for the run
+// it replaces (Replace), runs its attempts and has each recorded. Stop,
+// Remove, Shutdown and the end of its term or claim meet it in one place
+// (runs.go):
+//
+//   - Stop gives up every run that has not started — waiting for its jitter,
+//     its turn, the run it replaces, or a slot to send its claim in — and
+//     gives back the claims of those claimed, so that another replica runs
+//     their ticks: in leader mode the successor, whose catch-up claims them.
+//     A claim on the wire when Stop comes is awaited for up to half a
+//     second: a run whose claim holds starts before Stop returns, and a claim
+//     that comes back later is given back. A run that has started is not
+//     interrupted, as in robfig/cron; Stop's context is done once it has
+//     returned and been recorded. The leader then resigns.
+//
+//   - Remove gives up the entry's runs that have not started.
+//
+//   - Shutdown stops as Stop does, and when its context ends cancels the
+//     runs still going, with ErrShutdown.
+//
+//   - A run's term, ended before the run started, gives it up; once started
+//     it goes on under its claim, whose loss (the replica's lease lost, a
+//     later tick of a Replace job) ends it.
+//
+// Coordination has two modes:
 //
 //   - LeaderMode (default): replicas elect a leader, which alone arms timers
 //     and runs jobs. A follower costs no work per tick. On Stop (SIGTERM in a
 //     deploy) the leader resigns at once and the next replica fires the next
-//     tick on time. A tick whose claim was already sent when Stop came runs
-//     on the stopping leader if the claim commits before the resignation,
-//     as a job already started would: Stop does not cancel its context,
-//     and Stop's context waits for it. Otherwise the claim
-//     fails and the successor runs the tick. Only an etcd that leaves the
-//     claim unanswered for its 5 s timeout can leave the tick claimed and
-//     unrun. A leader that crashes keeps its lease for the TTL; its
+//     tick on time. A leader that crashes keeps its lease for the TTL; its
 //     successor then claims, once, the latest tick that fell in the gap if it
 //     is no older than the misfire grace (WithMisfire; RunOnce within a
-//     minute by default, or Skip).
+//     minute by default, or Skip), for a job that has run before.
+//
 //   - ClaimMode: every replica schedules, and the first valid claim runs the
 //     tick. No failover gap; one transaction per replica per tick.
 //
-// A job's context (ContextFunc, or any ContextJob) is cancelled when the
-// replica's leadership or claim is lost, before etcd can let another replica
-// run the job, or when the Cron stops; InfoFrom(ctx) gives the job's name,
+// A job's context (ContextFunc, or any ContextJob) is cancelled when its
+// claim is lost, before etcd can let another replica run the job (the
+// replica's lease lapsing, a later tick of a Replace job), at its timeout,
+// or when Shutdown's context ends; not by Stop. InfoFrom(ctx) gives the job's name,
 // the nominal tick, the instance and a fencing token. Plain jobs run as they
 // always did. Chain wrappers of this package pass the context through, and
 // the job's error on to the run history. robfig/cron's own wrappers
@@ -275,15 +304,18 @@
 // phase. The scheduler is named by WithName, or "cron", "cron-2", ... in the
 // order a process creates its Crons.
 //
-// A removed job's spec key (P/jobs/<scheduler>/<job>/spec) is deleted by the
-// replica that publishes specs — the leader, or in claim mode the replica
-// that removed it — if it still holds that replica's spec, soon after Remove
-// returns, or when that replica next publishes if it does not now (a
-// follower, a stopped Cron, etcd out). Pause and Trigger then refuse the
-// name (ErrUnknownJob), and Status shows the job with no spec, from the keys
-// that stay; another replica that still has the job writes the spec again
-// when it starts publishing (at Start in claim mode, at each term in leader
-// mode). The job's last claimed tick, history
+// A job is listed (Jobs, Status, the status page, baton status) while a live
+// replica registers it: the replica that publishes — the leader, or every
+// replica in claim mode — writes, for each job it has, its spec
+// (P/jobs/<scheduler>/<job>/spec) and a registration of its own
+// (P/jobs/<scheduler>/<job>/by/<lease>) bound to its runners' lease. A
+// removed job's registration goes at once, and its spec if the key still
+// holds that replica's spec. A job that a deploy drops leaves the listing
+// once the replicas that registered it have stopped (their leases revoked)
+// or died (their leases expired, within the TTL); Pause and Trigger then
+// refuse the name (ErrUnknownJob). Another replica that still has the job
+// registers it again when it starts publishing (at Start in claim mode, at
+// each term in leader mode). The job's last claimed tick, history
 // and pause flag stay in etcd, a few hundred bytes per name: a job added
 // again under its name goes on from its last claimed tick, so it never runs a
 // tick twice. Nothing deletes them by itself; once no replica has the job,
@@ -293,6 +325,15 @@
 // any replica. Pause, Resume and Trigger act on the whole cluster, and
 // Status reports the leader and each job's last, running and next runs and a
 // short history; Control does the same from any process with etcd access.
+// Each Trigger call asks for one run, with the time of the call as its tick
+// (Info.Tick), which the job's overlap policy treats as it treats a tick:
+// under Allow it runs at once, beside any run in progress; under Forbid it
+// waits its turn and runs once the run in progress has ended; under Replace
+// it replaces the run in progress and the next tick replaces it. So n calls
+// at once are n runs side by side under Allow, one after another under
+// Forbid, and under Replace each replaces the one before. A trigger runs
+// while the job is paused, and a trigger that a leader did not start when
+// it stopped is the successor's.
 // Keys under P/jobs/ that no Cron could have written (a scheduler or job
 // name that is not valid, put with etcdctl) are skipped by Schedulers, Jobs
 // and Status, and named by ListSchedulers and Status.Ignored.

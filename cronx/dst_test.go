@@ -206,7 +206,7 @@ func (pc *policyCluster) stepUntil(end time.Time) {
 		// the next tick on a real clock.
 		for _, c := range pc.crons {
 			select {
-			case <-c.jobWaiter.idle().Done():
+			case <-c.runs.idle().Done():
 			case <-time.After(10 * time.Second):
 				pc.t.Fatalf("the runs of %v did not end within 10s", due)
 			}

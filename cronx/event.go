@@ -217,3 +217,24 @@ type EtcdRefusal struct {
 	// Err is what etcd said; nil when it accepts writes again.
 	Err error
 }
+
+// jobAdded is the event of a job named name added with policy p, to the
+// scheduler sc (nil when the Cron is not coordinated).
+func jobAdded(sc *scope, name string, p *jobPolicy) JobAdded {
+	ev := JobAdded{Job: name}
+	if sc != nil {
+		ev.Scheduler, ev.Coordinated, ev.Mode = sc.name, true, sc.mode
+	}
+	ev.Reasons = reasonsOf(ev.Coordinated, ev.Mode, p.overlap)
+	return ev
+}
+
+// runEnded is the event of a run that started as started and returned err
+// at end.
+func runEnded(started RunStarted, end time.Time, err error) RunEnded {
+	ev := RunEnded{RunStarted: started, Duration: end.Sub(started.Start), Err: err}
+	if err != nil {
+		ev.Outcome = Failed
+	}
+	return ev
+}

@@ -21,29 +21,38 @@ import (
 // not reported.
 const gapReadTimeout = time.Second
 
-// reportGap reports the ticks that fell while nobody led before this term,
+// gapReport reports the gap before one term.
+type gapReport struct {
+	*scope
+	client *clientv3.Client
+	host   host
+	work   *jobWaiter // the coordinator's: the client outlives the report
+	rep    *reporter
+}
+
+// report reports the ticks that fell while nobody led before this term,
 // whose context is ctx.
-func (co *coordinator) reportGap(ctx context.Context) {
-	start := co.host.now()
+func (g *gapReport) report(ctx context.Context) {
+	start := g.host.now()
 	rctx, cancel := context.WithTimeout(ctx, gapReadTimeout)
-	resp, err := co.etcd().Get(rctx, co.keys.jobs, clientv3.WithCountOnly())
+	resp, err := g.client.Get(rctx, g.keys.jobs, clientv3.WithCountOnly())
 	cancel()
 	if err != nil {
-		co.logger.Info("cronx: ticks missed before this term not reported", "scheduler", co.name, "err", err)
+		g.logger.Info("cronx: ticks missed before this term not reported", "scheduler", g.name, "err", err)
 		return
 	}
 	rev := resp.Header.Revision
-	co.runs.add() // the client outlives it
+	g.work.add() // the client outlives it
 	go func() {
-		defer co.runs.done()
-		co.readGap(ctx, start, rev)
+		defer g.work.done()
+		g.read(ctx, start, rev)
 	}()
 }
 
-// readGap reads each job's last claim at rev and reports its gap.
-func (co *coordinator) readGap(ctx context.Context, start time.Time, rev int64) {
+// read reads each job's last claim at rev and reports its gap.
+func (g *gapReport) read(ctx context.Context, start time.Time, rev int64) {
 	var entries []Entry
-	for _, e := range co.host.Entries() {
+	for _, e := range g.host.Entries() {
 		if e.name != "" {
 			entries = append(entries, e)
 		}
@@ -54,13 +63,13 @@ func (co *coordinator) readGap(ctx context.Context, start time.Time, rev int64) 
 		entries = entries[n:]
 		gets := make([]clientv3.Op, len(batch))
 		for i, e := range batch {
-			gets[i] = clientv3.OpGet(co.keys.last(e.name), clientv3.WithRev(rev))
+			gets[i] = clientv3.OpGet(g.keys.last(e.name), clientv3.WithRev(rev))
 		}
 		rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-		resp, err := co.etcd().Txn(rctx).Then(gets...).Commit()
+		resp, err := g.client.Txn(rctx).Then(gets...).Commit()
 		cancel()
 		if err != nil {
-			co.logger.Info("cronx: ticks missed before this term not reported", "scheduler", co.name, "err", err)
+			g.logger.Info("cronx: ticks missed before this term not reported", "scheduler", g.name, "err", err)
 			return
 		}
 		for i, e := range batch {
@@ -72,17 +81,17 @@ func (co *coordinator) readGap(ctx context.Context, start time.Time, rev int64) 
 			if err != nil {
 				continue
 			}
-			co.reportGapOf(e, time.Unix(0, seq).In(start.Location()), start)
+			g.reportOf(e, time.Unix(0, seq).In(start.Location()), start)
 		}
 	}
 }
 
-// reportGapOf reports the ticks of e after last and up to start, but the
+// reportOf reports the ticks of e after last and up to start, but the
 // one the term catches up.
-func (co *coordinator) reportGapOf(e Entry, last, start time.Time) {
+func (g *gapReport) reportOf(e Entry, last, start time.Time) {
 	var caughtUp time.Time
-	if co.misfire == RunOnce {
-		caughtUp = latestTick(e.Schedule, start, co.grace)
+	if g.misfire == RunOnce {
+		caughtUp = latestTick(e.Schedule, start, g.grace)
 	}
 	from := last
 	if day := start.Add(-notRunWindow); day.After(from) {
@@ -108,15 +117,10 @@ func (co *coordinator) reportGapOf(e Entry, last, start time.Time) {
 	if len(ticks) == 0 {
 		return
 	}
-	if len(co.obs) > 0 {
-		for _, t := range ticks {
-			co.obs.emit(TickNotRun{Scheduler: co.name, Job: e.name, Tick: t, Instance: co.identity, Reason: ReasonNoLeader})
-		}
-	}
 	var tally []notRunEntry
 	for _, h := range hours {
 		tally = append(tally, *h)
 	}
-	co.tally.add(e.name, tally...)
-	co.logger.Info("cronx: ticks not run while nobody led", "scheduler", co.name, "job", e.name, "ticks", len(ticks), "since", last)
+	g.rep.noLeader(e.name, ticks, tally)
+	g.logger.Info("cronx: ticks not run while nobody led", "scheduler", g.name, "job", e.name, "ticks", len(ticks), "since", last)
 }

@@ -296,4 +296,25 @@ func TestDeposedLeadersClaimIsRefused(t *testing.T) {
 			t.Fatalf("b ran %d ticks within 15s of a's deposition, want 3", seen)
 		}
 	}
+	// etcd itself refused the claim: the job's claim key took no write of
+	// a's after the deposition, not even one that a gave back at once.
+	key := "/baton/jobs/deposed/report/last"
+	latest, err := cli.Get(context.Background(), key)
+	if err != nil || len(latest.Kvs) == 0 {
+		t.Fatalf("read %s: %v", key, err)
+	}
+	upto := latest.Kvs[0].ModRevision
+	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for wr := range cli.Watch(wctx, key, clientv3.WithRev(deposed+1)) {
+		for _, ev := range wr.Events {
+			if _, by, _ := parseLast(string(ev.Kv.Value)); by == "a" {
+				t.Errorf("a, deposed at revision %d, wrote the claim %q at revision %d", deposed, ev.Kv.Value, ev.Kv.ModRevision)
+			}
+			if ev.Kv.ModRevision >= upto {
+				return
+			}
+		}
+	}
+	t.Fatalf("the writes of %s up to revision %d not seen within 5s", key, upto)
 }

@@ -1,7 +1,6 @@
 package cronx
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -38,21 +37,22 @@ func jitterOf(job string, tick time.Time, max time.Duration) time.Duration {
 	return time.Duration(h.Sum64() % uint64(max))
 }
 
-// awaitJitter waits, on the Cron's clock, until r's tick plus its delay,
-// and reports false if ctx (the term, or the Cron's run) ended first: the
-// tick is then not claimed here, and a successor's catch-up or another
-// replica of claim mode claims it.
-func (co *coordinator) awaitJitter(ctx context.Context, r run) bool {
-	d := r.tick.Add(r.delay).Sub(co.clock.Now())
+// awaitJitter is the jitter step of a run's life: it waits, on the Cron's
+// clock, until r's tick plus its delay, and reports false if r was given up
+// first (Stop, Remove, or the end of its term): the tick is then not
+// claimed here, and a successor's catch-up or another replica of claim mode
+// claims it.
+func awaitJitter(r *run) bool {
+	d := r.tick.Add(r.delay).Sub(r.co.clock.Now())
 	if r.delay <= 0 || d <= 0 {
-		return true
+		return r.ctx.Err() == nil
 	}
-	t := co.clock.NewTimer(d)
+	t := r.co.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():
 		return true
-	case <-ctx.Done():
+	case <-r.ctx.Done():
 		return false
 	}
 }

@@ -9,14 +9,19 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // layout names the etcd keys of one scheduler's jobs, all under
 // P/jobs/<scheduler>/:
 //
 //	<job>/spec           the job's schedule, written by the replica that publishes
+//	<job>/by/<lease>     a scheduling replica has the job: its identity, bound to
+//	                     its runners' lease; a job no live replica registers is
+//	                     not listed
 //	<job>/last           the last claimed tick: "<seq> <instance>"
-//	<job>/triggered      the last claimed trigger: "<revision> <instance>"
+//	<job>/triggered      the last claimed trigger: "<revision> <instance>",
+//	                     which a Replace job's runs watch
 //	<job>/running/<seq>  a run in progress, bound to its runner's lease;
 //	                     <seq> is the tick's zero-padded Unix nanoseconds, or
 //	                     t<revision> for a triggered run
@@ -24,7 +29,8 @@ import (
 //	<job>/history        the latest runs, a JSON array of Record
 //	<job>/notrun         the ticks nobody ran, counted by hour and reason
 //	                     over the last day (notrun.go): a JSON notRunValue
-//	.trigger/<job>       a request to run the job once
+//	.trigger/<job>/<id>  a request to run the job once, one per Trigger
+//	                     call: its time and who asked (trigger.go)
 //
 // The coordinator and Control both name keys through it, so the layout is
 // written down once.
@@ -50,6 +56,12 @@ func (l layout) paused(job string) string    { return l.jobs + job + "/paused" }
 func (l layout) history(job string) string   { return l.jobs + job + "/history" }
 func (l layout) spec(job string) string      { return l.jobs + job + "/spec" }
 func (l layout) notRun(job string) string    { return l.jobs + job + "/notrun" }
+func (l layout) byDir(job string) string     { return l.jobs + job + "/by/" }
+
+// by is the registration of job by the replica of lease.
+func (l layout) by(job string, lease clientv3.LeaseID) string {
+	return l.byDir(job) + strconv.FormatInt(int64(lease), 16)
+}
 
 // tickMarker is the in-progress marker of a run of the tick with sequence seq.
 func (l layout) tickMarker(job string, seq int64) string {
@@ -62,10 +74,13 @@ func (l layout) triggerMarker(job string, rev int64) string {
 	return l.running(job) + fmt.Sprintf("t%d", rev)
 }
 
-// triggers is the directory of manual triggers; trigger is one job's.
-func (l layout) triggers() string             { return l.jobs + triggerDir }
-func (l layout) trigger(job string) string    { return l.jobs + triggerDir + job }
-func (l layout) triggerJob(key string) string { return strings.TrimPrefix(key, l.jobs+triggerDir) }
+// triggers is the directory of manual triggers; trigger is one request of
+// job, named id; triggerJob the job a request's key is of.
+func (l layout) triggers() string              { return l.jobs + triggerDir }
+func (l layout) trigger(job, id string) string { return l.jobs + triggerDir + job + "/" + id }
+func (l layout) triggerJob(key string) string {
+	return splitTrigger(strings.TrimPrefix(key, l.jobs+triggerDir))
+}
 
 // jobKey splits a key under the scheduler into its job and the rest of the
 // key (spec, last, running/<seq>, ...); ok is false for keys of no job: the

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/election"
-	"github.com/batonhq/baton/internal/clock"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -27,61 +26,43 @@ type host interface {
 
 // coordinator is the leader loop of a coordinated Cron: it connects,
 // campaigns (leader mode) or watches for triggers (claim mode), and fires
-// ticks while this replica schedules. It delegates claiming to its claimer
-// and the bookkeeping of runs and specs to its recorder.
+// ticks while this replica schedules. It delegates claiming to its claimer,
+// the bookkeeping of runs to its recorder, specs to its publisher and what
+// happens to its reporter. Its mutex guards the Start under way and the
+// current term.
 type coordinator struct {
-	host     host
-	clock    clock.Clock
-	cronRuns *jobWaiter // the Cron's runs, which Stop's context waits for
-	name     string     // scheduler name
-	mode     Mode
-	misfire  Misfire
-	grace    time.Duration
-	eopts    []election.Option
-	identity string
-	prefix   string // P
-	keys     layout
-	logger   Logger
+	*scope
+	host    host
+	runs    *runs // the Cron's runs, from firing to record
+	conn    *connection
+	elector *election.Elector // given to New; else one per Start
+	claims  *claimer
+	rec     *recorder
+	specs   *publisher
+	rep     *reporter
+	work    jobWaiter // claims, runs and bookkeeping in progress, which the client outlives
 
-	ownsClient bool                // made from the environment
-	conn       election.Connection // the environment's, when ownsClient
-	gen        int                 // counts Starts
-	clientGen  int                 // the Start that made client, when ownsClient
-	connErr    error               // why the last connection attempt failed
-	client     *clientv3.Client
-	elector    *election.Elector
+	mu   sync.Mutex
+	act  *activation // the last Start; nil before the first
+	term *termState  // leader mode: the current term, nil when not leading
+}
 
-	mu       sync.Mutex
-	term     *termState      // leader mode: the current term, nil when not leading
+// activation is one Start of a coordinator, until its Stop.
+type activation struct {
 	ctx      context.Context // cancelled on Stop
 	cancel   context.CancelFunc
-	started  bool
 	resigned chan struct{} // closed when the campaign has ended
 	done     chan struct{} // closed when the background work has ended
-	runs     jobWaiter     // claims, runs and bookkeeping in progress, which the client outlives
-
-	claims *claimer
-	rec    *recorder
-
-	obs         observers    // the Cron's
-	tally       *notRunTally // ticks not run, to count in etcd
-	sessionDown atomic.Bool  // a session was lost and none regained since
-	refusals    *refusals    // whether etcd refuses this replica's claims (refused.go)
-	// emptyCheck asks the empty-etcd watch to look again (emptyetcd.go).
-	emptyCheck chan struct{}
 }
+
+// stopped reports whether Stop came; its caller holds the coordinator's
+// mutex.
+func (a *activation) stopped() bool { return a == nil || a.ctx.Err() != nil }
 
 // termState is one term of leadership and its context, which ends with it.
 type termState struct {
 	term election.Term
 	ctx  context.Context
-}
-
-// etcd returns the client, nil until one is made from the environment.
-func (co *coordinator) etcd() *clientv3.Client {
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	return co.client
 }
 
 // scheduling reports whether this replica fires ticks now.
@@ -91,7 +72,7 @@ func (co *coordinator) scheduling() bool {
 	if co.mode == ClaimMode {
 		// Until a client from the environment is made, no claim can be
 		// sent; connecting asks for a resync, which catches up.
-		return co.started && co.client != nil
+		return !co.act.stopped() && co.conn.etcd() != nil
 	}
 	return co.term != nil // mutation:follower-schedules
 }
@@ -101,36 +82,33 @@ func (co *coordinator) scheduling() bool {
 func (co *coordinator) start() {
 	co.mu.Lock()
 	defer co.mu.Unlock()
-	if co.started {
+	if !co.act.stopped() {
 		return
 	}
-	co.started = true
-	co.ctx, co.cancel = context.WithCancel(context.Background())
-	ctx, resigned, done := co.ctx, make(chan struct{}), make(chan struct{})
-	prev := co.done
-	co.resigned, co.done = resigned, done
-	co.gen++
-	gen := co.gen
+	var prev chan struct{}
+	if co.act != nil {
+		prev = co.act.done
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &activation{ctx: ctx, cancel: cancel, resigned: make(chan struct{}), done: make(chan struct{})}
+	co.act = a
+	gen := co.conn.begin()
 	go func() {
-		defer close(done)
+		defer close(a.done)
 		if prev != nil {
 			// A Stop then Start: the last run's client and session go first.
 			<-prev
 		}
-		ownsClient := co.connect(ctx, gen)
-		defer co.watchEmpty(ctx)()
+		ownsClient := co.conn.connect(ctx, gen)
+		defer co.rep.watchEmpty(ctx, co.conn.etcd())()
 		co.campaign(ctx)
-		close(resigned)
+		close(a.resigned)
 		// Markers of runs still going must outlive the campaign, so the
 		// runners' session is closed only once every run has returned.
-		<-co.runs.idle().Done()
-		co.claims.closeSession()
+		<-co.work.idle().Done()
+		co.claims.sessions.close()
 		if ownsClient {
-			co.mu.Lock()
-			cli := co.client
-			co.client = nil
-			co.mu.Unlock()
-			cli.Close()
+			co.conn.closeMade()
 		}
 	}()
 }
@@ -139,13 +117,13 @@ func (co *coordinator) start() {
 // wins, in claim mode until Stop. It returns once ctx is done and, in leader
 // mode, the leader has resigned.
 func (co *coordinator) campaign(ctx context.Context) {
-	cli := co.etcd()
+	cli := co.conn.etcd()
 	if cli == nil {
 		<-ctx.Done() // fail closed: no claim, no run
 		return
 	}
 	if co.mode == ClaimMode {
-		co.rec.publishAll()
+		co.specs.publishAll()
 		co.host.requestResync()
 		co.watchTriggers(ctx, nil)
 		return
@@ -166,27 +144,25 @@ func (co *coordinator) campaign(ctx context.Context) {
 
 // lead is the Cron's work for one term: schedule until the term ends.
 func (co *coordinator) lead(ctx context.Context, term election.Term) {
-	co.leadershipChanged(term, true, nil)
-	co.recheckEmpty() // a term follows every lost lease, a wiped etcd's too
+	co.rep.leadershipChanged(term, true, nil)
+	co.rep.recheckEmpty() // a term follows every lost lease, a wiped etcd's too
 	// Before the term can claim, so that its claims do not hide the gap;
 	// and before it counts as scheduling, which promises a resync.
-	co.reportGap(ctx)
+	(&gapReport{scope: co.scope, client: co.conn.etcd(), host: co.host, work: &co.work, rep: co.rep}).report(ctx)
+	ts := &termState{term: term, ctx: ctx}
 	co.mu.Lock()
-	co.term = &termState{term: term, ctx: ctx}
+	co.term = ts
 	co.mu.Unlock()
 	notice(co.logger, "cronx: leading", "scheduler", co.name, "instance", co.identity, "fence", term.Revision)
 	co.host.requestResync()
-	co.rec.publishAll()
-	co.watchTriggers(ctx, &term)
+	co.specs.publishAll()
+	co.watchTriggers(ctx, ts)
 	co.mu.Lock()
-	ts := co.term
 	co.term = nil
 	co.mu.Unlock()
-	// Before the resignation, so the successor finds the ticks unclaimed.
-	co.claims.withdrawAll(ts)
 	co.host.requestResync()
 	co.mu.Lock()
-	stopping := co.ctx.Err() != nil
+	stopping := co.act.stopped()
 	co.mu.Unlock()
 	var cause error
 	if !stopping {
@@ -194,32 +170,34 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 		notice(co.logger, "cronx: no longer leading", "scheduler", co.name, "instance", co.identity, "fence", term.Revision, "cause", cause)
 		// etcd refuses the keepalives of a user that may not write the
 		// lease's keys: no claim may have told it yet.
-		co.refusals.refused(cause)
+		co.rep.refusals.refused(cause)
 	} else {
 		notice(co.logger, "cronx: no longer leading: stopped", "scheduler", co.name, "instance", co.identity, "fence", term.Revision)
 	}
-	co.leadershipChanged(term, false, cause)
+	co.rep.leadershipChanged(term, false, cause)
 }
 
 // stop stops coordinating and waits, briefly, for the leader to resign, so
 // that a process that exits once Stop's context is done has handed over.
-// Runs in progress see their context cancelled; Stop's context waits for
-// them. It returns a channel closed once the background work of the last
-// Start has ended: after it, the coordinator no longer uses the client.
+// Runs in progress go on, under their claims. It returns a channel closed
+// once the background work of the last Start has ended: after it, the
+// coordinator no longer uses the client.
 func (co *coordinator) stop() <-chan struct{} {
 	co.mu.Lock()
-	done := co.done
-	if done == nil {
-		done = make(chan struct{})
+	a := co.act
+	if a == nil {
+		co.mu.Unlock()
+		done := make(chan struct{})
 		close(done) // never started
+		return done
 	}
-	if !co.started {
+	done, resigned := a.done, a.resigned
+	if a.stopped() {
 		co.mu.Unlock()
 		return done
 	}
-	co.started = false
-	co.cancel()
-	resigned := co.resigned
+	a.cancel()
+	co.conn.retire()
 	co.mu.Unlock()
 	if co.mode == ClaimMode {
 		return done // no leader to resign
@@ -232,6 +210,48 @@ func (co *coordinator) stop() <-chan struct{} {
 		co.logger.Info("cronx: resignation not confirmed; the lease will expire", "scheduler", co.name)
 	}
 	return done
+}
+
+// fireTick fires r, a tick of e, claimed and run in the background, if this
+// replica schedules: in leader mode under the current term.
+func (co *coordinator) fireTick(r *run, e *Entry, catchUp bool) {
+	if co.mode == LeaderMode {
+		r.term = co.currentTerm()
+		if r.term == nil { // mutation:follower-fires
+			return
+		}
+	} else {
+		co.claims.fired.note(e.name, r.tick)
+	}
+	r.catchUp = catchUp
+	r.delay = jitterOf(e.name, r.tick, e.policy.jitter)
+	r.prev = r.tick.UnixNano() - 1
+	if !e.Prev.IsZero() && e.Prev.Before(r.tick) {
+		r.prev = e.Prev.UnixNano()
+	}
+	if !catchUp && co.clock.Now().After(co.deadline(r)) {
+		// The loop woke up past the misfire deadline: the process stalled
+		// or its clock jumped.
+		co.rep.notRun(e.name, r.tick, ReasonMisfireSkipped, nil)
+		return
+	}
+	r.goCoordinated()
+}
+
+// mayRetry reports whether a failed run of r may be tried again: the Cron
+// runs and, in leader mode, r's term holds.
+func (co *coordinator) mayRetry(r *run) bool {
+	return co.runCtx().Err() == nil && (r.term == nil || r.term.ctx.Err() == nil)
+}
+
+// runCtx is the context of the coordination's run, which ends on Stop.
+func (co *coordinator) runCtx() context.Context {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if co.act == nil {
+		return context.Background()
+	}
+	return co.act.ctx
 }
 
 // currentTerm returns the current term, nil when not leading.
@@ -247,11 +267,14 @@ func (co *coordinator) currentTerm() *termState {
 func (co *coordinator) publishing() (context.Context, bool) {
 	co.mu.Lock()
 	defer co.mu.Unlock()
-	ctx := co.ctx
-	if co.mode == LeaderMode && co.term != nil {
+	if co.act.stopped() || co.conn.etcd() == nil || co.mode == LeaderMode && co.term == nil {
+		return nil, false
+	}
+	ctx := co.act.ctx
+	if co.mode == LeaderMode {
 		ctx = co.term.ctx
 	}
-	if !co.started || co.client == nil || co.mode == LeaderMode && co.term == nil || ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return nil, false
 	}
 	return ctx, true
@@ -266,4 +289,47 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// watchTriggers fires a run for each request of a job this replica has
+// until ctx ends: those waiting when it starts, then each new one. ts is
+// the term it watches under in leader mode, nil in claim mode.
+func (co *coordinator) watchTriggers(ctx context.Context, ts *termState) {
+	prefix := co.keys.triggers()
+	cli := co.conn.etcd()
+	for ctx.Err() == nil {
+		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix())
+		if err != nil {
+			sleep(ctx, watchRetry)
+			continue
+		}
+		for _, kv := range resp.Kvs {
+			co.fireTrigger(kv, ts)
+		}
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		for wr := range cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterDelete()) {
+			if wr.Err() != nil {
+				break
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == mvccpb.PUT && ev.Kv.Version == 1 {
+					co.fireTrigger(ev.Kv, ts)
+				}
+			}
+		}
+		cancel()
+	}
+}
+
+// fireTrigger fires a run of the request kv, if this replica has its job.
+func (co *coordinator) fireTrigger(kv *mvccpb.KeyValue, ts *termState) {
+	name := co.keys.triggerJob(string(kv.Key))
+	e, ok := co.host.entryByName(name)
+	if !ok {
+		return // another version of the app may have it
+	}
+	t := triggerOf(kv, co.clock.Now())
+	r := newRun(co.runs, co, refOf(&e), t.at)
+	r.trig, r.term = &t, ts
+	r.goCoordinated()
 }

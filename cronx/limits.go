@@ -20,10 +20,16 @@ const (
 	// resignWait bounds how long Stop waits for the leader's resignation to
 	// reach etcd; past it, the lease expires by itself after the TTL.
 	resignWait = 3 * time.Second
-	// withdrawTimeout bounds the return of a tick claimed ahead. It is
-	// shorter than etcdTimeout because the term ends meanwhile: the
-	// successor waits for the withdrawals before it finds the ticks free.
+	// withdrawTimeout bounds the return of a claim whose run does not
+	// start. It is shorter than etcdTimeout because Stop waits for it: the
+	// successor, which claims the tick next, comes after the resignation.
 	withdrawTimeout = 2 * time.Second
+	// stopClaimWait bounds how long Stop waits for the claims on the wire
+	// to come back, so that a run whose claim holds starts before Stop
+	// returns: a healthy etcd answers in milliseconds, and an unreachable
+	// one must not hold Stop up (G6). A claim that comes back later is
+	// given back.
+	stopClaimWait = 500 * time.Millisecond
 )
 
 // Retry paces: each doubles from the first value to the second.
@@ -70,8 +76,6 @@ const (
 	// maxFinishes bounds the runs being recorded at once: bookkeeping yields
 	// to the next tick's claims.
 	maxFinishes = 8
-	// withdrawers bounds the withdrawals in flight when a term ends.
-	withdrawers = 32
 )
 
 // Sizes of one transaction, within etcd's default limit of 128 operations
@@ -84,19 +88,6 @@ const (
 	recordBatch = 32
 	// specBatch is the jobs whose specs one transaction compares and writes.
 	specBatch = 64
-)
-
-// Claiming ahead (see preclaim.go).
-const (
-	// preclaimMin is the jobs due on one tick before the leader claims ahead:
-	// below it, claims at the tick start every run within a few milliseconds.
-	preclaimMin = 100
-	// preclaimLead is how far ahead: etcd commits a few thousand claims a
-	// second, so the claims of ten thousand jobs are done by the tick.
-	preclaimLead = 2 * time.Second
-	// staleAfter is how long past its tick a claim made ahead and not acted
-	// on is taken for that of a removed job, and withdrawn.
-	staleAfter = time.Second
 )
 
 // reloadWindow is how long a removed coordinated job keeps its place for a

@@ -10,26 +10,54 @@ import (
 // needs to outlast any real wait, since adds, removes and Stop wake it.
 const idleWait = 100000 * time.Hour
 
-// run is the scheduler. It owns c.entries until Stop: other goroutines reach
-// them only through the add, remove and snapshot channels.
+// loop is the scheduler. While the Cron runs, its goroutine owns the
+// entries: other goroutines reach them only through its channels; while
+// the Cron is stopped, the Cron's runningMu guards them.
 //
 // Each entry's Next is its nominal tick, computed by its Schedule. The loop
-// sleeps until the earliest Next, then starts every entry whose Next has
-// come, through fire with that Next, and computes each one's following Next
-// from the wake-up time. So a tick is named by the schedule, not by when the
-// process happened to wake up; and, as in robfig/cron, a scheduler that wakes
-// up late runs each late entry once rather than once per missed tick.
-func (c *Cron) run() {
+// sleeps until the earliest Next, then fires every entry whose Next has
+// come with that Next, and computes each one's following Next from the
+// wake-up time. So a tick is named by the schedule, not by when the process
+// happened to wake up; and, as in robfig/cron, a scheduler that wakes up
+// late runs each late entry once rather than once per missed tick.
+type loop struct {
+	c       *Cron // what the loop fires through and reads the clock of
+	entries []*Entry
+	places  places // of jobs just removed, for a reload (reload.go)
+
+	add      chan *Entry
+	remove   chan EntryID
+	acked    chan struct{} // the loop's answer to remove and stop
+	snapshot chan chan []Entry
+	stop     chan struct{}
+	resync   chan struct{} // asks for every Next to be computed again
+}
+
+func newLoop(c *Cron) *loop {
+	return &loop{
+		c:        c,
+		add:      make(chan *Entry),
+		remove:   make(chan EntryID),
+		acked:    make(chan struct{}),
+		snapshot: make(chan chan []Entry),
+		stop:     make(chan struct{}),
+		resync:   make(chan struct{}, 1),
+	}
+}
+
+// run is the loop's goroutine, until Stop.
+func (l *loop) run() {
+	c := l.c
 	c.logger.Info("start")
 	now := c.now()
-	for _, e := range c.entries {
+	for _, e := range l.entries {
 		e.Next = e.Schedule.Next(now)
 		c.logger.Info("schedule", "now", now, "entry", e.ID, "next", e.Next)
 	}
 	for {
-		sortByNext(c.entries)
-		d, ticking := c.untilNext()
-		if !c.wait(c.clock.NewTimer(d), ticking) {
+		sortByNext(l.entries)
+		d, ticking := l.untilNext()
+		if !l.wait(c.clock.NewTimer(d), ticking) {
 			return
 		}
 	}
@@ -38,53 +66,51 @@ func (c *Cron) run() {
 // untilNext returns how long to sleep before the earliest entry is due,
 // and whether the loop schedules ticks now: a follower's does not, and its
 // entries' Next are left as they were when it last scheduled.
-func (c *Cron) untilNext() (time.Duration, bool) {
-	if c.coord != nil && !c.coord.scheduling() {
+func (l *loop) untilNext() (time.Duration, bool) {
+	if co := l.c.coord; co != nil && !co.scheduling() {
 		return idleWait, false // a follower costs nothing per tick
 	}
-	if len(c.entries) == 0 || c.entries[0].Next.IsZero() {
+	if len(l.entries) == 0 || l.entries[0].Next.IsZero() {
 		return idleWait, true
 	}
-	now := c.now()
-	d := c.entries[0].Next.Sub(now)
-	if group, tick := c.preclaimable(); group != nil {
-		d = min(d, tick.Add(-preclaimLead).Sub(now))
-	}
-	return d, true
+	return l.entries[0].Next.Sub(l.c.now()), true
 }
 
 // wait handles events until one changes what the loop must sleep for, and
 // reports false on Stop. The timer is spent or stopped when it returns;
 // ticking says whether it was armed for ticks.
-func (c *Cron) wait(timer clock.Timer, ticking bool) bool {
+func (l *loop) wait(timer clock.Timer, ticking bool) bool {
+	c := l.c
 	for {
 		select {
 		case <-timer.C():
-			c.wake()
+			l.wake()
 			return true
 
-		case e := <-c.add:
+		case e := <-l.add:
 			timer.Stop()
 			now := c.now()
 			e.Next = e.Schedule.Next(now)
-			c.takePlace(e, now)
-			c.entries = append(c.entries, e)
+			if c.coord != nil {
+				l.places.take(e, now)
+			}
+			l.entries = append(l.entries, e)
 			c.logger.Info("added", "now", now, "entry", e.ID, "next", e.Next)
 			return true
 
-		case id := <-c.remove:
+		case id := <-l.remove:
 			timer.Stop()
-			for _, e := range c.entries {
-				if e.ID == id {
-					c.keepPlace(e, c.now())
+			for _, e := range l.entries {
+				if e.ID == id && c.coord != nil {
+					l.places.keep(e, c.now())
 				}
 			}
 			c.removeEntry(id)
 			c.logger.Info("removed", "entry", id)
-			c.acked <- struct{}{}
+			l.acked <- struct{}{}
 			return true
 
-		case <-c.resync:
+		case <-l.resync:
 			// While the loop scheduled ticks, the entries due by now run
 			// first, whether the timer fired as the resync came or the tick
 			// passed since: recomputing them from now would skip their
@@ -92,48 +118,38 @@ func (c *Cron) wait(timer clock.Timer, ticking bool) bool {
 			// tick missed since is the catch-up's.
 			timer.Stop()
 			if ticking { // mutation:stale-takeover
-				c.wake()
+				l.wake()
 			}
-			c.resyncEntries(c.now())
+			l.resyncEntries(c.now())
 			return true
 
-		case reply := <-c.snapshot:
+		case reply := <-l.snapshot:
 			// Nothing changed: keep sleeping on the same timer.
-			reply <- c.entrySnapshot()
+			reply <- l.entrySnapshot()
 
-		case <-c.stop:
+		case <-l.stop:
 			timer.Stop()
 			c.logger.Info("stop")
-			c.acked <- struct{}{}
+			l.acked <- struct{}{}
 			return false
 		}
 	}
 }
 
-// wake handles the loop's timer: it starts every entry due by now.
-func (c *Cron) wake() {
-	// The Cron's clock, not the timer's reading, says what is due: they
-	// differ when the clock is not the machine's.
-	now := c.now()
-	c.logger.Info("wake", "now", now)
-	if c.coord != nil {
-		c.preclaimDue(now)
-		c.coord.claims.forgetStale(now)
-	}
-	c.runDue(now)
-}
-
-// runDue fires every entry due by now. Entries are sorted, so the first one
-// not yet due ends the pass.
-func (c *Cron) runDue(now time.Time) {
-	for _, e := range c.entries {
+// wake fires every entry due by now. Entries are sorted, so the first one
+// not yet due ends the pass. The Cron's clock, not the timer's reading,
+// says what is due: they differ when the clock is not the machine's.
+func (l *loop) wake() {
+	now := l.c.now()
+	l.c.logger.Info("wake", "now", now)
+	for _, e := range l.entries {
 		if e.Next.IsZero() || e.Next.After(now) {
 			return
 		}
-		c.fire(e, e.Next)
+		l.c.fire(e, e.Next, false)
 		e.Prev = e.Next
 		e.Next = e.Schedule.Next(now)
-		c.logger.Info("run", "now", now, "entry", e.ID, "next", e.Next)
+		l.c.logger.Info("run", "now", now, "entry", e.ID, "next", e.Next)
 	}
 }
 
@@ -141,20 +157,44 @@ func (c *Cron) runDue(now time.Time) {
 // starts or stops scheduling under coordination; when it starts, the latest
 // tick of each job that fell within the misfire grace is claimed too, and
 // runs if no replica ran it (a tick missed while leadership changed hands).
-func (c *Cron) resyncEntries(now time.Time) {
-	co := c.coord
+func (l *loop) resyncEntries(now time.Time) {
+	co := l.c.coord
 	catchUp := co != nil && co.misfire == RunOnce && co.scheduling() // mutation:catch-up
-	for _, e := range c.entries {
+	for _, e := range l.entries {
 		if catchUp {
 			if t := latestTick(e.Schedule, now, co.grace); !t.IsZero() && t.After(e.Prev) {
-				if c.fireHook != nil {
-					c.fireHook(*e, t)
-				}
-				co.fire(e, t, true)
+				l.c.fire(e, t, true)
 				e.Prev = t
 			}
 		}
 		e.Next = e.Schedule.Next(now)
 	}
-	c.logger.Info("resync", "now", now)
+	l.c.logger.Info("resync", "now", now)
+}
+
+// requestResync asks the loop to recompute every entry's next run from now,
+// as when this replica starts or stops leading. It never blocks.
+func (l *loop) requestResync() {
+	select {
+	case l.resync <- struct{}{}:
+	default:
+	}
+}
+
+func (l *loop) entrySnapshot() []Entry {
+	out := make([]Entry, len(l.entries))
+	for i, e := range l.entries {
+		out[i] = *e
+	}
+	return out
+}
+
+// latestTick returns the latest activation of s in (now-grace, now], or the
+// zero time when there is none.
+func latestTick(s Schedule, now time.Time, grace time.Duration) time.Time {
+	var last time.Time
+	for t := s.Next(now.Add(-grace)); !t.IsZero() && !t.After(now); t = s.Next(t) {
+		last = t
+	}
+	return last
 }

@@ -62,13 +62,9 @@ type notRunTally struct {
 func newNotRunTally(co *coordinator) *notRunTally {
 	return &notRunTally{
 		keys:   co.keys,
-		client: co.etcd,
-		runs:   &co.runs,
-		ctx: func() context.Context {
-			co.mu.Lock()
-			defer co.mu.Unlock()
-			return co.ctx
-		},
+		client: co.conn.etcd,
+		runs:   &co.work,
+		ctx:    co.runCtx,
 		now:    co.clock.Now,
 		logger: co.logger,
 		every:  notRunFlush,

@@ -178,11 +178,10 @@ func TestPausedTicksAreReportedAndCountedOnce(t *testing.T) {
 	}
 	replicas[0].stop(t)
 	// Stopped, the replicas have written what they reported; each tick
-	// reported by several counts once.
-	k, err := NewControl(srv.Client(t), "", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// reported by several counts once. (Read from the job's key: with no
+	// replica left, Status no longer lists the job.)
+	cli := srv.Client(t)
+	key := newLayout(election.DefaultPrefix, "test").notRun("tick")
 	eventually(t, 15*time.Second, func() (bool, string) {
 		paused = map[time.Time]bool{}
 		for _, ev := range logs {
@@ -190,13 +189,16 @@ func TestPausedTicksAreReportedAndCountedOnce(t *testing.T) {
 				paused[e.Tick] = true
 			}
 		}
-		st, err := k.Status(ctx)
+		resp, err := cli.Get(ctx, key)
 		if err != nil {
 			return false, err.Error()
 		}
-		j, _ := jobStatus(st, "tick")
-		return j.NotRun[ReasonPaused] == len(paused) && len(j.NotRun) == 1,
-			fmt.Sprintf("Status counts %v, want %d paused (the distinct ticks reported)", j.NotRun, len(paused))
+		var counts map[Reason]int
+		if len(resp.Kvs) > 0 {
+			counts = parseNotRun(resp.Kvs[0].Value).counts(time.Now())
+		}
+		return counts[ReasonPaused] == len(paused) && len(counts) == 1,
+			fmt.Sprintf("the job's counts %v, want %d paused (the distinct ticks reported)", counts, len(paused))
 	})
 }
 
@@ -370,7 +372,7 @@ func TestSlowObserverDoesNotSlowTheScheduler(t *testing.T) {
 	// Every run has returned, and so emitted its end, while the observer
 	// is still blocked: no event comes after the release.
 	select {
-	case <-c.jobWaiter.idle().Done():
+	case <-c.runs.idle().Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("runs still going 10s after their ticks")
 	}

@@ -130,10 +130,13 @@ func jobStatus(st Status, name string) (JobStatus, bool) {
 	return JobStatus{}, false
 }
 
-// TestContextJobGetsRunInfoAndStopCancelsIt: a ContextJob learns which run it
-// is — its job name, its nominal tick, the replica, and a fence its own etcd
-// writes can be guarded with — and Stop cancels its context.
-func TestContextJobGetsRunInfoAndStopCancelsIt(t *testing.T) {
+// TestContextJobGetsRunInfoAndShutdownCancelsIt: a ContextJob learns which
+// run it is — its job name, its nominal tick, the replica, and a fence its
+// own etcd writes can be guarded with. Stop does not interrupt it (robfig's
+// meaning, coordinated too): its context goes on, and so does Stop's, until
+// Shutdown's context ends, which cancels the run with ErrShutdown; Shutdown
+// returns once it has.
+func TestContextJobGetsRunInfoAndShutdownCancelsIt(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
@@ -213,15 +216,40 @@ func TestContextJobGetsRunInfoAndStopCancelsIt(t *testing.T) {
 
 	stopped = true
 	done := c.Stop()
+	// A second after Stop, nothing has interrupted the run, nor has another
+	// started. (Not a sleep to let something happen: the assertion is that
+	// nothing does for a while.)
 	select {
-	case <-returned:
+	case cause := <-returned:
+		t.Fatalf("Stop interrupted the run: its context ended with %v", cause)
+	case <-done.Done():
+		t.Fatal("Stop's context was done while a run went on")
+	case <-time.After(time.Second):
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no grace left: Shutdown cancels the runs at once
+	shut := make(chan error, 1)
+	go func() { shut <- c.Shutdown(ctx) }()
+	select {
+	case cause := <-returned:
+		if !errors.Is(cause, ErrShutdown) {
+			t.Errorf("the run's context ended with %v, want ErrShutdown", cause)
+		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the job did not return within 5s of Stop: its context was not cancelled")
+		t.Fatal("the job did not return within 5s of Shutdown's end: its context was not cancelled")
+	}
+	select {
+	case err := <-shut:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Shutdown = %v, want its context's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown did not return within 10s of its runs")
 	}
 	select {
 	case <-done.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("Stop's context not done within 10s")
+	case <-time.After(time.Second):
+		t.Fatal("Stop's context not done once Shutdown returned")
 	}
 	// Every run that started has returned by the time Stop's context is done.
 	if len(runs) != len(returned) {
@@ -709,11 +737,13 @@ func TestSameFuncAddedTwiceIsTwoJobs(t *testing.T) {
 	}
 	returnsWithin(t, 10*time.Second, "Stop's contexts", wg.Wait)
 
+	// Every job's state, registered or not: once every replica has
+	// stopped, Status lists no job.
 	ctl, err := NewControl(srv.Client(t), "", "twice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := ctl.Status(context.Background())
+	st, err := ctl.status(context.Background(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -899,20 +929,20 @@ func TestManyRunsOnOneTickAreAllRecorded(t *testing.T) {
 		ticks[r.job] = append(ticks[r.job], r.tick)
 	}
 
-	ctl, err := NewControl(cli, "", "many")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := ctl.Status(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Read from the keys: once the Cron has stopped, no live replica
+	// registers the jobs, and Status no longer lists them.
+	keys := newLayout(election.DefaultPrefix, "many")
 	for i := range jobs {
 		name := fmt.Sprintf("job-%02d", i)
-		j, _ := jobStatus(st, name)
+		resp, err := cli.Get(context.Background(), keys.history(name))
+		if err != nil {
+			t.Fatal(err)
+		}
 		var got []time.Time
-		for _, h := range j.History {
-			got = append(got, h.Tick)
+		if len(resp.Kvs) > 0 {
+			for _, h := range parseHistory(resp.Kvs[0].Value) {
+				got = append(got, h.Tick)
+			}
 		}
 		want := ticks[name]
 		if len(want) > historyLen {

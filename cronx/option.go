@@ -10,6 +10,45 @@ import (
 // Option configures a Cron in New.
 type Option func(*Cron)
 
+// settings are what New's options set, never written after New returns.
+type settings struct {
+	chain    Chain
+	jobOpts  []JobOption // every job's policy, under its own (policy.go)
+	logger   Logger
+	location *time.Location
+	parser   ScheduleParser
+	clock    clock.Clock
+	coordCfg *coordConfig // nil: coordinated only if the environment says so
+
+	// fireHook, when set, sees every run that fire starts, with the tick it
+	// was given. Tests use it to check that runs carry nominal ticks.
+	fireHook func(e Entry, tick time.Time)
+	// flushEvery, when set, replaces notRunFlush, so that tests read the
+	// counts of ticks not run soon.
+	flushEvery time.Duration
+}
+
+// defaultSettings are a Cron's without options: schedules in time.Local,
+// the standard five-field parser, no JobWrapper, DefaultLogger, the
+// process's clock.
+func defaultSettings() settings {
+	return settings{
+		chain:    NewChain(),
+		logger:   DefaultLogger,
+		location: time.Local,
+		parser:   standardParser,
+		clock:    clock.Process(),
+	}
+}
+
+// coordConfig returns the coordination options, made at the first.
+func (s *settings) coordConfig() *coordConfig {
+	if s.coordCfg == nil {
+		s.coordCfg = &coordConfig{grace: DefaultMisfireGrace}
+	}
+	return s.coordCfg
+}
+
 // WithLocation makes the Cron interpret schedules in loc instead of
 // time.Local. A spec's own CRON_TZ= prefix still wins.
 func WithLocation(loc *time.Location) Option {

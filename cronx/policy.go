@@ -53,10 +53,10 @@ func WithJobOptions(opts ...JobOption) Option {
 	return func(c *Cron) { c.jobOpts = append(c.jobOpts, opts...) }
 }
 
-// policyOf resolves the policy of job, as added to c. An option given a
+// of resolves the policy of job, under the Cron's jobOpts. An option given a
 // value it cannot take is an error naming the job (or, for an unnamed job,
 // its schedule).
-func (c *Cron) policyOf(job Job, spec string) (*jobPolicy, error) {
+func (ps *policies) of(jobOpts []JobOption, job Job, spec string) (*jobPolicy, error) {
 	var p policyDraft
 	apply := func(opts []JobOption) {
 		for _, opt := range opts {
@@ -65,7 +65,7 @@ func (c *Cron) policyOf(job Job, spec string) (*jobPolicy, error) {
 			}
 		}
 	}
-	apply(c.jobOpts)
+	apply(jobOpts)
 	label := fmt.Sprintf("job for %q", spec)
 	if nj, ok := job.(*namedJob); ok {
 		apply(nj.opts)
@@ -74,7 +74,7 @@ func (c *Cron) policyOf(job Job, spec string) (*jobPolicy, error) {
 	if len(p.errs) > 0 {
 		return nil, fmt.Errorf("cronx: %s: %w", label, errors.Join(p.errs...))
 	}
-	return c.policies.intern(p.jobPolicy), nil
+	return ps.intern(p.jobPolicy), nil
 }
 
 // policies holds one copy of each distinct policy of a Cron's jobs, for

@@ -45,13 +45,7 @@ func newPolicyCluster(t *testing.T, name string, start time.Time, mode Mode, add
 			WithName(name), WithMode(mode), WithElection(election.WithIdentity(id), election.WithTTL(stallTTL))}, opts...)...)
 		add(id, c)
 		c.Start()
-		t.Cleanup(func() {
-			select {
-			case <-c.Stop().Done():
-			case <-time.After(15 * time.Second):
-				t.Errorf("%s: Stop's context not done within 15s", id)
-			}
-		})
+		t.Cleanup(func() { shutdown(t, c, id) })
 		pc.ids, pc.fakes, pc.crons = append(pc.ids, id), append(pc.fakes, fake), append(pc.crons, c)
 	}
 	return pc

@@ -6,24 +6,31 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/batonhq/baton/election"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// A job's spec key says that a replica has the job: Status lists it, and
-// Pause and Trigger accept its name. The replica that publishes (the leader,
-// or every replica in claim mode) writes the spec of each job it adds and
-// deletes the spec of each job it removes, if the key still holds that
-// spec. A job's claim, history and pause flag stay: a job added again under
-// its name goes on from its last claimed tick, and so never runs a tick
-// twice.
+// A job's spec key holds its schedule, and its registrations (by/<lease>)
+// say that a live replica has the job: Status lists a job while one is
+// there, and Pause and Trigger accept its name. The replica that publishes
+// (the leader, or every replica in claim mode) writes the spec and its own
+// registration of each job it adds, bound to its runners' lease, and
+// deletes them for each job it removes (the spec only if the key still
+// holds that spec). So a job that a deploy drops leaves the listing once
+// the last replica of the old version that published it has stopped (its
+// lease revoked) or died (its lease expired, within the TTL). A job's
+// claim, history and pause flag stay: a job added again under its name goes
+// on from its last claimed tick, and so never runs a tick twice.
 //
-// specQueue holds the spec changes not yet written, the latest per job, and
+// publisher holds the spec changes not yet written, the latest per job, and
 // writes them in order from one goroutine, so that a Remove followed by an
 // Add of the same name ends with the spec in etcd, and thousands of changes
 // made at once are a few transactions. Changes made while this replica does
 // not publish (a follower, a stopped Cron, etcd not reached yet) wait for
 // the next time it does.
-type specQueue struct {
+type publisher struct {
+	co *coordinator
+
 	mu      sync.Mutex
 	pending map[string]specChange // by job name
 	all     bool                  // publish every entry's spec first
@@ -36,55 +43,55 @@ type specChange struct {
 }
 
 // queueSpec records that job name was added with spec, or removed.
-func (rc *recorder) queueSpec(name, spec string, removed bool) {
+func (pb *publisher) queueSpec(name, spec string, removed bool) {
 	if name == "" {
 		return
 	}
-	q := &rc.specs
+	q := pb
 	q.mu.Lock()
 	if q.pending == nil {
 		q.pending = map[string]specChange{}
 	}
 	q.pending[name] = specChange{spec: spec, removed: removed}
 	q.mu.Unlock()
-	rc.writeSpecs()
+	pb.writeSpecs()
 }
 
 // publishAll asks for every entry's spec to be written, as when this
 // replica starts publishing.
-func (rc *recorder) publishAll() {
-	q := &rc.specs
+func (pb *publisher) publishAll() {
+	q := pb
 	q.mu.Lock()
 	q.all = true
 	q.mu.Unlock()
-	rc.writeSpecs()
+	pb.writeSpecs()
 }
 
 // writeSpecs starts the writer, unless it runs, nothing waits, or this
 // replica does not publish now.
-func (rc *recorder) writeSpecs() {
-	ctx, ok := rc.publishing()
+func (pb *publisher) writeSpecs() {
+	ctx, ok := pb.co.publishing()
 	if !ok {
 		return
 	}
-	q := &rc.specs
+	q := pb
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.writing || len(q.pending) == 0 && !q.all {
 		return
 	}
 	q.writing = true
-	rc.runs.add() // the client outlives the writer
+	pb.co.work.add() // the client outlives the writer
 	go func() {
-		defer rc.runs.done()
-		rc.specWriter(ctx)
+		defer pb.co.work.done()
+		pb.specWriter(ctx)
 	}()
 }
 
 // specWriter writes queued spec changes until none is left or ctx ends,
 // retrying while etcd does not answer.
-func (rc *recorder) specWriter(ctx context.Context) {
-	q := &rc.specs
+func (pb *publisher) specWriter(ctx context.Context) {
+	q := pb
 	backoff := retryBackoff
 	for {
 		q.mu.Lock()
@@ -95,7 +102,7 @@ func (rc *recorder) specWriter(ctx context.Context) {
 			if ctx.Err() != nil {
 				// Changes left wait for the next term, which may have
 				// begun while this writer was at work.
-				rc.writeSpecs()
+				pb.writeSpecs()
 			}
 			return
 		}
@@ -108,9 +115,9 @@ func (rc *recorder) specWriter(ctx context.Context) {
 		}
 		// A change made from now on is queued again, and written after
 		// this round.
-		err := rc.writeAllSpecs(ctx, all)
+		err := pb.writeAllSpecs(ctx, all)
 		if err == nil {
-			err = rc.writeSpecChanges(ctx, pending)
+			err = pb.writeSpecChanges(ctx, pending)
 		}
 		if err == nil {
 			backoff = retryBackoff
@@ -136,27 +143,35 @@ func (rc *recorder) specWriter(ctx context.Context) {
 // specBatch jobs a transaction and rewrites the batch only if one differs,
 // so a new leader of ten thousand unchanged jobs sends a few hundred small
 // transactions rather than one per job.
-func (rc *recorder) writeAllSpecs(ctx context.Context, all bool) error {
+func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 	if !all {
 		return nil
 	}
 	specs := map[string]string{}
-	for _, e := range rc.entries() {
+	for _, e := range pb.co.host.Entries() {
 		if e.name != "" {
 			specs[e.name] = e.spec
 		}
+	}
+	sess, err := pb.co.claims.sessions.get(ctx)
+	if err != nil {
+		return err
 	}
 	names := slices.Sorted(maps.Keys(specs))
 	for len(names) > 0 {
 		n := min(len(names), specBatch)
 		var cmps []clientv3.Cmp
-		var puts []clientv3.Op
+		var puts, regs []clientv3.Op
 		for _, name := range names[:n] {
-			cmps = append(cmps, clientv3.Compare(clientv3.Value(rc.keys.spec(name)), "=", specs[name]))
-			puts = append(puts, clientv3.OpPut(rc.keys.spec(name), specs[name]))
+			cmps = append(cmps, clientv3.Compare(clientv3.Value(pb.co.keys.spec(name)), "=", specs[name]))
+			puts = append(puts, clientv3.OpPut(pb.co.keys.spec(name), specs[name]))
+			regs = append(regs, pb.register(name, sess))
 		}
 		pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-		_, err := rc.client().Txn(pctx).If(cmps...).Else(puts...).Commit()
+		_, err := pb.co.conn.etcd().Txn(pctx).If(cmps...).Else(puts...).Commit()
+		if err == nil {
+			_, err = pb.co.conn.etcd().Txn(pctx).Then(regs...).Commit()
+		}
 		cancel()
 		if err != nil {
 			return err
@@ -166,26 +181,41 @@ func (rc *recorder) writeAllSpecs(ctx context.Context, all bool) error {
 	return nil
 }
 
+// register is the put of this replica's registration of job, bound to the
+// runners' session.
+func (pb *publisher) register(job string, sess *election.Session) clientv3.Op {
+	return clientv3.OpPut(pb.co.keys.by(job, sess.Lease()), pb.co.identity, clientv3.WithLease(sess.Lease()))
+}
+
 // writeSpecChanges writes changes, specBatch to a transaction: a nested
 // transaction per job, which writes an added job's spec unless the key
 // holds it already and deletes a removed job's spec if the key still holds
 // it (another version of the job may have written another since).
-func (rc *recorder) writeSpecChanges(ctx context.Context, changes map[string]specChange) error {
+func (pb *publisher) writeSpecChanges(ctx context.Context, changes map[string]specChange) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	sess, err := pb.co.claims.sessions.get(ctx)
+	if err != nil {
+		return err
+	}
 	names := slices.Sorted(maps.Keys(changes))
 	for len(names) > 0 {
-		n := min(len(names), specBatch)
+		n := min(len(names), specBatch/2)
 		var ops []clientv3.Op
 		for _, name := range names[:n] {
-			ch, key := changes[name], rc.keys.spec(name)
+			ch, key := changes[name], pb.co.keys.spec(name)
 			same := []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", ch.spec)}
 			if ch.removed {
-				ops = append(ops, clientv3.OpTxn(same, []clientv3.Op{clientv3.OpDelete(key)}, nil))
+				ops = append(ops, clientv3.OpTxn(same, []clientv3.Op{clientv3.OpDelete(key)}, nil),
+					clientv3.OpDelete(pb.co.keys.by(name, sess.Lease())))
 			} else {
-				ops = append(ops, clientv3.OpTxn(same, nil, []clientv3.Op{clientv3.OpPut(key, ch.spec)}))
+				ops = append(ops, clientv3.OpTxn(same, nil, []clientv3.Op{clientv3.OpPut(key, ch.spec)}),
+					pb.register(name, sess))
 			}
 		}
 		pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-		_, err := rc.client().Txn(pctx).Then(ops...).Commit()
+		_, err := pb.co.conn.etcd().Txn(pctx).Then(ops...).Commit()
 		cancel()
 		if err != nil {
 			return err // the changes left are queued again

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -18,8 +19,8 @@ func Schedulers(ctx context.Context, client *clientv3.Client, prefix string) ([]
 	return names, err
 }
 
-// Jobs returns the names of the scheduler's published jobs, sorted: those
-// a replica registered (see Status). One read of keys only.
+// Jobs returns the names of the scheduler's jobs that a live replica
+// registers, sorted (see Status). One read of keys only.
 func (k *Control) Jobs(ctx context.Context) ([]string, error) {
 	resp, err := k.client.Get(ctx, k.keys.jobs, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
@@ -27,7 +28,7 @@ func (k *Control) Jobs(ctx context.Context) ([]string, error) {
 	}
 	var jobs []string
 	for _, kv := range resp.Kvs {
-		if job, leaf, ok := k.keys.jobKey(string(kv.Key)); ok && leaf == "spec" {
+		if job, leaf, ok := k.keys.jobKey(string(kv.Key)); ok && strings.HasPrefix(leaf, "by/") && (len(jobs) == 0 || jobs[len(jobs)-1] != job) {
 			jobs = append(jobs, job)
 		}
 	}

@@ -12,42 +12,24 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// recorder does the bookkeeping of a coordinated Cron in etcd: it releases
-// each ended run's marker and appends the run to its job's history, and it
-// publishes the specs of the jobs (publish.go). Its work yields to claims.
+// recorder does the bookkeeping of a coordinated Cron's runs in etcd: it
+// releases each ended run's marker and appends the run to its job's
+// history. Its work yields to claims.
 type recorder struct {
-	identity string
-	keys     layout
-	client   func() *clientv3.Client
-	logger   Logger
-	runs     *jobWaiter // work the client must outlive
-	cronRuns *jobWaiter // work Stop's context waits for
-	// entries returns the Cron's entries, whose specs are published.
-	entries func() []Entry
-	// publishing returns the context to publish under, false when this
-	// replica does not publish now.
-	publishing func() (context.Context, bool)
-
+	co       *coordinator
+	rs       *runs       // Stop's context waits for the records
 	finishes finishQueue // runs ended and not yet recorded
-	specs    specQueue   // spec keys to write
 }
 
-func newRecorder(co *coordinator) *recorder {
-	return &recorder{
-		identity:   co.identity,
-		keys:       co.keys,
-		client:     co.etcd,
-		logger:     co.logger,
-		runs:       &co.runs,
-		cronRuns:   co.cronRuns,
-		entries:    co.host.Entries,
-		publishing: co.publishing,
-	}
+func newRecorder(co *coordinator, rs *runs) *recorder {
+	return &recorder{co: co, rs: rs}
 }
 
 // finishItem is a run that ended, to be recorded.
 type finishItem struct {
-	r          run
+	job        string
+	tick       time.Time
+	triggered  bool
 	claim      election.Claim
 	sess       *election.Session // holds the claim's marker
 	start, end time.Time
@@ -76,8 +58,8 @@ type finishQueue struct {
 // finishLater queues an ended run for recording. Stop's context and the
 // etcd client wait for it.
 func (rc *recorder) finishLater(it finishItem) {
-	rc.cronRuns.add()
-	rc.runs.add()
+	rc.rs.recording()
+	rc.co.work.add()
 	q := &rc.finishes
 	q.mu.Lock()
 	q.items = append(q.items, it)
@@ -114,11 +96,11 @@ func (rc *recorder) record() {
 		n := 0
 		for ; n < len(q.items) && len(batch) < recordBatch; n++ {
 			it := q.items[n]
-			if seen[it.r.job] || q.recording[it.r.job] {
+			if seen[it.job] || q.recording[it.job] {
 				later = append(later, it)
 				continue
 			}
-			seen[it.r.job] = true
+			seen[it.job] = true
 			batch = append(batch, it)
 		}
 		if len(batch) == 0 {
@@ -129,7 +111,7 @@ func (rc *recorder) record() {
 			return
 		}
 		for _, it := range batch {
-			q.recording[it.r.job] = true
+			q.recording[it.job] = true
 		}
 		clear(q.items[:n-len(later)])
 		q.items = q.items[n-len(later):]
@@ -138,12 +120,12 @@ func (rc *recorder) record() {
 		rc.recordAll(batch)
 		q.mu.Lock()
 		for _, it := range batch {
-			delete(q.recording, it.r.job)
+			delete(q.recording, it.job)
 		}
 		q.mu.Unlock()
 		for range batch {
-			rc.runs.done()
-			rc.cronRuns.done()
+			rc.co.work.done()
+			rc.rs.recorded()
 		}
 	}
 }
@@ -163,9 +145,9 @@ func (rc *recorder) recordAll(batch []finishItem) {
 	defer cancel()
 	gets := make([]clientv3.Op, len(batch))
 	for i, it := range batch {
-		gets[i] = clientv3.OpGet(rc.keys.history(it.r.job))
+		gets[i] = clientv3.OpGet(rc.co.keys.history(it.job))
 	}
-	cli := rc.client()
+	cli := rc.co.conn.etcd()
 	read, err := cli.Txn(ctx).Then(gets...).Commit()
 	if err != nil {
 		for _, it := range batch {
@@ -179,7 +161,7 @@ func (rc *recorder) recordAll(batch []finishItem) {
 		if f := it.claim.Fence; f.Key != "" && !it.keep {
 			ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil))
 		}
-		key := rc.keys.history(it.r.job)
+		key := rc.co.keys.history(it.job)
 		hist, rev := decodeHistory(read.Responses[i].GetResponseRange().Kvs)
 		history = append(history, len(ops))
 		ops = append(ops, clientv3.OpTxn(
@@ -217,8 +199,8 @@ func (rc *recorder) finish(it finishItem) {
 // release releases one run's marker, retrying in the background while
 // etcd does not answer.
 func (rc *recorder) release(ctx context.Context, it finishItem) {
-	if err := claims.Release(ctx, rc.client(), it.claim); err != nil {
-		rc.logger.Error(err, "cronx: release run marker", "job", it.r.job)
+	if err := claims.Release(ctx, rc.co.conn.etcd(), it.claim); err != nil {
+		rc.co.logger.Error(err, "cronx: release run marker", "job", it.job)
 		rc.releaseLater(it)
 	}
 }
@@ -231,14 +213,14 @@ func (rc *recorder) releaseLater(it finishItem) {
 	if it.sess == nil || it.claim.Fence.Key == "" {
 		return
 	}
-	rc.runs.add() // the client outlives it
+	rc.co.work.add() // the client outlives it
 	go func() {
-		defer rc.runs.done()
+		defer rc.co.work.done()
 		sctx := it.sess.Context()
 		for backoff := releaseBackoff; sctx.Err() == nil; backoff = min(2*backoff, maxReleaseBackoff) {
 			sleep(sctx, backoff)
 			ctx, cancel := context.WithTimeout(sctx, etcdTimeout)
-			err := claims.Release(ctx, rc.client(), it.claim)
+			err := claims.Release(ctx, rc.co.conn.etcd(), it.claim)
 			cancel()
 			if err == nil {
 				return
@@ -249,7 +231,7 @@ func (rc *recorder) releaseLater(it finishItem) {
 
 // record1 is the history record of one ended run.
 func (rc *recorder) record1(it finishItem) Record {
-	rec := Record{Tick: it.r.tick, Instance: rc.identity, Start: it.start, Duration: it.end.Sub(it.start), Triggered: it.r.triggered != 0,
+	rec := Record{Tick: it.tick, Instance: rc.co.identity, Start: it.start, Duration: it.end.Sub(it.start), Triggered: it.triggered,
 		TimedOut: it.timedOut, Attempt: it.attempt}
 	if it.err != nil {
 		rec.Error = boundedError(it.err.Error())
@@ -275,11 +257,11 @@ func boundedError(msg string) string {
 // already, retrying while other replicas write the history too.
 func (rc *recorder) appendHistory(ctx context.Context, it finishItem) {
 	rec := rc.record1(it)
-	key := rc.keys.history(it.r.job)
+	key := rc.co.keys.history(it.job)
 	for range 3 {
-		resp, err := rc.client().Get(ctx, key)
+		resp, err := rc.co.conn.etcd().Get(ctx, key)
 		if err != nil {
-			rc.logger.Error(err, "cronx: record run", "job", it.r.job)
+			rc.co.logger.Error(err, "cronx: record run", "job", it.job)
 			return
 		}
 		hist, rev := decodeHistory(resp.Kvs)
@@ -288,15 +270,15 @@ func (rc *recorder) appendHistory(ctx context.Context, it finishItem) {
 				return
 			}
 		}
-		tr, err := rc.client().Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+		tr, err := rc.co.conn.etcd().Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
 			Then(clientv3.OpPut(key, encodeHistory(hist, rec))).Commit()
 		if err != nil {
-			rc.logger.Error(err, "cronx: record run", "job", it.r.job)
+			rc.co.logger.Error(err, "cronx: record run", "job", it.job)
 			return
 		}
 		if tr.Succeeded {
 			return
 		}
 	}
-	rc.logger.Error(errors.New("the history kept changing under the write"), "cronx: record run", "job", it.r.job, "tick", it.r.tick)
+	rc.co.logger.Error(errors.New("the history kept changing under the write"), "cronx: record run", "job", it.job, "tick", it.tick)
 }

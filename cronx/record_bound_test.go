@@ -11,7 +11,7 @@ import (
 // 100 KiB is recorded cut to maxRecordedError bytes, on a character's
 // boundary; a short one is recorded whole.
 func TestRecordedErrorIsBounded(t *testing.T) {
-	rc := &recorder{identity: "web-1"}
+	rc := &recorder{co: &coordinator{scope: &scope{identity: "web-1"}}}
 	long := "start sh -c " + strings.Repeat("é", 50<<10)
 	rec := rc.record1(finishItem{err: errors.New(long)})
 	if len(rec.Error) > maxRecordedError || !utf8.ValidString(rec.Error) ||

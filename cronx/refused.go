@@ -70,16 +70,12 @@ func newRefusals(co *coordinator) *refusals {
 		name:     co.name,
 		identity: co.identity,
 		probeKey: co.keys.jobs,
-		client:   co.etcd,
-		ctx: func() context.Context {
-			co.mu.Lock()
-			defer co.mu.Unlock()
-			return co.ctx
-		},
-		now:    co.clock.Now,
-		runs:   &co.runs,
-		logger: co.logger,
-		obs:    co.obs,
+		client:   co.conn.etcd,
+		ctx:      co.runCtx,
+		now:      co.clock.Now,
+		runs:     &co.work,
+		logger:   co.logger,
+		obs:      co.rep.obs,
 	}
 }
 

@@ -16,30 +16,34 @@ type removedJob struct {
 	removedAt  time.Time
 }
 
-// keepPlace remembers a coordinated job's place as it is removed.
-func (c *Cron) keepPlace(e *Entry, now time.Time) {
-	if c.coord == nil || e.name == "" {
+// places are the places of coordinated jobs just removed, by name; the
+// loop's.
+type places map[string]removedJob
+
+// keep remembers a coordinated job's place as it is removed.
+func (p *places) keep(e *Entry, now time.Time) {
+	if e.name == "" {
 		return
 	}
-	if c.places == nil {
-		c.places = map[string]removedJob{}
+	if *p == nil {
+		*p = places{}
 	}
-	c.places[e.name] = removedJob{spec: e.spec, prev: e.Prev, next: e.Next, removedAt: now}
+	(*p)[e.name] = removedJob{spec: e.spec, prev: e.Prev, next: e.Next, removedAt: now}
 }
 
-// takePlace gives an added entry the place of the job removed under its
-// name, if the spec is the same and the removal recent; it forgets places
-// kept too long.
-func (c *Cron) takePlace(e *Entry, now time.Time) {
-	if p, ok := c.places[e.name]; ok && e.name != "" {
-		delete(c.places, e.name)
-		if p.spec == e.spec && now.Sub(p.removedAt) < reloadWindow && !p.next.IsZero() {
-			e.Prev, e.Next = p.prev, p.next
+// take gives an added entry the place of the job removed under its name,
+// if the spec is the same and the removal recent; it forgets places kept
+// too long.
+func (p places) take(e *Entry, now time.Time) {
+	if r, ok := p[e.name]; ok && e.name != "" {
+		delete(p, e.name)
+		if r.spec == e.spec && now.Sub(r.removedAt) < reloadWindow && !r.next.IsZero() {
+			e.Prev, e.Next = r.prev, r.next
 		}
 	}
-	for name, p := range c.places {
-		if now.Sub(p.removedAt) >= reloadWindow {
-			delete(c.places, name)
+	for name, r := range p {
+		if now.Sub(r.removedAt) >= reloadWindow {
+			delete(p, name)
 		}
 	}
 }

@@ -251,7 +251,7 @@ func TestRemovedJobsLeaveNoSpec(t *testing.T) {
 
 // specsWritten reports whether c has no spec change left to write.
 func specsWritten(c *Cron) bool {
-	q := &c.coord.rec.specs
+	q := c.coord.specs
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return !q.writing && !q.all && len(q.pending) == 0

@@ -125,7 +125,8 @@ func TestReplaceWatchSurvivesCompaction(t *testing.T) {
 	replaced := make(chan struct{})
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	co.watchLaterClaim(wctx, run{job: "long"}, claimed, func() { close(replaced) })
+	r := newRun(c.runs, co, jobRef{name: "long"}, time.Now())
+	watchLaterClaim(wctx, r, claimed, func() { close(replaced) })
 	select {
 	case <-replaced:
 	default:

@@ -26,7 +26,7 @@ func TestResyncAtATickKeepsTheTick(t *testing.T) {
 		}
 		due, _ := fc.clock.NextDue()
 		reply := make(chan []Entry)
-		fc.snapshot <- reply // the loop now waits for us to take its reply
+		fc.loop.snapshot <- reply // the loop now waits for us to take its reply
 		fake.Set(due)
 		fc.requestResync()
 		<-reply

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/batonhq/baton/election"
 )
 
 // retryPolicy is a job's WithRetries.
@@ -35,45 +33,47 @@ func WithRetries(attempts int, backoff time.Duration) JobOption {
 	}
 }
 
-// runAttempts runs r under its claim, again after each failure while
-// attempts are left and the claim and term hold, and has each attempt
-// recorded; the claim's marker is released with the last. ctx is the run's
-// context; term ends with the term (or the Cron's run in claim mode).
-func (co *coordinator) runAttempts(ctx, term context.Context, r run, info Info, claim election.Claim, sess *election.Session, latency time.Duration) {
-	retries := r.policy.retry.attempts > 1
-	wait := r.policy.retry.backoff
+// runAttempts is the attempts step of a run's life: it runs r under its
+// claim c, again after each failure while attempts are left and the claim
+// (and, in leader mode, the term) holds and the Cron runs, and has each
+// attempt recorded; the claim's marker is released with the last. The
+// running attempt is never interrupted by Stop or the end of the term,
+// only by what ends r's context (its claim lost, a later tick of a Replace
+// job, a timeout, Shutdown).
+func runAttempts(r *run, c held, latency time.Duration) {
+	co := r.co
+	retries := r.job.policy.retry.attempts > 1
+	wait := r.job.policy.retry.backoff
 	for attempt := 1; ; attempt++ {
-		actx := ctx
-		if attempt > 1 {
-			info.Attempt = attempt
-			actx = context.WithValue(ctx, infoKey{}, info)
-		}
+		actx := context.WithValue(r.ctx, infoKey{}, r.info(c, attempt))
 		var started RunStarted
-		if len(co.obs) > 0 {
-			started = co.runStarted(r, claim, latency) // each attempt is a run to an observer
-			co.obs.emit(started)
+		if co.rep.observed() {
+			started = co.rep.runStarted(r, c.claim, latency) // each attempt is a run to an observer
+			co.rep.emit(started)
 		}
 		start := co.clock.Now()
-		actx, timeout := withRunTimeout(actx, co.clock, r.policy.timeout)
-		err := runJob(actx, r.wrapped)
+		actx, timeout := withRunTimeout(actx, co.clock, r.job.policy.timeout)
+		err := runJob(actx, r.job.wrapped)
 		timedOut, err := timeout.stop(replacedError(actx, err))
 		end := co.clock.Now()
-		it := finishItem{r: r, claim: claim, sess: sess, start: start, end: end, err: err, timedOut: timedOut}
+		it := finishItem{job: r.job.name, tick: r.tick, triggered: r.triggered(), claim: c.claim, sess: c.sess,
+			start: start, end: end, err: err, timedOut: timedOut}
 		if retries {
 			it.attempt = attempt
 		}
-		again := err != nil && attempt < r.policy.retry.attempts && ctx.Err() == nil && term.Err() == nil
+		again := err != nil && attempt < r.job.policy.retry.attempts && r.ctx.Err() == nil && co.mayRetry(r)
 		it.keep = again
 		co.rec.finishLater(it)
-		if len(co.obs) > 0 {
-			co.obs.emit(runEnded(started, end, err))
+		if co.rep.observed() {
+			co.rep.emit(runEnded(started, end, err))
 		}
 		if !again {
 			return
 		}
-		co.logger.Info("cronx: run failed; retrying", "job", r.job, "tick", r.tick, "attempt", attempt, "in", wait, "err", err)
-		if !co.backoff(ctx, term, wait) {
-			// The claim or the term ended in the backoff: no attempt follows.
+		co.logger.Info("cronx: run failed; retrying", "job", r.job.name, "tick", r.tick, "attempt", attempt, "in", wait, "err", err)
+		if !backoff(r, wait) {
+			// The claim, the term or the Cron's run ended in the backoff:
+			// no attempt follows.
 			rctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 			co.rec.release(rctx, it)
 			cancel()
@@ -83,15 +83,20 @@ func (co *coordinator) runAttempts(ctx, term context.Context, r run, info Info, 
 	}
 }
 
-// backoff waits d on the Cron's clock, and reports false if ctx or term
-// ended first.
-func (co *coordinator) backoff(ctx, term context.Context, d time.Duration) bool {
+// backoff waits d on the Cron's clock, and reports false if r's claim, its
+// term or the Cron's run ended first.
+func backoff(r *run, d time.Duration) bool {
+	co := r.co
 	t := co.clock.NewTimer(d)
 	defer t.Stop()
+	term := co.runCtx()
+	if r.term != nil {
+		term = r.term.ctx
+	}
 	select {
 	case <-t.C():
-		return ctx.Err() == nil && term.Err() == nil // mutation:retry-holds
-	case <-ctx.Done(): // mutation:retry-claim
+		return r.ctx.Err() == nil && co.mayRetry(r) // mutation:retry-holds
+	case <-r.ctx.Done(): // mutation:retry-claim
 	case <-term.Done(): // mutation:retry-term
 	}
 	return false

@@ -2,24 +2,51 @@ package cronx
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/batonhq/baton/election"
 )
 
-// run describes one tick to claim and run.
+// run is one run of a job, a tick of its schedule or a trigger, from the
+// moment it fires until it has been recorded, or given up with a reason.
+// Its goroutine owns it and moves it on through the Cron's runs, which
+// decide each step against Stop, Remove and Shutdown; what ends it early
+// (its claim lost, a later tick of a Replace job, a timeout, Stop or Remove
+// before it starts, Shutdown after) does so through its context.
+//
+// A run's life is a chain of steps, each a policy of the job or a part of
+// coordination, in its own file, as robfig's JobWrappers are around a Job:
+//
+//	jitter (jitter.go) → claim (claim.go, trigger.go) → replace (replace.go)
+//	  → attempts (retry.go, with timeout.go around each) → record (record.go)
 type run struct {
-	job       string
-	tick      time.Time
-	wrapped   Job
-	overlap   Overlap
-	policy    *jobPolicy
-	delay     time.Duration // the jitter: the run is claimed at tick+delay
-	catchUp   bool
-	triggered int64 // the trigger's revision, for a triggered run
-	// plain: nothing in wrapped can see its context's cancellation, so
-	// the run is spared the plumbing.
-	plain bool
+	co      *coordinator // nil for a Cron without etcd
+	rs      *runs
+	job     jobRef
+	tick    time.Time // the nominal tick; a trigger's time
+	trig    *trigger  // the trigger it runs for; nil for a tick
+	catchUp bool      // a tick missed in a failover, caught up
+	delay   time.Duration
+	prev    int64      // what the job's claim key is given back to
+	term    *termState // leader mode: the term it fired under
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stage  stage // guarded by rs.mu
+}
+
+// jobRef is what a run needs of its entry, read when it fires.
+type jobRef struct {
+	entry   EntryID
+	name    string
+	wrapped Job
+	policy  *jobPolicy
+	plain   bool // nothing in wrapped reads its context
+}
+
+func refOf(e *Entry) jobRef {
+	return jobRef{entry: e.ID, name: e.name, wrapped: e.WrappedJob, policy: e.policy, plain: plainJob(e.WrappedJob)}
 }
 
 // plainJob reports whether no part of a wrapped job reads its context:
@@ -32,124 +59,126 @@ func plainJob(wrapped Job) bool {
 	return !ok
 }
 
-// fire claims and runs one tick of e, in the background.
-func (co *coordinator) fire(e *Entry, tick time.Time, catchUp bool) {
-	var ts *termState
-	if co.mode == LeaderMode {
-		ts = co.currentTerm()
-		if ts == nil { // mutation:follower-fires
+func newRun(rs *runs, co *coordinator, job jobRef, tick time.Time) *run {
+	r := &run{co: co, rs: rs, job: job, tick: tick}
+	r.ctx, r.cancel = context.WithCancelCause(context.Background())
+	return r
+}
+
+// triggered reports whether r runs for a trigger.
+func (r *run) triggered() bool { return r.trig != nil }
+
+// goLocal runs r, a run of a Cron without etcd, in the background, telling
+// the observers when there are (emit non-nil).
+func (r *run) goLocal(emit func(any), now func() time.Time) bool {
+	if !r.rs.fire(r) {
+		return false
+	}
+	r.rs.hold(r, false)
+	go func() {
+		defer r.rs.end(r)
+		defer r.cancel(nil)
+		if emit == nil {
+			runJob(r.ctx, r.job.wrapped) // a plain Job's Run, as robfig/cron calls it
 			return
 		}
-	}
-	if ts == nil {
-		co.claims.fired.note(e.name, tick)
-	}
-	if !catchUp && co.clock.Now().After(co.deadline(run{tick: tick})) {
-		// The loop woke up past the misfire deadline: the process stalled
-		// or its clock jumped.
-		co.notRun(e.name, tick, ReasonMisfireSkipped, nil)
-		return
-	}
-	if p := co.claims.takePreclaim(e.name, tick, ts); p != nil && ts != nil {
-		co.cronRuns.add()
-		co.runs.add()
-		go func() {
-			defer co.cronRuns.done()
-			defer co.runs.done()
-			co.runPreclaimed(p)
-		}()
-		return
-	}
-	r := run{job: e.name, tick: tick, wrapped: e.WrappedJob, overlap: e.policy.overlap, policy: e.policy, catchUp: catchUp, plain: plainJob(e.WrappedJob),
-		delay: jitterOf(e.name, tick, e.policy.jitter)}
-	co.cronRuns.add()
-	co.runs.add()
-	go func() {
-		defer co.cronRuns.done()
-		defer co.runs.done()
-		co.claimAndRun(r, ts)
+		start := now()
+		ev := RunStarted{Job: r.job.name, Tick: r.tick, Start: start, Lateness: start.Sub(r.tick)}
+		emit(ev)
+		err := runJob(r.ctx, r.job.wrapped)
+		emit(runEnded(ev, now(), err))
 	}()
+	return true
 }
 
-// claimAndRun claims r in etcd and, if the claim holds, runs it.
-func (co *coordinator) claimAndRun(r run, ts *termState) {
-	var base context.Context
-	if ts != nil {
-		base = ts.ctx
-	} else {
-		co.mu.Lock()
-		base = co.ctx
-		co.mu.Unlock()
+// goCoordinated runs r, a coordinated run, in the background: its whole
+// life, claim included.
+func (r *run) goCoordinated() bool {
+	if !r.rs.fire(r) {
+		return false
 	}
-	if !co.awaitJitter(base, r) {
-		return
+	if r.term != nil {
+		// Until it starts, a run is its term's: a term that ends gives it
+		// up, and the successor claims its tick.
+		stop := context.AfterFunc(r.term.ctx, func() { r.rs.abandon(r, context.Cause(r.term.ctx)) })
+		context.AfterFunc(r.ctx, func() { stop() })
 	}
-	asked := co.clock.Now()
-	claim, sess, err := co.claims.claim(base, r, ts, co.deadline(r))
-	co.runClaimed(base, r, ts, claim, sess, err, co.clock.Now().Sub(asked))
+	r.co.work.add() // the client outlives the run
+	go func() {
+		defer r.co.work.done()
+		defer r.rs.end(r)
+		defer r.cancel(nil)
+		r.live()
+	}()
+	return true
 }
 
-// deadline is the last moment at which r may still be claimed: under Skip
-// its tick plus skipTolerance, under RunOnce the misfire grace; a triggered
-// run has the grace from now.
-func (co *coordinator) deadline(r run) time.Time {
-	latest := r.tick.Add(r.delay + skipTolerance)
-	if co.misfire == RunOnce { // mutation:misfire-grace
-		latest = r.tick.Add(r.delay + max(co.grace, skipTolerance))
+// live is a coordinated run's life.
+func (r *run) live() {
+	if !awaitJitter(r) {
+		return // given up before its claim: nothing of it is in etcd
 	}
-	if r.triggered != 0 {
-		latest = co.clock.Now().Add(co.grace)
-	}
-	return latest
-}
-
-// runClaimed runs r if its claim succeeded, and has it recorded; a claim
-// that failed goes to the claimer's triage. latency is how long the claim
-// took.
-func (co *coordinator) runClaimed(base context.Context, r run, ts *termState, claim election.Claim, sess *election.Session, err error, latency time.Duration) {
+	asked := r.co.clock.Now()
+	c, err := r.co.claims.claimRun(r)
+	latency := r.co.clock.Now().Sub(asked)
 	if err != nil {
-		co.claims.triage(base, r, err)
+		r.co.claims.triage(r, err)
 		return
 	}
-	// The run's fence is its in-progress marker, in leader mode too: bound
-	// to the runners' lease, it outlives a term given up on Stop until the
-	// run ends, and dies with the lease of a leader deposed while paused.
-	info := Info{Job: r.job, Tick: r.tick, Instance: co.identity, Fence: claim.Fence, Triggered: r.triggered != 0, Attempt: 1}
-	term := base // a retry waits for nothing once the term or the Cron's run has ended
-	if base.Err() != nil {
-		// Claimed as the Cron stopped or the term ended: the claim was sent
-		// before, and it holds, so the run goes ahead as one already started
-		// would. Its context ends only with its claim.
-		base = context.WithoutCancel(base)
+	// From the claim on, the run is its claim's: the session that holds
+	// its marker, lost, ends it.
+	stop := context.AfterFunc(c.sess.Context(), func() { r.cancel(context.Cause(c.sess.Context())) })
+	defer stop()
+	replace := r.job.policy.overlap == Replace
+	if !r.rs.hold(r, replace) {
+		r.giveBack(c, context.Cause(r.ctx))
+		return
 	}
-	ctx := context.WithValue(base, infoKey{}, info)
-	// A plain job cannot see its context; but a Replace job's wait for the
-	// run it replaces ends with its claim too.
-	if !r.plain || r.overlap == Replace {
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		stop := context.AfterFunc(sess.Context(), func() { cancel(context.Cause(sess.Context())) })
-		defer cancel(nil)
-		defer stop()
-	}
-	if r.overlap == Replace && r.triggered == 0 {
-		var release func()
-		var why error
-		if ctx, release, why = co.replacing(ctx, r, claim); why != nil {
-			co.giveUp(r, claim, sess, why)
+	if replace {
+		release, why := replacing(r, c)
+		if why == nil && !r.rs.start(r) {
+			why = context.Cause(r.ctx)
+		}
+		if why != nil {
+			release()
+			r.giveBack(c, why)
 			return
 		}
 		defer release()
 	}
-	co.runAttempts(ctx, term, r, info, claim, sess, latency)
+	runAttempts(r, c, latency)
 }
 
-// latestTick returns the latest activation of s in (now-grace, now], or the
-// zero time when there is none.
-func latestTick(s Schedule, now time.Time, grace time.Duration) time.Time {
-	var last time.Time
-	for t := s.Next(now.Add(-grace)); !t.IsZero() && !t.After(now); t = s.Next(t) {
-		last = t
+// giveBack gives back the claim of a run that does not start, and says
+// why: Stop, Remove or the end of its term, whose successor then runs the
+// tick; a later tick of a Replace job, which stands for it; or the loss of
+// its claim's session.
+func (r *run) giveBack(c held, why error) {
+	co := r.co
+	switch {
+	case errors.Is(why, ErrReplaced):
+		co.logger.Info("cronx: skipped: a later run was claimed while this one waited to start", "job", r.job.name, "tick", r.tick)
+		if !r.triggered() {
+			co.rep.notRun(r.job.name, r.tick, ReasonOvertaken, nil)
+		}
+	case c.sess.Context().Err() != nil:
+		co.logger.Error(why, "cronx: not run: its claim was lost before it started", "job", r.job.name, "tick", r.tick)
+		if !r.triggered() {
+			co.rep.notRun(r.job.name, r.tick, ReasonEtcdUnavailable, why)
+		}
+	default:
+		co.logger.Info("cronx: claimed but not started; given back", "job", r.job.name, "tick", r.tick, "why", why)
 	}
-	return last
+	co.claims.giveBack(r, c)
+}
+
+// info is the Info of r's attempt, as its job sees it.
+func (r *run) info(c held, attempt int) Info {
+	return Info{Job: r.job.name, Tick: r.tick, Instance: r.co.identity, Fence: c.claim.Fence, Triggered: r.triggered(), Attempt: attempt}
+}
+
+// held is a claim that holds: the run's, and the session of its marker.
+type held struct {
+	claim election.Claim
+	sess  *election.Session
 }

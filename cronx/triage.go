@@ -1,7 +1,6 @@
 package cronx
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -10,57 +9,59 @@ import (
 	"github.com/batonhq/baton/internal/claims"
 )
 
-// triage reports a claim that failed: to the observers and the tally of
-// ticks not run with its Reason, and to the log when it is worth a line.
-// base is the context the claim was made under.
-func (cl *claimer) triage(base context.Context, r run, err error) {
+// triage reports a claim of r that failed: to the observers and the tally
+// of ticks not run with its Reason, and to the log when it is worth a line.
+func (cl *claimer) triage(r *run, err error) {
+	co := cl.co
 	var ce *election.ClaimedError
 	var reason Reason
 	switch {
-	case errors.As(err, &ce) && ce.Holder == cl.identity && ce.Seq > ce.Want && r.triggered == 0 && !r.catchUp:
+	case errors.As(err, &ce) && ce.Holder == co.identity && ce.Seq > ce.Want && !r.triggered() && !r.catchUp:
 		reason = ReasonOvertaken
 		later := time.Unix(0, ce.Seq).In(r.tick.Location())
 		var re *retriedError
 		if errors.As(err, &re) {
 			// etcd was out: its ticks were retried together, and the
 			// latest one that ran stands for them, as after any outage.
-			cl.logger.Info("cronx: skipped: a later tick ran after etcd came back", "job", r.job, "tick", r.tick, "later", later)
+			co.logger.Info("cronx: skipped: a later tick ran after etcd came back", "job", r.job.name, "tick", r.tick, "later", later)
 			break
 		}
 		// This replica claimed a later tick first though this tick's
 		// claim went out first: it was held up past the next one's (etcd
 		// changing raft leader), or the clock went back. Nobody runs it;
 		// say so.
-		cl.logger.Error(fmt.Errorf("a later tick, %s, was claimed first", later.Format(time.RFC3339)),
-			"cronx: tick not run", "job", r.job, "tick", r.tick)
+		co.logger.Error(fmt.Errorf("a later tick, %s, was claimed first", later.Format(time.RFC3339)),
+			"cronx: tick not run", "job", r.job.name, "tick", r.tick)
 	case errors.Is(err, errSuperseded):
 		reason = ReasonOvertaken
-		cl.logger.Info("cronx: skipped: "+err.Error(), "job", r.job, "tick", r.tick)
+		co.logger.Info("cronx: skipped: "+err.Error(), "job", r.job.name, "tick", r.tick)
+	case errors.Is(err, errTriggerTaken):
+		// Another replica took the request, or this one ran it already.
 	case errors.Is(err, election.ErrClaimed), errors.Is(err, claims.ErrNeverClaimed):
 		// Another replica ran it, or a catch-up found nothing to resume.
-		if cl.mode == ClaimMode && !r.catchUp && errors.Is(err, election.ErrClaimed) {
+		if co.mode == ClaimMode && !r.catchUp && errors.Is(err, election.ErrClaimed) {
 			reason = ReasonClaimedElsewhere
 		}
 	case errors.Is(err, election.ErrBusy):
 		reason = ReasonOverlap
-		cl.logger.Info("cronx: skipped: a run is in progress", "job", r.job, "tick", r.tick)
+		co.logger.Info("cronx: skipped: a run is in progress", "job", r.job.name, "tick", r.tick)
 	case errors.Is(err, ErrPaused):
 		reason = ReasonPaused
-		cl.logger.Info("cronx: skipped: paused", "job", r.job, "tick", r.tick)
+		co.logger.Info("cronx: skipped: paused", "job", r.job.name, "tick", r.tick)
 	case errors.Is(err, election.ErrTTLBelowMinimum):
 		reason = ReasonEtcdRefused // logged once, as etcd first refused it (ttlrefused.go)
-	case base.Err() != nil:
-		// Stopped or no longer leading: not a failure of this tick. A
-		// successor reports it if nobody ran it.
+	case r.ctx.Err() != nil:
+		// Given up (Stop, Remove, the end of its term): not a failure of
+		// this tick. A successor reports it if nobody ran it.
 	default:
 		if refusal, _ := etcdRefusal(err); refusal != nil {
 			reason = ReasonEtcdRefused
 		} else if !errors.Is(err, election.ErrNotLeader) {
 			reason = ReasonEtcdUnavailable
 		}
-		cl.logger.Error(err, "cronx: tick not run", "job", r.job, "tick", r.tick)
+		co.logger.Error(err, "cronx: tick not run", "job", r.job.name, "tick", r.tick)
 	}
-	if reason != 0 && r.triggered == 0 {
-		cl.notRun(r.job, r.tick, reason, err)
+	if reason != 0 && !r.triggered() {
+		co.rep.notRun(r.job.name, r.tick, reason, err)
 	}
 }

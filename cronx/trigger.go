@@ -2,70 +2,199 @@ package cronx
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claimcond"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// A trigger (Control.Trigger) is a key under the scheduler's trigger
-// directory. The replica that schedules watches the directory, runs each
-// triggered job once, cluster-wide, through a claim of the trigger's
-// revision, and deletes the key.
+// A trigger (Control.Trigger) is a request: a key of its own under the
+// scheduler's trigger directory, .trigger/<job>/<id>, one per call. The
+// replica that schedules (the leader, or every replica in claim mode)
+// watches the directory and fires a run for each request of a job it has,
+// which its overlap policy then treats as it treats a tick: under Allow it
+// runs at once; under Forbid it waits its turn, and runs once the run in
+// progress has ended; under Replace it replaces the run in progress, and
+// the next tick replaces it. The run claims the request itself: one
+// transaction deletes the request and creates the run's marker, so each
+// request runs once in the cluster, whoever claims it first. A request
+// whose run does not start (Stop, the end of the term) is put back for
+// the next leader.
 
-// watchTriggers runs triggered jobs until ctx ends: those waiting when it
-// starts, then each new trigger.
-func (co *coordinator) watchTriggers(ctx context.Context, term *election.Term) {
-	prefix := co.keys.triggers()
-	for ctx.Err() == nil {
-		resp, err := co.client.Get(ctx, prefix, clientv3.WithPrefix())
-		if err != nil {
-			sleep(ctx, watchRetry)
-			continue
-		}
-		for _, kv := range resp.Kvs {
-			co.trigger(kv, term)
-		}
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		for wr := range co.client.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterDelete()) {
-			if wr.Err() != nil {
-				break
-			}
-			for _, ev := range wr.Events {
-				if ev.Type == mvccpb.PUT {
-					co.trigger(ev.Kv, term)
+// trigger is one request.
+type trigger struct {
+	key   string
+	rev   int64     // the key's create revision: the request's identity
+	at    time.Time // when Trigger was called: the run's Tick
+	value string    // the request as written, to put it back
+}
+
+// triggerRequest is the value of a request key.
+type triggerRequest struct {
+	By string `json:"by"`
+	At int64  `json:"at"` // Unix nanoseconds
+}
+
+// encodeTrigger is a request's value.
+func encodeTrigger(by string, at time.Time) string {
+	b, _ := json.Marshal(triggerRequest{By: by, At: at.UnixNano()})
+	return string(b)
+}
+
+// triggerOf reads a request. A request of an older version (.trigger/<job>,
+// whoever asked as its value) has the time it was seen.
+func triggerOf(kv *mvccpb.KeyValue, seen time.Time) trigger {
+	t := trigger{key: string(kv.Key), rev: kv.CreateRevision, at: seen, value: string(kv.Value)}
+	var req triggerRequest
+	if json.Unmarshal(kv.Value, &req) == nil && req.At > 0 {
+		t.at = time.Unix(0, req.At)
+	}
+	return t
+}
+
+// errTriggerTaken is the outcome of a claim of a request that is gone:
+// another replica claimed it, or this one ran it already.
+var errTriggerTaken = errors.New("the trigger was taken by another replica")
+
+// claimTrigger claims r's request: in one transaction, while the request
+// is there (and, in leader mode, the term holds, and under Forbid no run
+// of the job is in progress), it deletes the request and creates r's
+// marker. Under Forbid a busy job is waited for, its turn coming when its
+// markers are gone; etcd not answering is retried until the misfire grace
+// from the request's arrival.
+func (cl *claimer) claimTrigger(r *run) (held, error) {
+	co := cl.co
+	job := r.job.name
+	marker := co.keys.triggerMarker(job, r.trig.rev)
+	running := co.keys.running(job)
+	forbid := r.job.policy.overlap == Forbid
+	latest := co.clock.Now().Add(max(co.grace, skipTolerance))
+	backoff := retryBackoff
+	for {
+		sess, err := cl.sessions.get(r.ctx)
+		if err == nil {
+			var c held
+			var busy int64
+			c, busy, err = cl.sendTrigger(r, sess, marker, running, forbid)
+			switch {
+			case err == nil:
+				co.rep.refusals.accepted()
+				return c, nil
+			case errors.Is(err, errNotSent):
+				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
+			case errors.Is(err, election.ErrBusy):
+				co.rep.refusals.accepted()
+				co.logger.Info("cronx: a triggered run waits for the run in progress to end", "job", job)
+				if err := awaitNoMarker(r, running, busy); err != nil {
+					return held{}, err
 				}
+				latest = co.clock.Now().Add(max(co.grace, skipTolerance))
+				continue
+			case errors.Is(err, errTriggerTaken), errors.Is(err, election.ErrNotLeader):
+				co.rep.refusals.accepted()
+				return held{}, err
 			}
 		}
-		cancel()
+		co.rep.refusals.refused(err)
+		if r.ctx.Err() != nil {
+			return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
+		}
+		if co.clock.Now().Add(backoff).After(latest) {
+			return held{}, fmt.Errorf("no claim of the trigger before the misfire deadline: %w", err)
+		}
+		sleep(r.ctx, backoff)
+		backoff = min(2*backoff, maxRetryBackoff)
 	}
 }
 
-// trigger runs a triggered job once, cluster-wide, if this replica has it.
-func (co *coordinator) trigger(kv *mvccpb.KeyValue, term *election.Term) {
-	name := co.keys.triggerJob(string(kv.Key))
-	e, ok := co.host.entryByName(name)
-	if !ok {
-		return // another version of the app may have it
+// sendTrigger sends one claim of r's request. A busy job's claim returns
+// ErrBusy and the revision that found it busy.
+func (cl *claimer) sendTrigger(r *run, sess *election.Session, marker, running string, forbid bool) (held, int64, error) {
+	co := cl.co
+	if !r.rs.send(r) {
+		return held{}, 0, errNotSent
 	}
-	var ts *termState
-	if term != nil {
-		ts = co.currentTerm()
-		if ts == nil {
-			return
-		}
+	val := claimcond.Value(r.trig.rev, co.identity)
+	conds := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(r.trig.key), "=", r.trig.rev)}
+	orElse := []clientv3.Op{clientv3.OpGet(r.trig.key, clientv3.WithCountOnly())}
+	if forbid {
+		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(running), "=", 0).WithPrefix())
+		orElse = append(orElse, clientv3.OpGet(running, clientv3.WithPrefix(), clientv3.WithCountOnly()))
 	}
-	r := run{job: name, tick: co.clock.Now(), wrapped: e.WrappedJob, overlap: e.policy.overlap, policy: e.policy, triggered: kv.ModRevision, plain: plainJob(e.WrappedJob)}
-	co.cronRuns.add()
-	co.runs.add()
-	go func() {
-		defer co.cronRuns.done()
-		defer co.runs.done()
-		co.claimAndRun(r, ts)
-		// Whoever ran it (or found it run) clears the request.
-		dctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
-		defer cancel()
-		co.client.Txn(dctx).If(clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
-			Then(clientv3.OpDelete(string(kv.Key))).Commit()
-	}()
+	if r.term != nil {
+		conds = append(conds, r.term.term.Cmp())
+		orElse = append(orElse, clientv3.OpGet(r.term.term.Key, clientv3.WithCountOnly()))
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), etcdTimeout)
+	defer cancel()
+	resp, err := co.conn.etcd().Txn(ctx).If(conds...).Then(
+		clientv3.OpDelete(r.trig.key),
+		clientv3.OpPut(marker, val, clientv3.WithLease(sess.Lease())),
+		clientv3.OpPut(co.keys.triggered(r.job.name), val),
+	).Else(orElse...).Commit()
+	if err == nil && resp.Succeeded {
+		rev := resp.Header.Revision
+		return held{claim: election.Claim{Seq: r.trig.rev, Revision: rev, Fence: election.Fence{Key: marker, Revision: rev}}, sess: sess}, 0, nil
+	}
+	r.rs.unsend(r) // waiting again: its turn, or etcd
+	if err != nil {
+		return held{}, 0, fmt.Errorf("claim the trigger %s: %w", r.trig.key, err)
+	}
+	rs := resp.Responses
+	switch {
+	case rs[0].GetResponseRange().Count == 0:
+		return held{}, 0, errTriggerTaken
+	case forbid && rs[1].GetResponseRange().Count > 0:
+		return held{}, resp.Header.Revision, election.ErrBusy
+	default:
+		return held{}, 0, election.ErrNotLeader
+	}
+}
+
+// awaitNoMarker waits until a marker under running is deleted after rev,
+// or r's context ends.
+func awaitNoMarker(r *run, running string, rev int64) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(r.ctx))
+	defer cancel()
+	select {
+	case <-r.co.conn.etcd().Watch(wctx, running, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithFilterPut()):
+	case <-r.ctx.Done():
+	}
+	if r.ctx.Err() != nil {
+		return context.Cause(r.ctx)
+	}
+	return nil
+}
+
+// giveBackTrigger puts the request of a run that does not start back, for
+// the next leader, and deletes the run's marker while the marker is its.
+func (cl *claimer) giveBackTrigger(ctx context.Context, r *run, c held) error {
+	f := c.claim.Fence
+	_, err := cl.co.conn.etcd().Txn(ctx).Then(
+		clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil),
+		clientv3.OpPut(r.trig.key, r.trig.value),
+	).Commit()
+	if err != nil {
+		return fmt.Errorf("give back the trigger %s: %w", r.trig.key, err)
+	}
+	return nil
+}
+
+// triggerID names a request: its time, and a random suffix, so that
+// requests made at once are apart.
+func triggerID(at time.Time, random uint32) string {
+	return fmt.Sprintf("%020d-%08x", at.UnixNano(), random)
+}
+
+// splitTrigger returns the job of a request key's remainder under the
+// trigger directory: <job>/<id>, or <job> alone for an older version's.
+func splitTrigger(rest string) string {
+	job, _, _ := strings.Cut(rest, "/")
+	return job
 }

@@ -122,6 +122,7 @@ func TestPageEscapesWhatEtcdHolds(t *testing.T) {
 	const evil = `<script>alert("x")</script>`
 	for k, v := range map[string]string{
 		"/baton/jobs/s/report/spec":    evil,
+		"/baton/jobs/s/report/by/1":    evil, // a live replica has it
 		"/baton/jobs/s/report/paused":  evil,
 		"/baton/jobs/s/report/history": `[{"tick":"2026-01-01T00:00:00Z","instance":"<script>i</script>","start":"2026-01-01T00:00:01Z","duration":1000000,"error":"<script>e</script>"}]`,
 	} {

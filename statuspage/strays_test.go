@@ -22,6 +22,7 @@ func strayKeys(t *testing.T) (*etcdtest.Space, context.Context) {
 	t.Cleanup(cancel)
 	for k, v := range map[string]string{
 		"/baton/jobs/s/report/spec":             "@hourly",
+		"/baton/jobs/s/report/by/1":             "web-1", // a live replica has it
 		"/baton/jobs/my scheduler/x/spec":       "@hourly",
 		"/baton/jobs/<b>/x/spec":                "@hourly",
 		"/baton/jobs/<b>/x/last":                "1 a",
@@ -134,6 +135,7 @@ func TestTextEscapesControlBytesFromEtcd(t *testing.T) {
 	defer cancel()
 	for k, v := range map[string]string{
 		"/baton/jobs/s/report/spec":    "@hourly\x1b[8m",
+		"/baton/jobs/s/report/by/1":    "web-1", // a live replica has it
 		"/baton/jobs/s/report/paused":  "ops\x1b]0;owned\x07",
 		"/baton/jobs/s/report/history": `[{"tick":"2026-01-01T00:00:00Z","instance":"web-1\u001b[2J","start":"2026-01-01T00:00:01Z","duration":1000000,"error":"exit 1: \u001b[31mRed\u001b[0m \u202eéà 日本"}]`,
 		"/baton/lock/l\x1bx/1":         "",

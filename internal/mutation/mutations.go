@@ -16,26 +16,26 @@ var mutations = []mutation{
 		Breaks: "G4: a job with misfire Skip runs a tick missed in a failover anyway",
 		Edits: []edit{
 			{Marker: "catch-up", Old: "co.misfire == RunOnce &&", New: ""},
-			{Marker: "misfire-grace", Old: "co.misfire == RunOnce", New: "true"},
+			{Marker: "misfire-grace", Old: "sc.misfire == RunOnce", New: "true"},
 		},
 		Tests: []tests{{Pkg: "cronx", Run: "^TestCrashedLeadersMissedTickRunsOnceLate$"}},
 	},
 	{
 		Name:   "forbid-leader-mode",
 		Breaks: "Forbid: in leader mode, a tick starts while a run of the job is in progress",
-		Edits:  []edit{{Marker: "forbid", Old: "r.overlap == Forbid", New: "r.overlap == Forbid && ts == nil"}},
+		Edits:  []edit{{Marker: "forbid", Old: "r.job.policy.overlap == Forbid", New: "r.job.policy.overlap == Forbid && ts == nil"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestForbidAcrossLeaders$"}},
 	},
 	{
 		Name:   "forbid-ignored",
 		Breaks: "Forbid: in either mode, a tick starts while a run of the job is in progress",
-		Edits:  []edit{{Marker: "forbid", Old: "r.overlap == Forbid", New: "false"}},
+		Edits:  []edit{{Marker: "forbid", Old: "r.job.policy.overlap == Forbid", New: "false"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestOverlapPolicyAcrossReplicas$"}},
 	},
 	{
 		Name:   "pause-ignored",
 		Breaks: "a paused job keeps running",
-		Edits:  []edit{{Marker: "pause", Old: "opts = append(opts, claims.UnlessExists(cl.keys.paused(r.job), ErrPaused))", New: ""}},
+		Edits:  []edit{{Marker: "pause", Old: "claims.UnlessExists(co.keys.paused(r.job.name), ErrPaused),", New: ""}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestPauseResumeTriggerStatus$"}},
 	},
 	{
@@ -58,7 +58,7 @@ var mutations = []mutation{
 		Breaks: "leader mode: replicas that do not lead run jobs too",
 		Edits: []edit{
 			{Marker: "follower-schedules", Old: "co.term != nil", New: "true"},
-			{Marker: "follower-fires", Old: "ts == nil", New: "false"},
+			{Marker: "follower-fires", Old: "r.term == nil", New: "false"},
 		},
 		// Deterministic: a follower that fires races the leader for each
 		// tick, so which one runs it is luck; that it fires at all is not.
@@ -116,8 +116,8 @@ var mutations = []mutation{
 		Name:   "retry-after-claim-lost",
 		Breaks: "a failed run is retried after its claim or term ended (the runner stopped in the backoff)",
 		Edits: []edit{
-			{Marker: "retry-holds", Old: "ctx.Err() == nil && term.Err() == nil", New: "true"},
-			{Marker: "retry-claim", Old: "case <-ctx.Done():", New: "case <-make(chan struct{}):"},
+			{Marker: "retry-holds", Old: "r.ctx.Err() == nil && co.mayRetry(r)", New: "term != nil"},
+			{Marker: "retry-claim", Old: "case <-r.ctx.Done():", New: "case <-make(chan struct{}):"},
 			{Marker: "retry-term", Old: "case <-term.Done():", New: "case <-make(chan struct{}):"},
 		},
 		Tests: []tests{{Pkg: "cronx", Run: "^TestRetriesKeepOneClaim$"}},
@@ -125,7 +125,7 @@ var mutations = []mutation{
 	{
 		Name:   "replace-not-cancelled",
 		Breaks: "Replace: a later tick does not cancel the run in progress",
-		Edits:  []edit{{Marker: "replace-cancel", Old: "cancel(ErrReplaced)", New: "_ = ErrReplaced"}},
+		Edits:  []edit{{Marker: "replace-cancel", Old: "r.cancel(ErrReplaced)", New: "_ = ErrReplaced"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestReplaceCancelsTheRunInProgress$"}},
 	},
 	{
@@ -133,5 +133,29 @@ var mutations = []mutation{
 		Breaks: "Replace: the new run starts while the run it replaces still runs",
 		Edits:  []edit{{Marker: "replace-wait", Old: "others == 0", New: "true"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestReplaceCancelsTheRunInProgress$"}},
+	},
+	{
+		Name:   "stop-runs-a-late-claim",
+		Breaks: "G3: a claim that comes back after Stop has given up waiting for it runs, after Stop returned, instead of being given back to the successor",
+		Edits:  []edit{{Marker: "late-claim", Old: "case r.ctx.Err() != nil:", New: "case false:"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestStopGivesBackAClaimThatComesBackLate$"}},
+	},
+	{
+		Name:   "remove-leaves-a-waiting-run",
+		Breaks: "Remove: a run that fired and waits for its jitter starts after Remove returned",
+		Edits:  []edit{{Marker: "remove-waiting", Old: "c.runs.remove(id)", New: ""}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRemoveEndsARunThatHasNotStarted$"}},
+	},
+	{
+		Name:   "stop-interrupts-runs",
+		Breaks: "G5: Stop cancels the context of a run that has started, which robfig/cron's Stop never interrupts",
+		Edits:  []edit{{Marker: "stop-spares-started", Old: "r.stage == stageFired || r.stage == stageClaimed", New: "true"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestStopDoesNotInterruptARunAlone$"}},
+	},
+	{
+		Name:   "nil-job-accepted",
+		Breaks: "G6: a nil job is scheduled without a word, and crashes the program at its first run",
+		Edits:  []edit{{Marker: "nil-job", Old: "case isNilJob(cmd):", New: "case false:"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestNilScheduleOrJobIsAnError$"}},
 	},
 }

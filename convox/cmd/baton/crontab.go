@@ -97,7 +97,9 @@ job at given hours whose time the clocks skip runs at the transition, and
 a time the clocks show twice runs once, at its first occurrence (as Vixie
 cron does); jobs whose hour field is * run every real hour either way.
 
-Each command gets BATON_JOB, BATON_TICK (the nominal tick, RFC 3339),
+Each command gets BATON_JOB, BATON_TICK (the nominal tick, RFC 3339; a
+triggered run's is the time of its trigger, to the nanosecond, so that each
+has its own),
 BATON_ATTEMPT (1, or the retry's number with --attempts),
 BATON_ID (the replica) and BATON_FENCE (the run's fencing token: it grows
 with every claim and stays valid until the run ends, also after a SIGTERM's
@@ -363,11 +365,16 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	}
 	logger.Info("baton crontab: stopping: resigning and letting running commands finish", "cause", context.Cause(asked), "grace", grace.String())
 	stopping.Store(true)
-	done := c.Stop()
+	// Shut down with no grace of cronx's own: every running command gets
+	// SIGTERM at once, and --grace to finish (crontabJob).
+	now, cancel := context.WithCancel(context.Background())
+	cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- c.Shutdown(now) }()
 	t := time.NewTimer(*grace + time.Second) // the jobs kill their commands at grace
 	defer t.Stop()
 	select {
-	case <-done.Done():
+	case <-shut:
 	case <-t.C:
 		logger.Warn("baton crontab: commands still running after the grace period")
 	}

@@ -43,7 +43,7 @@ func (j crontabJob) RunContext(ctx context.Context) error {
 	env := append(slices.Clip(j.baseEnv), j.entry.env...)
 	env = append(env,
 		"BATON_JOB="+j.entry.name,
-		"BATON_TICK="+info.Tick.Format(time.RFC3339),
+		"BATON_TICK="+info.Tick.Format(time.RFC3339Nano),
 		"BATON_ID="+info.Instance,
 		"BATON_FENCE="+strconv.FormatInt(info.Fence.Revision, 10),
 		"BATON_ATTEMPT="+strconv.Itoa(max(info.Attempt, 1)),

@@ -448,3 +448,30 @@ func TestCrontabWaitsForEtcd(t *testing.T) {
 		t.Fatalf("exit %d after SIGTERM while waiting:\n%s", code, p.out.String())
 	}
 }
+
+// TestTriggersEachRunOnceWithATickOfItsOwn: two `baton trigger` calls of a
+// job are two runs, and each command gets a BATON_TICK of its own.
+func TestTriggersEachRunOnceWithATickOfItsOwn(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	etcd := etcdtest.Shared(t)
+	dir := t.TempDir()
+	ticks := filepath.Join(dir, "ticks")
+	file := filepath.Join(dir, "crontab")
+	os.WriteFile(file, []byte(`report: 0 0 1 1 * echo "$BATON_TICK" >> `+ticks+"\n"), 0o644)
+	startBaton(t, append(etcd.Env(), "BATON_ID=web-1"), "crontab", "--name", "triggers", file)
+	until(t, 15*time.Second, "the job to be registered", func() bool {
+		code, _ := runBaton(t, etcd.Env(), "trigger", "--scheduler", "triggers", "report")
+		return code == exitOK
+	})
+	if code, out := runBaton(t, etcd.Env(), "trigger", "--scheduler", "triggers", "report"); code != exitOK {
+		t.Fatalf("the second trigger exited %d:\n%s", code, out)
+	}
+	until(t, 15*time.Second, "two runs", func() bool { return len(readLines(ticks)) >= 2 })
+	lines := readLines(ticks)
+	if len(lines) != 2 || lines[0] == lines[1] {
+		t.Errorf("two triggers ran with BATON_TICK %q, want two runs, each with a tick of its own", lines)
+	}
+}

@@ -218,8 +218,22 @@ func TestCrontabPausedLeadersWriteFails(t *testing.T) {
 	a.cmd.Process.Signal(syscall.SIGSTOP)
 	defer syscall.Kill(-pgid, syscall.SIGCONT)
 	defer a.cmd.Process.Signal(syscall.SIGCONT)
-	sink.next("b", 15*time.Second) // b leads: a's lease has expired
-	fmt.Fprintln(run.conn, "go")   // read once the command resumes
+	sink.next("b", 15*time.Second) // b leads: a's election lease has expired
+	// The run's marker is bound to a's runners' lease, which lapses on its
+	// own keepalive schedule: within a keepalive period of the other.
+	until(t, 10*time.Second, "the paused run's marker to lapse", func() bool {
+		resp, err := sink.cli.Get(context.Background(), sink.marker, clientv3.WithPrefix())
+		if err != nil {
+			return false
+		}
+		for _, kv := range resp.Kvs {
+			if kv.CreateRevision == run.fence {
+				return false
+			}
+		}
+		return true
+	})
+	fmt.Fprintln(run.conn, "go") // read once the command resumes
 	syscall.Kill(-pgid, syscall.SIGCONT)
 	a.cmd.Process.Signal(syscall.SIGCONT)
 	select {

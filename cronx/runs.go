@@ -1,0 +1,271 @@
+package cronx
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Why a run that had not started gives up: the cause of its context.
+var (
+	errStopped = errors.New("cronx: the Cron stopped before the run started")
+	errRemoved = errors.New("cronx: the job was removed before the run started")
+)
+
+// ErrShutdown is the cause of the context of a run still going when the
+// context given to Shutdown ended: context.Cause(ctx) returns it.
+var ErrShutdown = errors.New("cronx: shut down")
+
+// stage is how far a run has come. A run moves forward, through runs,
+// which decides each step against Stop, Remove and Shutdown.
+type stage int
+
+const (
+	// stageFired: the run waits for its jitter, its turn (a Forbid trigger) or
+	// a slot to send its claim in; nothing of it is in etcd.
+	stageFired stage = iota
+	// stageSent: its claim is on the wire.
+	stageSent
+	// stageClaimed: its claim holds, and it waits for the run it replaces.
+	stageClaimed
+	// stageStarted: its job runs, or has run and is being recorded.
+	stageStarted
+)
+
+// runs holds every run of a Cron from the moment it fires until it has been
+// recorded, and is the one place where a run's life meets Stop, Remove and
+// Shutdown:
+//
+//   - Stop gives up every run that has not started (its claim, if it has
+//     one, is given back), waits a round trip for the claims on the wire,
+//     whose runs start if they hold, and from then on lets no run start;
+//   - Remove gives up the job's runs that have not started;
+//   - Shutdown, once its context ends, cancels the runs that started.
+//
+// Its mutex guards the set and every run's stage; a run's goroutine moves
+// its run on only through the methods below.
+type runs struct {
+	mu       sync.Mutex
+	live     map[*run]struct{}
+	records  int  // runs ended and not yet recorded
+	stopping bool // Stop came: no run starts that had not
+	changed  chan struct{}
+	idlers   []context.CancelFunc // contexts of Stop, done when nothing is left
+}
+
+func newRuns() *runs {
+	return &runs{live: map[*run]struct{}{}, changed: make(chan struct{})}
+}
+
+// fire takes r in. It reports false, and takes nothing, once Stop came.
+func (rs *runs) fire(r *run) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.stopping {
+		return false
+	}
+	rs.live[r] = struct{}{}
+	return true
+}
+
+// restart lets runs fire again after Stop, for a Cron started again.
+func (rs *runs) restart() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.stopping = false
+}
+
+// send moves r to sent before its claim goes out, and reports false if r
+// was given up meanwhile: the claim is then not sent.
+func (rs *runs) send(r *run) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r.ctx.Err() != nil {
+		return false
+	}
+	rs.move(r, stageSent)
+	return true
+}
+
+// unsend moves r back from sent to fired: its claim came back without
+// holding, and it waits again (its turn, or etcd).
+func (rs *runs) unsend(r *run) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r.stage == stageSent {
+		rs.move(r, stageFired)
+	}
+}
+
+// hold moves r, whose claim holds, on: to started, or to claimed when it
+// must wait for the run it replaces first. It reports false if r was given
+// up meanwhile (its claim is to be given back), and gives up a run that
+// would wait while Stop is under way, since it could not start before
+// Stop returns.
+func (rs *runs) hold(r *run, wait bool) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	switch {
+	case r.ctx.Err() != nil: // mutation:late-claim
+	case wait && rs.stopping:
+		r.cancel(errStopped)
+	case wait:
+		rs.move(r, stageClaimed)
+		return true
+	default:
+		rs.move(r, stageStarted)
+		return true
+	}
+	rs.notify()
+	return false
+}
+
+// start moves r from claimed to started, once the run it replaces has
+// ended, and reports false if r was given up meanwhile.
+func (rs *runs) start(r *run) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r.ctx.Err() != nil {
+		return false
+	}
+	rs.move(r, stageStarted)
+	return true
+}
+
+// end lets r go: it did not start, or its record is queued (recorded
+// counts that).
+func (rs *runs) end(r *run) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	delete(rs.live, r)
+	rs.notify()
+	rs.wakeIdlers()
+}
+
+// recording counts a record queued; recorded, one written.
+func (rs *runs) recording() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.records++
+}
+
+func (rs *runs) recorded() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.records--
+	rs.wakeIdlers()
+}
+
+// move sets r's stage; the caller holds mu.
+func (rs *runs) move(r *run, s stage) {
+	r.stage = s
+	rs.notify()
+}
+
+// notify wakes Stop's wait for the runs that have not started.
+func (rs *runs) notify() {
+	close(rs.changed)
+	rs.changed = make(chan struct{})
+}
+
+// stop gives up every run that has not started and waits, up to d, until
+// each run is either started or gone: the claims on the wire have come back
+// (a run whose claim holds starts) and the claims of runs given up are given
+// back. From then on no run starts.
+func (rs *runs) stop(d time.Duration) {
+	rs.mu.Lock()
+	rs.stopping = true
+	for r := range rs.live {
+		if r.stage == stageFired || r.stage == stageClaimed { // mutation:stop-spares-started
+			r.cancel(errStopped)
+		}
+	}
+	rs.mu.Unlock()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		rs.mu.Lock()
+		pending := 0
+		for r := range rs.live {
+			if r.stage != stageStarted {
+				pending++
+			}
+		}
+		changed := rs.changed
+		rs.mu.Unlock()
+		if pending == 0 {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			// Claims still on the wire are given back when they return.
+			rs.mu.Lock()
+			for r := range rs.live {
+				if r.stage != stageStarted {
+					r.cancel(errStopped)
+				}
+			}
+			rs.mu.Unlock()
+			return
+		}
+	}
+}
+
+// abandon gives up r with cause if it has not started.
+func (rs *runs) abandon(r *run, cause error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r.stage != stageStarted {
+		r.cancel(cause)
+	}
+}
+
+// remove gives up the runs of entry id that have not started.
+func (rs *runs) remove(id EntryID) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for r := range rs.live {
+		if r.job.entry == id && r.stage != stageStarted {
+			r.cancel(errRemoved)
+		}
+	}
+}
+
+// interrupt cancels the runs that started, with ErrShutdown.
+func (rs *runs) interrupt() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for r := range rs.live {
+		if r.stage == stageStarted {
+			r.cancel(ErrShutdown)
+		}
+	}
+}
+
+// idle returns a context done once no run is left and every record is
+// written: at once if none is now.
+func (rs *runs) idle() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if len(rs.live) == 0 && rs.records == 0 {
+		cancel()
+	} else {
+		rs.idlers = append(rs.idlers, cancel)
+	}
+	return ctx
+}
+
+// wakeIdlers ends the idle contexts once nothing is left; the caller holds
+// mu.
+func (rs *runs) wakeIdlers() {
+	if len(rs.live) > 0 || rs.records > 0 {
+		return
+	}
+	for _, cancel := range rs.idlers {
+		cancel()
+	}
+	rs.idlers = nil
+}

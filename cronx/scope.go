@@ -1,0 +1,36 @@
+package cronx
+
+import (
+	"time"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/clock"
+)
+
+// scope is what every part of a scheduler's coordination knows of it: its
+// name, mode and misfire policy, this replica's identity, its keys, clock
+// and logger. It is set by New and never written again, so it needs no
+// lock.
+type scope struct {
+	name     string // scheduler name
+	mode     Mode
+	misfire  Misfire
+	grace    time.Duration
+	eopts    []election.Option
+	identity string
+	prefix   string // P
+	keys     layout
+	logger   Logger
+	clock    clock.Clock
+}
+
+// deadline is the last moment at which r may still be claimed: under Skip
+// its tick plus skipTolerance, under RunOnce the misfire grace; a trigger
+// has the grace from when it fired.
+func (sc *scope) deadline(r *run) time.Time {
+	latest := r.tick.Add(r.delay + skipTolerance)
+	if sc.misfire == RunOnce { // mutation:misfire-grace
+		latest = r.tick.Add(r.delay + max(sc.grace, skipTolerance))
+	}
+	return latest
+}
