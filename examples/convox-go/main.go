@@ -29,7 +29,7 @@ import (
 
 // Convox kills a process termination.grace (30 s) after SIGTERM. The web
 // server gets shutdownHTTP of that to finish its requests, running jobs
-// get finishJobs, and the rest is margin.
+// then get finishJobs before their contexts end, and the rest is margin.
 const (
 	shutdownHTTP = 5 * time.Second
 	finishJobs   = 20 * time.Second
@@ -83,20 +83,22 @@ func run() error {
 	}
 
 	// SIGTERM: a deploy or a scale-down. Stop taking requests, and stop the
-	// cron, which resigns at once so another process runs the next tick.
+	// cron, which resigns so that another process runs the next tick.
 	log.Print("convox-go: stopping")
+	c.Stop() // at once; Shutdown below waits for the runs
 	hctx, cancel := context.WithTimeout(context.Background(), shutdownHTTP)
 	defer cancel()
-	jobs := c.Stop()
 	if err := srv.Shutdown(hctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		log.Printf("convox-go: web server: %v", err)
 	}
-	select {
-	case <-jobs.Done():
-		log.Print("convox-go: stopped")
-	case <-time.After(finishJobs):
-		log.Printf("convox-go: jobs still running after %v; exiting anyway", finishJobs)
+	// Runs that have not started are given back to the next leader at
+	// once; those that have get finishJobs, then their contexts end.
+	jctx, jcancel := context.WithTimeout(context.Background(), finishJobs)
+	defer jcancel()
+	if err := c.Shutdown(jctx); err != nil {
+		log.Printf("convox-go: jobs still running after %v were cancelled", finishJobs)
 	}
+	log.Print("convox-go: stopped")
 	return nil
 }
 
