@@ -23,8 +23,8 @@ type RunStarted struct {
 	// delay is not late. Zero for a triggered run.
 	Start    time.Time
 	Lateness time.Duration
-	// ClaimLatency is how long the claim took, from the moment the tick
-	// came due (or the run was claimed ahead of it) to etcd's answer.
+	// ClaimLatency is how long the claim took, from the moment the run asked
+	// for it (its tick due, its jitter waited out) to etcd's answer.
 	ClaimLatency time.Duration
 }
 
