@@ -65,7 +65,7 @@ func TestStopGivesBackAClaimThatComesBackLate(t *testing.T) {
 	eventually(t, wait, func() (bool, string) { return a.coord.scheduling(), "a does not lead" })
 	tick := t0.Add(time.Second)
 	if !fakeA.WaitDueBy(tick, wait) {
-		t.Fatal("a armed no timer for the tick")
+		t.Fatalf("a armed no timer for the tick (a leads: %v)", a.coord.scheduling())
 	}
 	// The tick's claim goes out, and its answer takes longer than Stop
 	// waits for.
@@ -424,7 +424,7 @@ func TestCrowdedTickOfACrashedLeaderRunsOnItsSuccessor(t *testing.T) {
 	replica := func(id string, fake *clock.Fake, endpoint string) *Cron {
 		c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
 			WithEtcd(srv.NewClient(t, endpoint)), WithName("crowded"),
-			WithElection(election.WithIdentity(id), election.WithTTL(2*time.Second)))
+			WithElection(election.WithIdentity(id), election.WithTTL(5*time.Second)))
 		for i := range jobs {
 			name := fmt.Sprintf("job-%03d", i)
 			mustAdd(t, c, "*/10 * * * * *", Named(name, ContextFunc(func(ctx context.Context) error {
@@ -466,7 +466,7 @@ func TestCrowdedTickOfACrashedLeaderRunsOnItsSuccessor(t *testing.T) {
 	fakeA.Set(tick.Add(-time.Second))
 	fakeB.Set(tick.Add(-time.Second))
 	if !fakeA.WaitDueBy(tick, wait) {
-		t.Fatal("a armed no timer for the tick")
+		t.Fatalf("a armed no timer for the tick (a leads: %v)", a.coord.scheduling())
 	}
 	// A scheduler that claimed a crowded tick ahead of it would have those
 	// claims land before the cut-off: give them the time a round trip
