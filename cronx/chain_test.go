@@ -130,7 +130,7 @@ func TestChainUnderCoordination(t *testing.T) {
 				return errors.New("boom")
 			})))
 			c.Start()
-			defer c.Stop()
+			defer func() { <-c.Stop().Done() }()
 			select {
 			case ok := <-infos:
 				if ok != tt.wantInfo {

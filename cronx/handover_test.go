@@ -140,7 +140,7 @@ func TestTickOvertakenByItsSuccessorIsReported(t *testing.T) {
 		}
 	}
 	c.Start()
-	defer c.Stop()
+	defer func() { <-c.Stop().Done() }()
 	deadline := time.After(10 * time.Second)
 	for reported := 0; reported < 2; {
 		select {

@@ -168,7 +168,7 @@ func TestContextJobGetsRunInfoAndShutdownCancelsIt(t *testing.T) {
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
-			c.Stop()
+			<-c.Stop().Done()
 		}
 	})
 
@@ -621,7 +621,7 @@ func TestUnreachableEtcdBlocksNothingAndRunsNothing(t *testing.T) {
 			stopped := false
 			t.Cleanup(func() {
 				if !stopped {
-					c.Stop()
+					<-c.Stop().Done()
 				}
 			})
 			// Nothing to wait for but the absence of runs.

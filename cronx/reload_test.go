@@ -158,7 +158,7 @@ func TestRemoveThenAddSameNameAlwaysWorks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := New(tc.opts(t)...)
 			c.Start()
-			defer c.Stop()
+			defer func() { <-c.Stop().Done() }()
 			id, err := c.AddJob("0 0 1 1 *", Named("report", FuncJob(func() {})))
 			if err != nil {
 				t.Fatal(err)
