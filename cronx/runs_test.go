@@ -89,10 +89,13 @@ func TestStopGivesBackAClaimThatComesBackLate(t *testing.T) {
 		WithElection(election.WithIdentity("b"), election.WithTTL(stallTTL)))
 	b.AddJob("* * * * * *", Named("tick", job("b")))
 	b.Start()
+	last := newLayout(election.DefaultPrefix, "late").last("tick")
 	eventually(t, 15*time.Second, func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(ran["b"]) > 0, "the successor did not run the tick given back"
+		seq, by, ok, err := election.LastClaim(context.Background(), srv.Client(t), last)
+		return len(ran["b"]) > 0, fmt.Sprintf("the successor did not run the tick given back (b leads: %v; the claim key: %d by %q, set %v, %v)",
+			b.coord.scheduling(), seq, by, ok, err)
 	})
 	mu.Lock()
 	defer mu.Unlock()
