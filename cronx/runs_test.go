@@ -63,7 +63,23 @@ func TestStopGivesBackAClaimThatComesBackLate(t *testing.T) {
 	a.AddJob("* * * * * *", Named("tick", job("a")))
 	a.Start()
 	eventually(t, wait, func() (bool, string) { return a.coord.scheduling(), "a does not lead" })
-	tick := t0.Add(time.Second)
+	// A first tick runs on a, so that the job has run before: a successor
+	// catches up only the tick of a job that has.
+	first := t0.Add(time.Second)
+	if !fakeA.WaitDueBy(first, wait) {
+		t.Fatalf("a armed no timer for the first tick (a leads: %v)", a.coord.scheduling())
+	}
+	fakeA.Set(first)
+	eventually(t, wait, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ran["a"]) == 1, "a did not run the first tick"
+	})
+	idleWithin(t, a.Cron, 10*time.Second, "a after the first tick")
+	mu.Lock()
+	clear(ran)
+	mu.Unlock()
+	tick := first.Add(time.Second)
 	if !fakeA.WaitDueBy(tick, wait) {
 		t.Fatalf("a armed no timer for the tick (a leads: %v)", a.coord.scheduling())
 	}
