@@ -146,14 +146,7 @@ func TestStopDoesNotInterruptARunAlone(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("the job did not start")
 	}
-	done := fc.Stop()
-	select {
-	case cause := <-ended:
-		t.Fatalf("Stop interrupted the run: %v", cause)
-	case <-done.Done():
-		t.Fatal("Stop's context was done while a run went on")
-	case <-time.After(500 * time.Millisecond): // that nothing happens for a while
-	}
+	stopSparesTheRun(t, fc.Stop(), ended, 500*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := fc.Shutdown(ctx); !errors.Is(err, context.Canceled) {
@@ -512,5 +505,20 @@ func TestCrowdedTickOfACrashedLeaderRunsOnItsSuccessor(t *testing.T) {
 		if !slices.Equal(ticks, []time.Time{tick}) {
 			t.Errorf("%s ran %v, want the crashed leader's tick, %v, once", name, ticks, tick)
 		}
+	}
+}
+
+// stopSparesTheRun fails t if, within d of a Stop whose context is done,
+// the running job's context ends (its cause comes on ended) or Stop's
+// context is done while the run goes on. Not a sleep to let something
+// happen: the assertion is that nothing does for a while.
+func stopSparesTheRun(t *testing.T, done context.Context, ended <-chan error, d time.Duration) {
+	t.Helper()
+	select {
+	case cause := <-ended:
+		t.Fatalf("Stop interrupted the run: its context ended with %v", cause)
+	case <-done.Done():
+		t.Fatal("Stop's context was done while a run went on")
+	case <-time.After(d):
 	}
 }
