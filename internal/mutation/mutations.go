@@ -101,6 +101,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^(TestSuccessorReportsNoTickItsPredecessorRan|TestNewLeaderFiresNoTickOfItsIdleTime)$"}},
 	},
 	{
+		Name:   "leftover-sweep-while-stopping",
+		Breaks: "a program that a shell forked is killed a second after the shell dies of baton's SIGTERM, within --grace",
+		Edits:  []edit{{Marker: "leftover-sweep-while-stopping", Old: "s.killing || s.stopping", New: "s.killing"}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestRunGraceCoversAForkedProgram$"}},
+	},
+	{
 		Name:   "once-claim-unchecked",
 		Breaks: "baton run --once runs the command though another run holds or recently succeeded its claim",
 		Edits:  []edit{{Marker: "once-claim", Old: "!resp.Succeeded", New: "false"}},

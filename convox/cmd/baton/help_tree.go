@@ -5,8 +5,11 @@ package main
 const treeHelp = `Every process a command starts, in whatever session or process group
 (setsid, a daemon that double-forks), is part of its run: baton passes its
 signals to all of them, and gives up the lock, term or claim, and exits, only
-once none is left. What a command leaves running when it exits gets SIGTERM
-and, a second later, SIGKILL (run a daemon in the foreground). A command
+once none is left. What a command leaves running when it exits by itself
+gets SIGTERM and, a second later, SIGKILL (run a daemon in the foreground).
+Once baton stops a command (on SIGTERM, at a timeout, when a run is
+replaced), its whole tree gets the same --grace: a program that the shell
+forked keeps the rest of it when the shell dies first. A command
 runs under a supervisor (` + "`baton _supervise`" + `): if baton is killed, even
 by kill -9, the supervisor kills them all at once, long before baton's lease
 expires; if the supervisor is killed, the command gets SIGKILL and baton

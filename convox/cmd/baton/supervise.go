@@ -12,8 +12,9 @@ import (
 	"time"
 )
 
-// leftoverGrace is how long what a command left running when it exited
-// (a background process, a daemon) gets after SIGTERM, before SIGKILL.
+// leftoverGrace is how long what a command left running when it exited by
+// itself (a background process, a daemon) gets after SIGTERM, before
+// SIGKILL.
 const leftoverGrace = time.Second
 
 // supervisor is `baton _supervise -- CMD…`, the parent of one command. It
@@ -29,6 +30,15 @@ type supervisor struct {
 	// exited is set when the command has been reaped; killing once
 	// everything is to be killed, whatever appears.
 	exited, killing bool
+	// stopping is set once baton has passed on a signal: baton is stopping
+	// the tree and kills it at the end of its own grace, so what the
+	// command leaves when it exits keeps the rest of that grace. A shell
+	// that forks its program (dash does) dies of the SIGTERM its program
+	// traps; the program then finishes within --grace, not leftoverGrace.
+	stopping bool
+	// leftover kills what the command left, leftoverGrace after it exited
+	// by itself; nil until then.
+	leftover *time.Timer
 }
 
 // supervise runs the supervisor; it returns the command's exit status.
@@ -108,24 +118,36 @@ func (s *supervisor) listen(lifeline io.Reader) {
 		if sig := syscall.Signal(b[0]); sig == syscall.SIGKILL {
 			s.kill()
 		} else {
-			s.mu.Lock()
-			s.signalTree(sig)
-			s.mu.Unlock()
+			s.pass(sig)
 		}
 	}
 }
 
+// pass passes on a signal of baton's to the whole tree. baton sends one only
+// to stop the tree, and follows it with SIGKILL when its grace ends: from
+// now on that grace, not leftoverGrace, bounds every process of the tree.
+func (s *supervisor) pass(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopping = true
+	if s.leftover != nil {
+		s.leftover.Stop()
+	}
+	s.signalTree(sig)
+}
+
 // commandExited asks what the command left running to end: SIGTERM, then
-// SIGKILL after leftoverGrace.
+// SIGKILL after leftoverGrace; unless baton is stopping the tree, which then
+// keeps the rest of baton's grace.
 func (s *supervisor) commandExited() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.exited = true
-	if s.killing {
+	if s.killing || s.stopping { // mutation:leftover-sweep-while-stopping
 		return
 	}
 	if s.signalTree(syscall.SIGTERM) > 0 {
-		time.AfterFunc(leftoverGrace, s.kill)
+		s.leftover = time.AfterFunc(leftoverGrace, s.kill)
 	}
 }
 
