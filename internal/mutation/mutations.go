@@ -107,6 +107,15 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestRunGraceCoversAForkedProgram$"}},
 	},
 	{
+		Name:   "hold-key-unwatched",
+		Breaks: "a lock or once-claim whose key was deleted keeps its context, so its work runs beside the next holder's",
+		Edits:  []edit{{Marker: "hold-key-unwatched", Old: "cancel(err)", New: "_ = err"}},
+		Tests: []tests{
+			{Pkg: "election", Run: "^(TestMutexContextEndsWithTheHold|TestOnceClaimEndsWhenItsMarkerIsDeleted)$"},
+			{Pkg: "convox/cmd/baton", Run: "^TestRunLostKeyStopsTheCommand$"},
+		},
+	},
+	{
 		Name:   "once-claim-unchecked",
 		Breaks: "baton run --once runs the command though another run holds or recently succeeded its claim",
 		Edits:  []edit{{Marker: "once-claim", Old: "!resp.Succeeded", New: "false"}},

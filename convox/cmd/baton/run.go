@@ -37,7 +37,8 @@ fires.
 COMMAND runs directly (not through a shell), with BATON_ID and BATON_FENCE
 (a fencing token that grows with every term, hold and claim) in its
 environment, and stdin, stdout and stderr passed through. baton exits with
-its status. If leadership, the lock or the claim is lost, baton sends
+its status. If leadership, the lock or the claim is lost (its session
+expires, or its key in etcd is deleted or replaced), baton sends
 COMMAND's processes SIGTERM and, after half a second, SIGKILL, and exits
 123; it then looks at etcd for up to 3 s, and if etcd came back empty
 (restarted without its data) says so, with what was lost with it. On
