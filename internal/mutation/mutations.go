@@ -116,6 +116,18 @@ var mutations = []mutation{
 		},
 	},
 	{
+		Name:   "terminal-foreground",
+		Breaks: "a command run from a terminal is not its foreground job, and stops on its first read of it (SIGTTIN) or stty (SIGTTOU)",
+		Edits:  []edit{{Marker: "terminal-foreground", Old: "foregroundAttr(cmd.SysProcAttr, 0)", New: ""}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestRunCommandOwnsTheTerminal$"}},
+	},
+	{
+		Name:   "terminal-kept",
+		Breaks: "baton does not get its terminal back after the command, and stops (SIGTTOU) on its next line under tostop",
+		Edits:  []edit{{Marker: "terminal-given-back", Old: "giveTerminalBack(0, s.cmd, batonGroup)", New: "_ = batonGroup"}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestRunCommandOwnsTheTerminal$"}},
+	},
+	{
 		Name:   "once-claim-unchecked",
 		Breaks: "baton run --once runs the command though another run holds or recently succeeded its claim",
 		Edits:  []edit{{Marker: "once-claim", Old: "!resp.Succeeded", New: "false"}},

@@ -60,7 +60,11 @@ func startProc(argv, env []string, stdin io.Reader, stdout, stderr io.Writer, pr
 		return nil, err
 	}
 	defer r.Close()
-	cmd := exec.Command(self, append([]string{"_supervise", "--"}, argv...)...)
+	args := []string{"_supervise", "--"}
+	if f, ok := stdin.(*os.File); ok && inForeground(f) {
+		args = []string{"_supervise", "--foreground", "--"}
+	}
+	cmd := exec.Command(self, append(args, argv...)...)
 	cmd.Env = env
 	cmd.Stdin = stdin
 	cmd.ExtraFiles = []*os.File{r} // fd 3 in the supervisor

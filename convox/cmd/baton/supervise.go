@@ -17,7 +17,10 @@ import (
 // SIGKILL.
 const leftoverGrace = time.Second
 
-// supervisor is `baton _supervise -- CMD…`, the parent of one command. It
+// supervisor is `baton _supervise [--foreground] -- CMD…`, the parent of
+// one command. With --foreground (baton's stdin is a terminal whose
+// foreground process group is baton's) the command's process group is the
+// terminal's foreground group while it runs, and baton's again after. It
 // is a child subreaper, so every descendant of the command stays its
 // descendant, whatever session or process group it moves to; it exits once
 // no descendant is left. baton sends it signals to pass on, a byte each, on
@@ -43,6 +46,10 @@ type supervisor struct {
 
 // supervise runs the supervisor; it returns the command's exit status.
 func supervise(args []string) int {
+	foreground := len(args) > 0 && args[0] == "--foreground"
+	if foreground {
+		args = args[1:]
+	}
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
@@ -64,6 +71,10 @@ func supervise(args []string) int {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = commandAttr()
+	batonGroup, err := foregroundGroup(0)
+	if foreground = foreground && err == nil; foreground {
+		foregroundAttr(cmd.SysProcAttr, 0) // mutation:terminal-foreground
+	}
 	if err := startLocked(cmd); err != nil {
 		fmt.Fprintf(os.Stderr, "baton: %v\n", err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -90,6 +101,9 @@ func supervise(args []string) int {
 			break // ECHILD
 		}
 		if pid == s.cmd {
+			if foreground {
+				giveTerminalBack(0, s.cmd, batonGroup) // mutation:terminal-given-back
+			}
 			status = ws
 			s.commandExited()
 		}
