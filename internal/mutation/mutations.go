@@ -128,6 +128,18 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestRunCommandOwnsTheTerminal$"}},
 	},
 	{
+		Name:   "orphan-sweep-kills-all",
+		Breaks: "baton as a container's PID 1 kills every orphan it inherits, an exec session's included, not only its commands'",
+		Edits:  []edit{{Marker: "orphan-not-a-commands", Old: "o.foreign[pid] || !hasEnv(pid, commandMark)", New: "o.foreign[pid]"}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestPID1SparesOrphansNotOfItsCommands$"}},
+	},
+	{
+		Name:   "orphan-sweep-spares-all",
+		Breaks: "a killed supervisor's orphans, a command's processes, outlive its run",
+		Edits:  []edit{{Marker: "orphan-not-a-commands", Old: "o.foreign[pid] || !hasEnv(pid, commandMark)", New: "true"}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestNoDescendantOutlivesItsRun$/^lock/supervisor$"}},
+	},
+	{
 		Name:   "once-claim-unchecked",
 		Breaks: "baton run --once runs the command though another run holds or recently succeeded its claim",
 		Edits:  []edit{{Marker: "once-claim", Old: "!resp.Succeeded", New: "false"}},

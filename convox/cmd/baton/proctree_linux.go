@@ -120,3 +120,18 @@ func giveTerminalBack(fd, from, pgrp int) {
 
 // foregroundGroup is the foreground process group of the terminal on fd.
 func foregroundGroup(fd int) (int, error) { return unix.IoctlGetInt(fd, unix.TIOCGPGRP) }
+
+// hasEnv reports whether pid's environment has a variable that starts with
+// prefix ("NAME="). A process whose environment cannot be read has none.
+func hasEnv(pid int, prefix string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for v := range bytes.SplitSeq(b, []byte{0}) {
+		if bytes.HasPrefix(v, []byte(prefix)) {
+			return true
+		}
+	}
+	return false
+}

@@ -36,3 +36,6 @@ func foregroundAttr(attr *syscall.SysProcAttr, fd int) {}
 func giveTerminalBack(fd, from, pgrp int) {}
 
 func foregroundGroup(fd int) (int, error) { return 0, errNoProcTree }
+
+// hasEnv is Linux only.
+func hasEnv(pid int, prefix string) bool { return false }
