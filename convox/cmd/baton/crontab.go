@@ -103,8 +103,9 @@ has its own),
 BATON_ATTEMPT (1, or the retry's number with --attempts),
 BATON_ID (the replica) and BATON_FENCE (the run's fencing token: it grows
 with every claim and stays valid until the run ends, also after a SIGTERM's
-resignation) in its environment, and its output is printed with a "[JOB] "
-prefix.
+resignation) in its environment, and its output is printed a line at a
+time with a "[JOB] " prefix; a line over 64 KiB is printed as several, each
+with its prefix, so that concurrent jobs' lines never mix.
 
 On SIGHUP baton reads FILE again and replaces every job with the file's:
 a job that keeps its name and schedule keeps its claims and history and
