@@ -83,7 +83,8 @@ func (o *orphanage) exited(pid int) {
 
 // reapOnExit reaps, whenever a child exits, every exited child that is not
 // a supervisor (whose exit its proc waits for): orphans that are none of a
-// command's are left to run, but not as zombies.
+// command's are left to run, but not as zombies. A baton that runs commands
+// starts no other child whose exit it would wait for.
 func (o *orphanage) reapOnExit() {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGCHLD)
