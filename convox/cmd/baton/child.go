@@ -228,10 +228,17 @@ func runeBoundary(b []byte) int {
 	return len(b)
 }
 
+// writeMu serializes the writes of commands' lines, and of baton's own log
+// lines, so that none lands inside another.
 var writeMu sync.Mutex
 
-func lockedWrite(w io.Writer, b []byte) {
+func lockedWrite(w io.Writer, b []byte) { _, _ = lockedWriter{w}.Write(b) }
+
+// lockedWriter writes to w under writeMu.
+type lockedWriter struct{ w io.Writer }
+
+func (l lockedWriter) Write(b []byte) (int, error) {
 	writeMu.Lock()
 	defer writeMu.Unlock()
-	_, _ = w.Write(b)
+	return l.w.Write(b)
 }

@@ -253,7 +253,9 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		fmt.Fprintf(env.stderr, "baton crontab: %v\n", cfgErr)
 		return exitUsage
 	}
-	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	// Through the lock of the commands' lines: with stdout and stderr one
+	// pipe (2>&1), a log line would otherwise land inside a long one.
+	logger := slog.New(slog.NewTextHandler(lockedWriter{env.stderr}, &slog.HandlerOptions{Level: level}))
 	// The server comes up before etcd is reached: a process waiting for
 	// etcd is alive, and says on /readyz that it is not ready.
 	var scheduler atomic.Pointer[cronx.Cron]
