@@ -140,6 +140,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestNoDescendantOutlivesItsRun$/^lock/supervisor$"}},
 	},
 	{
+		Name:   "terminal-stop-kept",
+		Breaks: "a Ctrl-Z on baton's terminal suspends the command, which holds its lock at a standstill, with the terminal",
+		Edits:  []edit{{Marker: "terminal-stop-ignored", Old: "_ = syscall.Kill(-s.cmd, syscall.SIGCONT)", New: ""}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestRunCommandOwnsTheTerminal$"}},
+	},
+	{
 		Name:   "once-claim-unchecked",
 		Breaks: "baton run --once runs the command though another run holds or recently succeeded its claim",
 		Edits:  []edit{{Marker: "once-claim", Old: "!resp.Succeeded", New: "false"}},

@@ -41,7 +41,8 @@ its status. When stdin is a terminal and baton its foreground job, COMMAND
 is the terminal's foreground process group while it runs, as a shell's job
 is: it reads the terminal and changes its settings (stty) without stopping,
 and the terminal's Ctrl-C and Ctrl-\ reach COMMAND's group, not baton;
-baton takes the terminal back when COMMAND exits.
+Ctrl-Z does not suspend it (suspended, it would hold what baton holds for
+it); baton takes the terminal back when COMMAND exits.
 
 If leadership, the lock or the claim is lost (its session expires, or its
 key in etcd is deleted or replaced), baton sends COMMAND's processes

@@ -91,14 +91,29 @@ func supervise(args []string) int {
 	// Reap every child until none is left: the command, and each orphan
 	// reparented here. A subreaper with no child has no descendant.
 	var status syscall.WaitStatus
+	options := 0
+	if foreground {
+		options = syscall.WUNTRACED
+	}
 	for {
 		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		pid, err := syscall.Wait4(-1, &ws, options, nil)
 		if err == syscall.EINTR {
 			continue
 		}
 		if err != nil {
 			break // ECHILD
+		}
+		if ws.Stopped() {
+			if pid == s.cmd && ws.StopSignal() == syscall.SIGTSTP {
+				// The terminal's Ctrl-Z. baton cannot stop with its
+				// command, as a shell's job would (its shell would take
+				// the terminal back while the command holds it), and a
+				// suspended command would hold its lock, term or claim
+				// at a standstill: it goes on.
+				_ = syscall.Kill(-s.cmd, syscall.SIGCONT) // mutation:terminal-stop-ignored
+			}
+			continue
 		}
 		if pid == s.cmd {
 			if foreground {

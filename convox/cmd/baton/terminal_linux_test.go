@@ -41,17 +41,18 @@ func openPty(t *testing.T) (master, tty *os.File) {
 
 // TestRunCommandOwnsTheTerminal runs baton on a terminal, as a session's
 // foreground job: the command reads a line typed on the terminal and changes
-// the terminal's settings (stty) without stopping on SIGTTIN or SIGTTOU, and
-// baton gets the terminal back after it. The command sets tostop, so that
+// the terminal's settings (stty) without stopping on SIGTTIN or SIGTTOU, goes
+// on after a Ctrl-Z, and baton gets the terminal back after it. The command sets tostop, so that
 // baton's own last line, written after the command, would stop baton if the
 // terminal were still the command's.
 func TestRunCommandOwnsTheTerminal(t *testing.T) {
 	t.Parallel()
 	etcd := etcdtest.Shared(t)
 	master, tty := openPty(t)
-	out := filepath.Join(t.TempDir(), "out")
+	dir := t.TempDir()
+	out, reading := filepath.Join(dir, "out"), filepath.Join(dir, "reading")
 	cmd := exec.Command(raceBin, "run", "--once", "tty", "--ttl", "1h", "--",
-		"sh", "-c", `stty tostop && read a && echo "got $a" > `+out)
+		"sh", "-c", `stty tostop && echo $$ > `+reading+` && read a && echo "got $a" > `+out)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, etcd.Env()...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	// A session of its own, whose controlling terminal is tty and whose
@@ -80,6 +81,11 @@ func TestRunCommandOwnsTheTerminal(t *testing.T) {
 			t.Logf("the terminal:\n%s", screen.String())
 		}
 	})
+	// Ctrl-Z while the command reads: it goes on, and reads the line.
+	until(t, 20*time.Second, "the command to read", func() bool { return len(readLines(reading)) == 1 })
+	if _, err := master.WriteString("\x1a"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := master.WriteString("hello\n"); err != nil {
 		t.Fatal(err)
 	}
