@@ -49,7 +49,9 @@
 //
 // so `etcdctl elect P/election/<name> x` and `etcdctl lock P/lock/<name>`
 // compete with baton as equals. Claims (ClaimSeq) are at keys their caller
-// chooses.
+// chooses. A term, a hold and a once-claim each watch their own key: its
+// deletion (etcdctl del) or replacement ends them, as their lease's loss
+// does.
 //
 // # Use
 //
@@ -72,11 +74,13 @@
 //
 // Errors are values to branch on with errors.Is: ErrNoLeader,
 // ErrLeadershipLost and ErrClientClosed of elections; ErrLocked,
-// ErrNotLocked and ErrAlreadyLocked of locks; ErrSessionExpired,
+// ErrNotLocked, ErrAlreadyLocked and ErrLockLost (the holder's key deleted
+// or replaced: the cause of the hold's context) of locks; ErrSessionExpired,
 // ErrLeaseLost, ErrSessionClosed and ErrTTLBelowMinimum of sessions (the
 // cause of a session's, and so of a term's or a hold's, context); ErrClaimed
 // (a *ClaimedError) and ErrNotLeader of claims; ErrDone, ErrBusy and
-// ErrClaimLost of once-claims, whose ErrDone and ErrBusy come as a
+// ErrClaimLost (also the cause of a claim's context when its marker is
+// deleted or replaced) of once-claims, whose ErrDone and ErrBusy come as a
 // *OnceError.
 //
 // This package holds what an application needs. The machinery that only

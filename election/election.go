@@ -221,7 +221,7 @@ func (e *Elector) term(ctx context.Context, sess *Session, lead func(context.Con
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
-		if err := watchOwnKey(tctx, e.client, t.Fence, resp.Header.Revision); err != nil {
+		if err := watchOwnKey(tctx, e.client, t.Fence, resp.Header.Revision, ErrLeadershipLost); err != nil {
 			cancel(err)
 		}
 	}()
@@ -349,9 +349,9 @@ func (w *queueWatch) waitDelete(ctx context.Context, key string, after int64) er
 	}
 }
 
-// watchOwnKey returns ErrLeadershipLost when the fence's key is deleted or
-// replaced after revision rev, and nil when ctx ends.
-func watchOwnKey(ctx context.Context, client *clientv3.Client, f Fence, rev int64) error {
+// watchOwnKey returns lost when the fence's key is deleted or replaced after
+// revision rev, and nil when ctx ends.
+func watchOwnKey(ctx context.Context, client *clientv3.Client, f Fence, rev int64, lost error) error {
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 		for wr := range client.Watch(wctx, f.Key, clientv3.WithRev(rev+1)) {
@@ -361,7 +361,7 @@ func watchOwnKey(ctx context.Context, client *clientv3.Client, f Fence, rev int6
 			for _, ev := range wr.Events {
 				if ev.Type == mvccpb.DELETE || ev.Kv.CreateRevision != f.Revision {
 					cancel()
-					return ErrLeadershipLost
+					return lost
 				}
 			}
 			rev = wr.Header.Revision
@@ -380,7 +380,7 @@ func watchOwnKey(ctx context.Context, client *clientv3.Client, f Fence, rev int6
 			continue
 		}
 		if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != f.Revision {
-			return ErrLeadershipLost
+			return lost
 		}
 		rev = resp.Header.Revision
 	}

@@ -18,6 +18,9 @@ var (
 	// ErrAlreadyLocked means Lock or TryLock was called on a Mutex that holds
 	// its lock already; a Mutex is not reentrant.
 	ErrAlreadyLocked = errors.New("election: mutex is already locked by this holder")
+	// ErrLockLost means the holder's key was deleted or replaced while its
+	// session lived: another holder may have the lock since.
+	ErrLockLost = errors.New("election: lock lost")
 )
 
 // Mutex is a distributed lock on P/lock/<name>, laid out as etcd's
@@ -33,13 +36,16 @@ type Mutex struct {
 	prefix string // P/lock/<name>/
 	opts   *options
 
-	// turn admits one Lock or TryLock at a time. mu guards sess and fence
-	// and is never held across a round trip, so Fence, Context and Owned
-	// answer while a Lock waits.
+	// turn admits one Lock or TryLock at a time. mu guards sess, fence and
+	// hold and is never held across a round trip, so Fence, Context and
+	// Owned answer while a Lock waits.
 	turn  chan struct{}
 	mu    sync.Mutex
 	sess  *Session
 	fence Fence
+	// hold is done when the hold ends (holdContext); release ends it.
+	hold    context.Context
+	release context.CancelCauseFunc
 }
 
 // NewMutex returns a mutex for the lock name. It validates its arguments and
@@ -78,10 +84,10 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 		return fmt.Errorf("election: lock %q: %w", m.name, ctx.Err())
 	}
 	m.mu.Lock()
-	last := m.sess
+	last, lastHold := m.sess, m.hold
 	m.mu.Unlock()
 	if last != nil {
-		if last.Context().Err() == nil {
+		if lastHold.Err() == nil {
 			return fmt.Errorf("lock %q: %w", m.name, ErrAlreadyLocked)
 		}
 		// The last hold was lost, but its lease, and the key on it, may live
@@ -90,7 +96,8 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 		last.Close(ctx)
 		m.mu.Lock()
 		if m.sess == last {
-			m.sess, m.fence = nil, Fence{}
+			m.release(ErrSessionClosed)
+			m.sess, m.fence, m.hold, m.release = nil, Fence{}, nil, nil
 		}
 		m.mu.Unlock()
 	}
@@ -105,8 +112,9 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 		cancel()
 		return err
 	}
+	hold, release := holdContext(sess, m.client, fence, fence.Revision, ErrLockLost)
 	m.mu.Lock()
-	m.sess, m.fence = sess, fence
+	m.sess, m.fence, m.hold, m.release = sess, fence, hold, release
 	m.mu.Unlock()
 	m.opts.logger.Info("baton: locked", "lock", m.name, "identity", m.opts.identity, "fence", fence.Revision)
 	return nil
@@ -157,12 +165,14 @@ func (m *Mutex) enqueue(ctx context.Context, sess *Session, wait bool) (Fence, e
 // ErrNotLocked if the Mutex does not hold the lock. ctx bounds the round trips.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	m.mu.Lock()
-	sess, f := m.sess, m.fence
-	m.sess, m.fence = nil, Fence{}
+	sess, f, release := m.sess, m.fence, m.release
+	m.sess, m.fence, m.hold, m.release = nil, Fence{}, nil, nil
 	m.mu.Unlock()
 	if sess == nil {
 		return fmt.Errorf("lock %q: %w", m.name, ErrNotLocked)
 	}
+	// Ended before the key's deletion, which is not a loss.
+	release(ErrSessionClosed)
 	_, derr := m.client.Txn(ctx).If(f.Cmp()).Then(clientv3.OpDelete(f.Key)).Commit()
 	cerr := sess.Close(ctx)
 	if derr != nil {
@@ -184,8 +194,9 @@ func (m *Mutex) Fence() Fence {
 }
 
 // Context is done when the current hold ends: at its session's safe
-// deadline, when its lease is lost, or on Unlock. Work done under the lock
-// should run under it. Without a hold it returns a done context.
+// deadline, when its lease is lost, when its key is deleted or replaced
+// (ErrLockLost), or on Unlock. Work done under the lock should run under it.
+// Without a hold it returns a done context.
 func (m *Mutex) Context() context.Context {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -194,7 +205,7 @@ func (m *Mutex) Context() context.Context {
 		cancel(ErrNotLocked)
 		return ctx
 	}
-	return m.sess.Context()
+	return m.hold
 }
 
 // Owned reads etcd and reports whether this Mutex holds the lock now.

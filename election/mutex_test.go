@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -287,6 +288,42 @@ func TestMutexContextEndsWithTheHold(t *testing.T) {
 		}
 		if err := m.Unlock(ctx); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	// The key deleted while the session lives (etcdctl del): the lock is
+	// free for the next holder, so the hold ends.
+	t.Run("KeyDeleted", func(t *testing.T) {
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		hold := m.Context()
+		if _, err := cli.Delete(ctx, m.Fence().Key); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, hold.Done(), 5*time.Second, "the hold's context to end after its key was deleted")
+		if cause := context.Cause(hold); !errors.Is(cause, ErrLockLost) || !strings.Contains(cause.Error(), "/t/lock/job/") {
+			t.Fatalf("cause = %v, want ErrLockLost naming the key", cause)
+		}
+		if err := m.Lock(ctx); err != nil {
+			t.Fatalf("Lock after a lost hold: %v", err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	// Unlock deletes the key too; that is no loss.
+	t.Run("UnlockIsNoLoss", func(t *testing.T) {
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		hold := m.Context()
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if cause := context.Cause(hold); errors.Is(cause, ErrLockLost) {
+			t.Fatalf("cause after Unlock = %v", cause)
 		}
 	})
 }

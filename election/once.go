@@ -27,7 +27,8 @@ var (
 	// ErrDone means a run of the key succeeded within the window.
 	ErrDone = errors.New("election: already done within the window")
 	// ErrClaimLost means the claim's session ended (etcd unreachable past
-	// the safe deadline, or the lease lost) before the run was recorded.
+	// the safe deadline, or the lease lost), or its marker was deleted or
+	// replaced, before the run was recorded.
 	ErrClaimLost = errors.New("election: once-claim lost")
 )
 
@@ -61,6 +62,9 @@ type Once struct {
 	identity string
 	window   time.Duration
 	fence    Fence
+	// hold is done when the claim ends (holdContext); release ends it.
+	hold    context.Context
+	release context.CancelCauseFunc
 }
 
 // CheckOnceKey validates a once-claim's key: one segment of an etcd key,
@@ -125,6 +129,7 @@ func ClaimOnce(ctx context.Context, client *clientv3.Client, key string, window 
 		return nil, fmt.Errorf("election: once %q: the keys changed during the claim; try again", key)
 	}
 	c.fence = Fence{Key: marker, Revision: resp.Header.Revision}
+	c.hold, c.release = holdContext(sess, client, c.fence, resp.Header.Revision, ErrClaimLost)
 	return c, nil
 }
 
@@ -132,18 +137,24 @@ func ClaimOnce(ctx context.Context, client *clientv3.Client, key string, window 
 func (c *Once) Fence() Fence { return c.fence }
 
 // Context is done when the claim may be lost: at the session's safe
-// deadline, when its lease is gone, or after Succeeded or Release. Work done
-// under it ends before another caller can claim the key.
-func (c *Once) Context() context.Context { return c.session.Context() }
+// deadline, when its lease is gone, when its marker is deleted or replaced
+// (ErrClaimLost), or after Succeeded or Release. Work done under it ends
+// before another caller can claim the key.
+func (c *Once) Context() context.Context { return c.hold }
 
 // Succeeded records a successful run, so the key is done for the window,
 // and ends the claim. It returns ErrClaimLost when the claim was lost
 // before the record: another caller may have claimed the key since.
 func (c *Once) Succeeded(ctx context.Context) error {
 	defer c.closeSession()
-	if c.session.Context().Err() != nil {
-		return fmt.Errorf("%w: %v", ErrClaimLost, context.Cause(c.session.Context()))
+	if c.hold.Err() != nil {
+		if cause := context.Cause(c.hold); errors.Is(cause, ErrClaimLost) {
+			return cause
+		}
+		return fmt.Errorf("%w: %v", ErrClaimLost, context.Cause(c.hold))
 	}
+	// Ended before the record deletes the marker, which is not a loss.
+	c.release(ErrSessionClosed)
 	lease, err := c.client.Grant(ctx, int64(c.window/time.Second))
 	if err != nil {
 		return fmt.Errorf("election: once %s: record success: %w", c.key, err)
@@ -167,10 +178,14 @@ func (c *Once) Succeeded(ctx context.Context) error {
 // runs the work. If etcd cannot be reached the claim lapses with its
 // session's TTL.
 func (c *Once) Release(ctx context.Context) error {
+	c.release(ErrSessionClosed)
 	return c.session.Close(ctx)
 }
 
 func (c *Once) closeSession() {
+	if c.release != nil { // nil when the claim failed
+		c.release(ErrSessionClosed)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.session.opts.ttl)
 	defer cancel()
 	_ = c.session.Close(ctx)

@@ -1,6 +1,7 @@
 package election
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -64,6 +65,45 @@ func TestOnceClaim(t *testing.T) {
 			t.Fatalf("the key is still done %v after a success with a %v window: %v", window+10*time.Second, window, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestOnceClaimEndsWhenItsMarkerIsDeleted deletes a running claim's marker
+// (etcdctl del): the key is free for the next caller, so the claim's context
+// ends, and its success is not recorded.
+func TestOnceClaimEndsWhenItsMarkerIsDeleted(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Shared(t).Client(t)
+	c, err := ClaimOnce(deadlineCtx(t, 5*time.Second), cli, "marker", time.Minute, WithTTL(10*time.Second), WithIdentity("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Delete(deadlineCtx(t, 5*time.Second), c.Fence().Key); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c.Context().Done(), 5*time.Second, "the claim's context to end after its marker was deleted")
+	if cause := context.Cause(c.Context()); !errors.Is(cause, ErrClaimLost) || !strings.Contains(cause.Error(), "/once/marker/running") {
+		t.Fatalf("cause = %v, want ErrClaimLost naming the marker", cause)
+	}
+	if err := c.Succeeded(deadlineCtx(t, 5*time.Second)); !errors.Is(err, ErrClaimLost) {
+		t.Fatalf("Succeeded after the loss: %v, want ErrClaimLost", err)
+	}
+}
+
+// TestOnceClaimSucceededIsNoLoss: a success deletes the marker too, and the
+// claim's context then ends as closed, not lost.
+func TestOnceClaimSucceededIsNoLoss(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Shared(t).Client(t)
+	c, err := ClaimOnce(deadlineCtx(t, 5*time.Second), cli, "ok", time.Minute, WithTTL(10*time.Second), WithIdentity("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Succeeded(deadlineCtx(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if cause := context.Cause(c.Context()); !errors.Is(cause, ErrSessionClosed) {
+		t.Fatalf("cause after Succeeded = %v, want ErrSessionClosed", cause)
 	}
 }
 

@@ -101,6 +101,51 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^(TestSuccessorReportsNoTickItsPredecessorRan|TestNewLeaderFiresNoTickOfItsIdleTime)$"}},
 	},
 	{
+		Name:   "leftover-sweep-while-stopping",
+		Breaks: "a program that a shell forked is killed a second after the shell dies of baton's SIGTERM, within --grace",
+		Edits:  []edit{{Marker: "leftover-sweep-while-stopping", Old: "s.killing || s.stopping", New: "s.killing"}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestRunGraceCoversAForkedProgram$"}},
+	},
+	{
+		Name:   "hold-key-unwatched",
+		Breaks: "a lock or once-claim whose key was deleted keeps its context, so its work runs beside the next holder's",
+		Edits:  []edit{{Marker: "hold-key-unwatched", Old: "cancel(err)", New: "_ = err"}},
+		Tests: []tests{
+			{Pkg: "election", Run: "^(TestMutexContextEndsWithTheHold|TestOnceClaimEndsWhenItsMarkerIsDeleted)$"},
+			{Pkg: "convox/cmd/baton", Run: "^TestRunLostKeyStopsTheCommand$"},
+		},
+	},
+	{
+		Name:   "terminal-foreground",
+		Breaks: "a command run from a terminal is not its foreground job, and stops on its first read of it (SIGTTIN) or stty (SIGTTOU)",
+		Edits:  []edit{{Marker: "terminal-foreground", Old: "foregroundAttr(cmd.SysProcAttr, 0)", New: ""}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestRunCommandOwnsTheTerminal$"}},
+	},
+	{
+		Name:   "terminal-kept",
+		Breaks: "baton does not get its terminal back after the command, and stops (SIGTTOU) on its next line under tostop",
+		Edits:  []edit{{Marker: "terminal-given-back", Old: "giveTerminalBack(0, s.cmd, batonGroup)", New: "_ = batonGroup"}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestRunCommandOwnsTheTerminal$"}},
+	},
+	{
+		Name:   "orphan-sweep-kills-all",
+		Breaks: "baton as a container's PID 1 kills every orphan it inherits, an exec session's included, not only its commands'",
+		Edits:  []edit{{Marker: "orphan-not-a-commands", Old: "o.foreign[pid] || !hasEnv(pid, commandMark)", New: "o.foreign[pid]"}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestPID1SparesOrphansNotOfItsCommands$"}},
+	},
+	{
+		Name:   "orphan-sweep-spares-all",
+		Breaks: "a killed supervisor's orphans, a command's processes, outlive its run",
+		Edits:  []edit{{Marker: "orphan-not-a-commands", Old: "o.foreign[pid] || !hasEnv(pid, commandMark)", New: "true"}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestNoDescendantOutlivesItsRun$/^lock/supervisor$"}},
+	},
+	{
+		Name:   "terminal-stop-kept",
+		Breaks: "a Ctrl-Z on baton's terminal suspends the command, which holds its lock at a standstill, with the terminal",
+		Edits:  []edit{{Marker: "terminal-stop-ignored", Old: "_ = syscall.Kill(-s.cmd, syscall.SIGCONT)", New: ""}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestRunCommandOwnsTheTerminal$"}},
+	},
+	{
 		Name:   "once-claim-unchecked",
 		Breaks: "baton run --once runs the command though another run holds or recently succeeded its claim",
 		Edits:  []edit{{Marker: "once-claim", Old: "!resp.Succeeded", New: "false"}},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // A command baton runs never outlives baton, and nor does anything it
@@ -25,7 +27,8 @@ import (
 //   - when the supervisor dies, the command gets SIGKILL (its parent-death
 //     signal), and what else the supervisor watched is reparented to baton,
 //     also a subreaper, which kills it (orphans.go) before it reports the
-//     command's end.
+//     command's end; what else baton inherits, as a container's PID 1, it
+//     only reaps.
 //
 // So no descendant of a command keeps running, unfenced, beside a new
 // leader's or holder's.
@@ -60,7 +63,11 @@ func startProc(argv, env []string, stdin io.Reader, stdout, stderr io.Writer, pr
 		return nil, err
 	}
 	defer r.Close()
-	cmd := exec.Command(self, append([]string{"_supervise", "--"}, argv...)...)
+	args := []string{"_supervise", "--"}
+	if f, ok := stdin.(*os.File); ok && inForeground(f) {
+		args = []string{"_supervise", "--foreground", "--"}
+	}
+	cmd := exec.Command(self, append(args, argv...)...)
 	cmd.Env = env
 	cmd.Stdin = stdin
 	cmd.ExtraFiles = []*os.File{r} // fd 3 in the supervisor
@@ -170,36 +177,68 @@ func (p *proc) stopWith(sig syscall.Signal, grace time.Duration) {
 	}
 }
 
-// copyLines copies r to w a line at a time, each prefixed, so the lines of
-// concurrent commands interleave whole. A line longer than the buffer is
-// written in pieces, with the prefix once.
+// maxOutputLine is the longest line of a command's output that baton writes
+// whole; a longer one is split into lines of at most this length.
+const maxOutputLine = 64 << 10
+
+// copyLines copies r to w a line at a time, each prefixed and written in one
+// write, so the lines of concurrent commands interleave whole. A line longer
+// than maxOutputLine is written as several lines, each prefixed and cut at a rune's
+// boundary.
 func copyLines(w io.Writer, r io.Reader, prefix string) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	start := true
+	br := bufio.NewReaderSize(r, maxOutputLine)
+	var carry []byte // a rune cut by the last piece
+	cut := false     // the last piece was cut from a longer line
 	for {
-		chunk, isPrefix, err := br.ReadLine()
-		if len(chunk) > 0 || (err == nil && !isPrefix) {
-			var b []byte
-			if start {
-				b = append(b, prefix...)
-			}
-			b = append(b, chunk...)
-			if !isPrefix {
-				b = append(b, '\n')
-			}
-			lockedWrite(w, b)
-			start = !isPrefix
+		chunk, err := br.ReadSlice('\n')
+		full := err == bufio.ErrBufferFull
+		piece := append(carry, chunk...)
+		carry = nil
+		if full {
+			n := runeBoundary(piece)
+			carry = append([]byte(nil), piece[n:]...)
+			piece = piece[:n]
 		}
-		if err != nil {
+		// A long line's end: nothing left of it but its newline.
+		end := cut && string(piece) == "\n"
+		cut = full
+		if len(piece) > 0 && !end {
+			b := make([]byte, 0, len(prefix)+len(piece)+1)
+			b = append(b, prefix...)
+			b = append(b, bytes.TrimSuffix(piece, []byte("\n"))...)
+			lockedWrite(w, append(b, '\n'))
+		}
+		if err != nil && !full {
 			return
 		}
 	}
 }
 
+// runeBoundary is the length of b's longest prefix that does not end inside
+// a UTF-8 sequence.
+func runeBoundary(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) && i > 0 {
+				return i
+			}
+			break
+		}
+	}
+	return len(b)
+}
+
+// writeMu serializes the writes of commands' lines, and of baton's own log
+// lines, so that none lands inside another.
 var writeMu sync.Mutex
 
-func lockedWrite(w io.Writer, b []byte) {
+func lockedWrite(w io.Writer, b []byte) { _, _ = lockedWriter{w}.Write(b) }
+
+// lockedWriter writes to w under writeMu.
+type lockedWriter struct{ w io.Writer }
+
+func (l lockedWriter) Write(b []byte) (int, error) {
 	writeMu.Lock()
 	defer writeMu.Unlock()
-	_, _ = w.Write(b)
+	return l.w.Write(b)
 }

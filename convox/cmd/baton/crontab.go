@@ -103,8 +103,9 @@ has its own),
 BATON_ATTEMPT (1, or the retry's number with --attempts),
 BATON_ID (the replica) and BATON_FENCE (the run's fencing token: it grows
 with every claim and stays valid until the run ends, also after a SIGTERM's
-resignation) in its environment, and its output is printed with a "[JOB] "
-prefix.
+resignation) in its environment, and its output is printed a line at a
+time with a "[JOB] " prefix; a line over 64 KiB is printed as several, each
+with its prefix, so that concurrent jobs' lines never mix.
 
 On SIGHUP baton reads FILE again and replaces every job with the file's:
 a job that keeps its name and schedule keeps its claims and history and
@@ -252,7 +253,9 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		fmt.Fprintf(env.stderr, "baton crontab: %v\n", cfgErr)
 		return exitUsage
 	}
-	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	// Through the lock of the commands' lines: with stdout and stderr one
+	// pipe (2>&1), a log line would otherwise land inside a long one.
+	logger := slog.New(slog.NewTextHandler(lockedWriter{env.stderr}, &slog.HandlerOptions{Level: level}))
 	// The server comes up before etcd is reached: a process waiting for
 	// etcd is alive, and says on /readyz that it is not ready.
 	var scheduler atomic.Pointer[cronx.Cron]

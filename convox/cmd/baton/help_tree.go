@@ -5,12 +5,18 @@ package main
 const treeHelp = `Every process a command starts, in whatever session or process group
 (setsid, a daemon that double-forks), is part of its run: baton passes its
 signals to all of them, and gives up the lock, term or claim, and exits, only
-once none is left. What a command leaves running when it exits gets SIGTERM
-and, a second later, SIGKILL (run a daemon in the foreground). A command
+once none is left. What a command leaves running when it exits by itself
+gets SIGTERM and, a second later, SIGKILL (run a daemon in the foreground).
+Once baton stops a command (on SIGTERM, at a timeout, when a run is
+replaced), its whole tree gets the same --grace: a program that the shell
+forked keeps the rest of it when the shell dies first. A command
 runs under a supervisor (` + "`baton _supervise`" + `): if baton is killed, even
 by kill -9, the supervisor kills them all at once, long before baton's lease
 expires; if the supervisor is killed, the command gets SIGKILL and baton
-kills the rest before it reports the run's end (status 137). On Linux both
+kills the rest, every process with the command's BATON_FENCE in its
+environment, before it reports the run's end (status 137); other processes
+left to baton (an exec session's, with baton a container's PID 1) are only
+reaped once they exit. On Linux both
 are child subreapers (prctl PR_SET_CHILD_SUBREAPER), so a descendant whose
 parent exits stays in the tree, and /proc shows it there. What remains
 possible: baton and its supervisor killed at the same instant (kill -9 of
@@ -19,7 +25,8 @@ kernel ends them with baton's container (baton its main process) or systemd
 with its unit; a process that another daemon starts on a command's behalf
 (at, systemd-run, docker, ssh) is not its descendant; one that runs as
 another user (sudo), which baton may not signal, keeps the run open until
-it exits; outside Linux only the command's process group is known.
+it exits; one that clears its environment (env -i) outlives a killed
+supervisor; outside Linux only the command's process group is known.
 
 Commands get baton's environment less BATON_HTTP, which configures this
 baton's own server (a baton run inside a command would fail to bind it),

@@ -26,6 +26,9 @@ import (
 var batonBin, raceBin string
 
 func TestMain(m *testing.M) {
+	if h := os.Getenv("TEST_HELPER"); h != "" {
+		os.Exit(helperMain(h, os.Args[1:]))
+	}
 	var err error
 	plain := testbin.Build{Pkg: "./convox/cmd/baton"}
 	raced := plain

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -86,4 +87,51 @@ func commandAttr() *syscall.SysProcAttr {
 func startLocked(cmd *exec.Cmd) error {
 	runtime.LockOSThread()
 	return cmd.Start()
+}
+
+// inForeground reports whether f is a terminal whose foreground process
+// group is this process's: a command then takes the terminal over while it
+// runs, as a shell's job does, or it stops on its first read (SIGTTIN) or
+// change of the terminal's settings (SIGTTOU).
+func inForeground(f *os.File) bool {
+	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	return err == nil && pgrp == syscall.Getpgrp()
+}
+
+// foregroundAttr makes attr's process the foreground process group of the
+// terminal on fd, which the supervisor's stdin is, as it starts: the child
+// sets it with SIGTTOU still blocked, so being in the background does not
+// stop it.
+func foregroundAttr(attr *syscall.SysProcAttr, fd int) {
+	attr.Foreground, attr.Ctty = true, fd
+}
+
+// giveTerminalBack makes pgrp the foreground process group of the terminal
+// on fd again, if the foreground group is still from, the command's.
+// SIGTTOU is ignored first: the supervisor is not in the foreground group,
+// and starts no command after.
+func giveTerminalBack(fd, from, pgrp int) {
+	if cur, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err != nil || cur != from {
+		return
+	}
+	signal.Ignore(syscall.SIGTTOU)
+	_ = unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, pgrp)
+}
+
+// foregroundGroup is the foreground process group of the terminal on fd.
+func foregroundGroup(fd int) (int, error) { return unix.IoctlGetInt(fd, unix.TIOCGPGRP) }
+
+// hasEnv reports whether pid's environment has a variable that starts with
+// prefix ("NAME="). A process whose environment cannot be read has none.
+func hasEnv(pid int, prefix string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for v := range bytes.SplitSeq(b, []byte{0}) {
+		if bytes.HasPrefix(v, []byte(prefix)) {
+			return true
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -25,3 +26,16 @@ func zombie(pid int) bool { return false }
 func commandAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 func startLocked(cmd *exec.Cmd) error { return cmd.Start() }
+
+// inForeground is Linux only: elsewhere a command stays in a process group
+// of its own, in the terminal's background.
+func inForeground(f *os.File) bool { return false }
+
+func foregroundAttr(attr *syscall.SysProcAttr, fd int) {}
+
+func giveTerminalBack(fd, from, pgrp int) {}
+
+func foregroundGroup(fd int) (int, error) { return 0, errNoProcTree }
+
+// hasEnv is Linux only.
+func hasEnv(pid int, prefix string) bool { return false }

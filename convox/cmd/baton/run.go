@@ -37,13 +37,21 @@ fires.
 COMMAND runs directly (not through a shell), with BATON_ID and BATON_FENCE
 (a fencing token that grows with every term, hold and claim) in its
 environment, and stdin, stdout and stderr passed through. baton exits with
-its status. If leadership, the lock or the claim is lost, baton sends
-COMMAND's processes SIGTERM and, after half a second, SIGKILL, and exits
-123; it then looks at etcd for up to 3 s, and if etcd came back empty
-(restarted without its data) says so, with what was lost with it. On
-SIGTERM or SIGINT baton passes that signal to COMMAND's processes; SIGHUP is
-handled as SIGTERM (they get SIGTERM). baton then waits up to --grace for
-them, kills what is still running, and resigns or unlocks.
+its status. When stdin is a terminal and baton its foreground job, COMMAND
+is the terminal's foreground process group while it runs, as a shell's job
+is: it reads the terminal and changes its settings (stty) without stopping,
+and the terminal's Ctrl-C and Ctrl-\ reach COMMAND's group, not baton;
+Ctrl-Z does not suspend it (suspended, it would hold what baton holds for
+it); baton takes the terminal back when COMMAND exits.
+
+If leadership, the lock or the claim is lost (its session expires, or its
+key in etcd is deleted or replaced), baton sends COMMAND's processes
+SIGTERM and, after half a second, SIGKILL, and exits 123; it then looks at
+etcd for up to 3 s, and if etcd came back empty (restarted without its data)
+says so, with what was lost with it. On SIGTERM or SIGINT baton passes that
+signal to COMMAND's processes; SIGHUP is handled as SIGTERM (they get
+SIGTERM). baton then waits up to --grace for them, kills what is still
+running, and resigns or unlocks.
 
 ` + treeHelp + `
 

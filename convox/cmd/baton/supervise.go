@@ -12,11 +12,15 @@ import (
 	"time"
 )
 
-// leftoverGrace is how long what a command left running when it exited
-// (a background process, a daemon) gets after SIGTERM, before SIGKILL.
+// leftoverGrace is how long what a command left running when it exited by
+// itself (a background process, a daemon) gets after SIGTERM, before
+// SIGKILL.
 const leftoverGrace = time.Second
 
-// supervisor is `baton _supervise -- CMD…`, the parent of one command. It
+// supervisor is `baton _supervise [--foreground] -- CMD…`, the parent of
+// one command. With --foreground (baton's stdin is a terminal whose
+// foreground process group is baton's) the command's process group is the
+// terminal's foreground group while it runs, and baton's again after. It
 // is a child subreaper, so every descendant of the command stays its
 // descendant, whatever session or process group it moves to; it exits once
 // no descendant is left. baton sends it signals to pass on, a byte each, on
@@ -29,10 +33,23 @@ type supervisor struct {
 	// exited is set when the command has been reaped; killing once
 	// everything is to be killed, whatever appears.
 	exited, killing bool
+	// stopping is set once baton has passed on a signal: baton is stopping
+	// the tree and kills it at the end of its own grace, so what the
+	// command leaves when it exits keeps the rest of that grace. A shell
+	// that forks its program (dash does) dies of the SIGTERM its program
+	// traps; the program then finishes within --grace, not leftoverGrace.
+	stopping bool
+	// leftover kills what the command left, leftoverGrace after it exited
+	// by itself; nil until then.
+	leftover *time.Timer
 }
 
 // supervise runs the supervisor; it returns the command's exit status.
 func supervise(args []string) int {
+	foreground := len(args) > 0 && args[0] == "--foreground"
+	if foreground {
+		args = args[1:]
+	}
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
@@ -54,6 +71,10 @@ func supervise(args []string) int {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = commandAttr()
+	batonGroup, err := foregroundGroup(0)
+	if foreground = foreground && err == nil; foreground {
+		foregroundAttr(cmd.SysProcAttr, 0) // mutation:terminal-foreground
+	}
 	if err := startLocked(cmd); err != nil {
 		fmt.Fprintf(os.Stderr, "baton: %v\n", err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -70,16 +91,34 @@ func supervise(args []string) int {
 	// Reap every child until none is left: the command, and each orphan
 	// reparented here. A subreaper with no child has no descendant.
 	var status syscall.WaitStatus
+	options := 0
+	if foreground {
+		options = syscall.WUNTRACED
+	}
 	for {
 		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		pid, err := syscall.Wait4(-1, &ws, options, nil)
 		if err == syscall.EINTR {
 			continue
 		}
 		if err != nil {
 			break // ECHILD
 		}
+		if ws.Stopped() {
+			if pid == s.cmd && ws.StopSignal() == syscall.SIGTSTP {
+				// The terminal's Ctrl-Z. baton cannot stop with its
+				// command, as a shell's job would (its shell would take
+				// the terminal back while the command holds it), and a
+				// suspended command would hold its lock, term or claim
+				// at a standstill: it goes on.
+				_ = syscall.Kill(-s.cmd, syscall.SIGCONT) // mutation:terminal-stop-ignored
+			}
+			continue
+		}
 		if pid == s.cmd {
+			if foreground {
+				giveTerminalBack(0, s.cmd, batonGroup) // mutation:terminal-given-back
+			}
 			status = ws
 			s.commandExited()
 		}
@@ -108,24 +147,36 @@ func (s *supervisor) listen(lifeline io.Reader) {
 		if sig := syscall.Signal(b[0]); sig == syscall.SIGKILL {
 			s.kill()
 		} else {
-			s.mu.Lock()
-			s.signalTree(sig)
-			s.mu.Unlock()
+			s.pass(sig)
 		}
 	}
 }
 
+// pass passes on a signal of baton's to the whole tree. baton sends one only
+// to stop the tree, and follows it with SIGKILL when its grace ends: from
+// now on that grace, not leftoverGrace, bounds every process of the tree.
+func (s *supervisor) pass(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopping = true
+	if s.leftover != nil {
+		s.leftover.Stop()
+	}
+	s.signalTree(sig)
+}
+
 // commandExited asks what the command left running to end: SIGTERM, then
-// SIGKILL after leftoverGrace.
+// SIGKILL after leftoverGrace; unless baton is stopping the tree, which then
+// keeps the rest of baton's grace.
 func (s *supervisor) commandExited() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.exited = true
-	if s.killing {
+	if s.killing || s.stopping { // mutation:leftover-sweep-while-stopping
 		return
 	}
 	if s.signalTree(syscall.SIGTERM) > 0 {
-		time.AfterFunc(leftoverGrace, s.kill)
+		s.leftover = time.AfterFunc(leftoverGrace, s.kill)
 	}
 }
 
