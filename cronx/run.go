@@ -146,6 +146,14 @@ func (r *run) live() {
 		}
 		defer release()
 	}
+	// The session's context ends the run at its safe deadline, from a
+	// goroutine of its own: a deadline that has passed by now is asked of
+	// the session itself, so that nothing starts past it (G2).
+	if err := r.co.claims.sessions.holds(c.sess); err != nil { // mutation:start-past-deadline
+		r.cancel(err)
+		r.giveBack(c, err)
+		return
+	}
 	runAttempts(r, c, latency)
 }
 
@@ -161,7 +169,7 @@ func (r *run) giveBack(c held, why error) {
 		if !r.triggered() {
 			co.rep.notRun(r.job.name, r.tick, ReasonOvertaken, nil)
 		}
-	case c.sess.Context().Err() != nil:
+	case c.sess.Context().Err() != nil, errors.Is(why, election.ErrSessionExpired):
 		co.logger.Error(why, "cronx: not run: its claim was lost before it started", "job", r.job.name, "tick", r.tick)
 		if !r.triggered() {
 			co.rep.notRun(r.job.name, r.tick, ReasonEtcdUnavailable, why)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -520,5 +521,56 @@ func stopSparesTheRun(t *testing.T, done context.Context, ended <-chan error, d 
 	case <-done.Done():
 		t.Fatal("Stop's context was done while a run went on")
 	case <-time.After(d):
+	}
+}
+
+// TestNoRunStartsPastItsSessionsDeadline is G2 at a run's start: a claim
+// that holds, whose session is past its safe deadline by the time its run
+// would start (the session's own timer not yet served, as on a loaded
+// machine), does not start its job; the tick is given back.
+func TestNoRunStartsPastItsSessionsDeadline(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	ran := make(chan time.Time, 10)
+	fake := clock.NewFake(t0)
+	a := newFakeCron(t, fake, fake, WithSeconds(), WithEtcd(srv.Client(t)), WithName("pastdeadline"), WithMode(ClaimMode),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	var expired atomic.Bool
+	a.coord.claims.sessions.expired = expired.Load
+	a.AddJob("* * * * * *", Named("tick", ContextFunc(func(ctx context.Context) error {
+		info, _ := InfoFrom(ctx)
+		ran <- info.Tick
+		return nil
+	})))
+	a.Start()
+	first := t0.Add(time.Second)
+	if !fake.WaitDueBy(first, wait) {
+		t.Fatal("no timer armed for the first tick")
+	}
+	fake.Set(first)
+	if got := receive(t, ran, "the first tick's run"); !got.Equal(first) {
+		t.Fatalf("ran %v, want the first tick %v", got, first)
+	}
+	idleWithin(t, a.Cron, 10*time.Second, "after the first tick")
+
+	expired.Store(true)
+	tick := first.Add(time.Second)
+	if !fake.WaitDueBy(tick, wait) {
+		t.Fatal("no timer armed for the second tick")
+	}
+	fake.Set(tick)
+	// The loop arms the next tick's timer once it has fired this one.
+	if !fake.WaitDueBy(tick.Add(time.Second), wait) {
+		t.Fatal("the second tick did not fire")
+	}
+	idleWithin(t, a.Cron, 10*time.Second, "after the second tick")
+	select {
+	case got := <-ran:
+		t.Fatalf("the job ran tick %v under a session past its safe deadline", got)
+	default:
+	}
+	seq, _, _, err := election.LastClaim(context.Background(), srv.Client(t), newLayout(election.DefaultPrefix, "pastdeadline").last("tick"))
+	if err != nil || seq != first.UnixNano() {
+		t.Errorf("the job's claim key holds %d (%v), want the tick not run given back to the first, %d", seq, err, first.UnixNano())
 	}
 }

@@ -22,6 +22,10 @@ type runnerSession struct {
 	grant sync.Mutex // held while the session is replaced; never taken under mu
 	mu    sync.Mutex
 	sess  *election.Session
+
+	// expired, set by tests only, stands for a session whose safe deadline
+	// has passed while the session's own timer waits to be served.
+	expired func() bool
 }
 
 func newRunnerSession(co *coordinator) *runnerSession {
@@ -39,6 +43,16 @@ func (s *runnerSession) current() (*election.Session, bool) {
 		return nil, true
 	}
 	return s.sess, true
+}
+
+// holds is nil while sess, a claim's session, holds, and otherwise why it
+// does not: asked right before a job starts, since the session's context
+// is cancelled by a goroutine that a loaded machine can run late.
+func (s *runnerSession) holds(sess *election.Session) error {
+	if s.expired != nil && s.expired() {
+		return election.ErrSessionExpired
+	}
+	return sess.Err()
 }
 
 // get returns the session, making a new one when there is none or the last

@@ -77,6 +77,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "election", Run: "^TestSessionDeadlineFollowsAcknowledgedKeepalives$"}},
 	},
 	{
+		Name:   "session-err-ignores-deadline",
+		Breaks: "G2: work asks a session past its safe deadline whether it holds, before the session's timer is served, and starts",
+		Edits:  []edit{{Marker: "session-err-deadline", Old: "s.ctx.Err() == nil && !s.opts.clock.Now().Before(s.Deadline())", New: "false"}},
+		Tests:  []tests{{Pkg: "election", Run: "^TestSessionErrEndsASessionPastItsDeadline$"}},
+	},
+	{
 		Name:   "fence-not-increasing",
 		Breaks: "G2: the fencing token of a new term is not higher than its predecessor's",
 		Edits:  []edit{{Marker: "term-fence", Old: "Revision: rev", New: "Revision: 1"}},
@@ -139,6 +145,12 @@ var mutations = []mutation{
 		Breaks: "G3: a claim that comes back after Stop has given up waiting for it runs, after Stop returned, instead of being given back to the successor",
 		Edits:  []edit{{Marker: "late-claim", Old: "case r.ctx.Err() != nil:", New: "case false:"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestStopGivesBackAClaimThatComesBackLate$"}},
+	},
+	{
+		Name:   "start-past-deadline",
+		Breaks: "G2: a run whose claim's session is past its safe deadline, the session's timer not yet served, starts its job",
+		Edits:  []edit{{Marker: "start-past-deadline", Old: "err := r.co.claims.sessions.holds(c.sess); err != nil", New: "err := error(nil); err != nil"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoRunStartsPastItsSessionsDeadline$"}},
 	},
 	{
 		Name:   "remove-leaves-a-waiting-run",
