@@ -261,7 +261,7 @@ func (c *Cron) start() {
 // session: the context is done once it no longer does, so that the caller
 // may close the client then.
 func (c *Cron) Stop() context.Context {
-	idle, done := c.stopLocked()
+	idle, done := c.stopLocked(context.Background(), nil)
 	if done == nil {
 		return idle
 	}
@@ -269,33 +269,71 @@ func (c *Cron) Stop() context.Context {
 }
 
 // Shutdown stops the Cron as Stop does and waits until every run has
-// returned. If ctx ends first, it cancels the contexts of the runs still
-// going, with ErrShutdown as the cause, waits until they have returned,
-// and returns ctx's error, as http.Server.Shutdown does with its
-// connections. A job that does not read its context (a plain Job) holds
-// Shutdown up until it returns. A SIGTERM handler bounds a deploy's grace
-// with it:
+// returned and been recorded. If ctx ends first, it cancels the contexts
+// of the runs still going, with ErrShutdown as the cause, waits until their
+// jobs have returned, and returns ctx's error, as http.Server.Shutdown
+// does with its connections; what etcd has not answered by then (a record,
+// a resignation) is not waited for, and a log line says how many runs are
+// not recorded. A job that does not read its context (a plain Job) holds
+// Shutdown up until it returns. Called from inside a job, Shutdown does not
+// wait for the run it is called from. A SIGTERM handler bounds a deploy's
+// grace with it:
 //
 //	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 //	defer cancel()
 //	c.Shutdown(ctx)
 func (c *Cron) Shutdown(ctx context.Context) error {
-	done := c.Stop()
-	select {
-	case <-done.Done():
-		return nil
-	case <-ctx.Done():
+	inside := c.callsFromJob(ctx) // mutation:shutdown-inside
+	if inside {
+		c.runs.shutdownInside(1)
+		defer c.runs.shutdownInside(-1)
+	}
+	halted := make(chan struct{}) // no run starts from then on
+	stopped := make(chan (<-chan struct{}), 1)
+	go func() {
+		_, done := c.stopLocked(ctx, halted)
+		stopped <- done
+	}()
+	<-halted
+	if c.runs.await(ctx, c.runs.settled) {
+		select {
+		case done := <-stopped:
+			if done == nil || inside {
+				// The caller's client is in use until its own run ends.
+				return nil
+			}
+			select {
+			case <-done:
+				return nil
+			case <-ctx.Done():
+			}
+		case <-ctx.Done():
+		}
 	}
 	c.runs.interrupt()
-	<-done.Done()
+	c.runs.await(context.Background(), c.runs.returned) // mutation:shutdown-bound
+	if n := c.runs.unrecorded(); n > 0 {
+		c.logger.Error(ctx.Err(), "cronx: shut down before etcd recorded every run; their markers lapse with the session", "runs", n)
+	}
 	return ctx.Err()
 }
 
-// stopLocked stops the loop, gives up the runs that have not started, stops
-// coordinating, and returns the context of the runs in progress and, for a
-// client of the caller's, the channel that closes once the coordination is
-// done with it.
-func (c *Cron) stopLocked() (context.Context, <-chan struct{}) {
+// callsFromJob reports whether a call with ctx comes from inside one of c's
+// jobs: ctx is, or derives from, the context of one of c's runs, or it
+// names no run and the call comes from inside a job.
+func (c *Cron) callsFromJob(ctx context.Context) bool {
+	if r, ok := ctx.Value(runKey{}).(*run); ok {
+		return r.rs == c.runs
+	}
+	return inJob()
+}
+
+// stopLocked stops the loop, gives up the runs that have not started
+// (halted, if not nil, is closed then), stops coordinating, and returns the
+// context of the runs in progress and, for a client of the caller's, the
+// channel that closes once the coordination is done with it. ctx's end cuts
+// short the wait for the claims on the wire.
+func (c *Cron) stopLocked(ctx context.Context, halted chan<- struct{}) (context.Context, <-chan struct{}) {
 	c.runningMu.Lock()
 	defer c.runningMu.Unlock()
 	if c.running {
@@ -306,7 +344,10 @@ func (c *Cron) stopLocked() (context.Context, <-chan struct{}) {
 	// While this replica still leads, so that the runs whose claims hold
 	// start under their term, and those given back are before the
 	// resignation.
-	c.runs.stop(stopClaimWait)
+	c.runs.stop(ctx, stopClaimWait)
+	if halted != nil {
+		close(halted)
+	}
 	idle := c.runs.idle()
 	if c.coord == nil {
 		return idle, nil

@@ -53,7 +53,7 @@ func runAttempts(r *run, c held, latency time.Duration) {
 		}
 		start := co.clock.Now()
 		actx, timeout := withRunTimeout(actx, co.clock, r.job.policy.timeout)
-		err := runJob(actx, r.job.wrapped)
+		err := r.call(actx)
 		timedOut, err := timeout.stop(replacedError(actx, err))
 		end := co.clock.Now()
 		it := finishItem{job: r.job.name, tick: r.tick, triggered: r.triggered(), claim: c.claim, sess: c.sess,

@@ -3,6 +3,8 @@ package cronx
 import (
 	"context"
 	"errors"
+	"reflect"
+	"runtime"
 	"time"
 
 	"github.com/batonhq/baton/election"
@@ -79,16 +81,53 @@ func (r *run) goLocal(emit func(any), now func() time.Time) bool {
 		defer r.rs.end(r)
 		defer r.cancel(nil)
 		if emit == nil {
-			runJob(r.ctx, r.job.wrapped) // a plain Job's Run, as robfig/cron calls it
+			r.call(r.ctx) // a plain Job's Run, as robfig/cron calls it
 			return
 		}
 		start := now()
 		ev := RunStarted{Job: r.job.name, Tick: r.tick, Start: start, Lateness: start.Sub(r.tick)}
 		emit(ev)
-		err := runJob(r.ctx, r.job.wrapped)
+		err := r.call(r.ctx)
 		emit(runEnded(ev, now(), err))
 	}()
 	return true
+}
+
+// runKey is the context key of the run whose job the context was given to.
+type runKey struct{}
+
+// call calls r's job with ctx, counted among the jobs running, so that
+// Shutdown knows when they have returned and which run a call from inside
+// a job comes from.
+func (r *run) call(ctx context.Context) error {
+	r.rs.calling(1)
+	defer r.rs.calling(-1)
+	return runJob(context.WithValue(ctx, runKey{}, r), r.job.wrapped)
+}
+
+// callerName is the name of call's function, which is on the stack of any
+// goroutine that runs a job.
+var callerName = runtime.FuncForPC(reflect.ValueOf((*run).call).Pointer()).Name()
+
+// inJob reports whether the calling goroutine runs a job: whether call is
+// on its stack.
+func inJob() bool {
+	pcs := make([]uintptr, 64)
+	n := runtime.Callers(2, pcs)
+	for n == len(pcs) { // a deep stack: the job's call is at its bottom
+		pcs = make([]uintptr, 2*len(pcs))
+		n = runtime.Callers(2, pcs)
+	}
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if f.Function == callerName {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 // goCoordinated runs r, a coordinated run, in the background: its whole

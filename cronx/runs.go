@@ -50,6 +50,8 @@ type runs struct {
 	live     map[*run]struct{}
 	records  int  // runs ended and not yet recorded
 	stopping bool // Stop came: no run starts that had not
+	jobs     int  // jobs called and not yet returned
+	inside   int  // calls of Shutdown from inside this Cron's jobs, whose runs it does not wait for
 	changed  chan struct{}
 	idlers   []context.CancelFunc // contexts of Stop, done when nothing is left
 }
@@ -154,7 +156,59 @@ func (rs *runs) recorded() {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rs.records--
+	rs.notify()
 	rs.wakeIdlers()
+}
+
+// calling counts a job called (+1) or returned (-1).
+func (rs *runs) calling(d int) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.jobs += d
+	rs.notify()
+}
+
+// shutdownInside counts a call of Shutdown from inside one of this Cron's
+// jobs (+1) and its return (-1): the run that calls it cannot end while it
+// waits.
+func (rs *runs) shutdownInside(d int) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.inside += d
+	rs.notify()
+}
+
+// settled reports whether every run has ended and been recorded, but
+// those calling Shutdown; the caller holds mu.
+func (rs *runs) settled() bool { return len(rs.live) <= rs.inside && rs.records == 0 }
+
+// returned reports whether every job has returned, but those calling
+// Shutdown; the caller holds mu.
+func (rs *runs) returned() bool { return rs.jobs <= rs.inside }
+
+// await waits until cond, called with mu held, is true or ctx ends, and
+// reports whether cond came true.
+func (rs *runs) await(ctx context.Context, cond func() bool) bool {
+	for {
+		rs.mu.Lock()
+		ok, changed := cond(), rs.changed
+		rs.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// unrecorded is how many ended runs are not recorded yet.
+func (rs *runs) unrecorded() int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.records
 }
 
 // move sets r's stage; the caller holds mu.
@@ -169,11 +223,11 @@ func (rs *runs) notify() {
 	rs.changed = make(chan struct{})
 }
 
-// stop gives up every run that has not started and waits, up to d, until
-// each run is either started or gone: the claims on the wire have come back
-// (a run whose claim holds starts) and the claims of runs given up are given
-// back. From then on no run starts.
-func (rs *runs) stop(d time.Duration) {
+// stop gives up every run that has not started and waits, up to d or ctx's
+// end, until each run is either started or gone: the claims on the wire
+// have come back (a run whose claim holds starts) and the claims of runs
+// given up are given back. From then on no run starts.
+func (rs *runs) stop(ctx context.Context, d time.Duration) {
 	rs.mu.Lock()
 	rs.stopping = true
 	for r := range rs.live {
@@ -199,16 +253,24 @@ func (rs *runs) stop(d time.Duration) {
 		}
 		select {
 		case <-changed:
-		case <-deadline.C:
-			// Claims still on the wire are given back when they return.
-			rs.mu.Lock()
-			for r := range rs.live {
-				if r.stage != stageStarted {
-					r.cancel(errStopped)
-				}
-			}
-			rs.mu.Unlock()
+		case <-ctx.Done():
+			rs.giveUpUnstarted()
 			return
+		case <-deadline.C:
+			rs.giveUpUnstarted()
+			return
+		}
+	}
+}
+
+// giveUpUnstarted gives up every run that has not started: claims still on
+// the wire are given back when they return.
+func (rs *runs) giveUpUnstarted() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for r := range rs.live {
+		if r.stage != stageStarted {
+			r.cancel(errStopped)
 		}
 	}
 }

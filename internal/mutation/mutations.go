@@ -153,6 +153,24 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoRunStartsPastItsSessionsDeadline$"}},
 	},
 	{
+		Name:   "shutdown-waits-for-records",
+		Breaks: "G3: Shutdown whose context has ended waits for etcd to take every run's record, past its deadline, when etcd does not answer",
+		Edits:  []edit{{Marker: "shutdown-bound", Old: "c.runs.await(context.Background(), c.runs.returned)", New: "c.runs.await(context.Background(), c.runs.settled)"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestShutdownReturnsByItsContextsEndWhenEtcdDoesNotAnswer$"}},
+	},
+	{
+		Name:   "records-one-by-one",
+		Breaks: "a batch of records that etcd did not answer is tried again one run at a time, etcdTimeout each, and Stop's context waits for all of them",
+		Edits:  []edit{{Marker: "records-serial", Old: "rc.unrecorded(batch, err)", New: "for _, it := range batch { rc.finish(it) }"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestShutdownReturnsByItsContextsEndWhenEtcdDoesNotAnswer$"}},
+	},
+	{
+		Name:   "shutdown-waits-for-its-caller",
+		Breaks: "Shutdown called from inside a job waits for that job's own run, and never returns",
+		Edits:  []edit{{Marker: "shutdown-inside", Old: "inside := c.callsFromJob(ctx)", New: "inside := false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestShutdownFromInsideAJobReturns$"}},
+	},
+	{
 		Name:   "remove-leaves-a-waiting-run",
 		Breaks: "Remove: a run that fired and waits for its jitter starts after Remove returned",
 		Edits:  []edit{{Marker: "remove-waiting", Old: "c.runs.remove(id)", New: ""}},
