@@ -274,7 +274,8 @@ func (c *Cron) Stop() context.Context {
 // jobs have returned, and returns ctx's error, as http.Server.Shutdown
 // does with its connections; what etcd has not answered by then (a record,
 // a resignation) is not waited for, and a log line says how many runs are
-// not recorded. A job that does not read its context (a plain Job) holds
+// not recorded; a claim on the wire that Stop would await is given back if
+// ctx ends first. A job that does not read its context (a plain Job) holds
 // Shutdown up until it returns. Called from inside a job, Shutdown does not
 // wait for the run it is called from. A SIGTERM handler bounds a deploy's
 // grace with it:

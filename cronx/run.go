@@ -36,6 +36,7 @@ type run struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	stage  stage // guarded by rs.mu
+	called bool  // its job has been called; guarded by rs.mu
 }
 
 // jobRef is what a run needs of its entry, read when it fires.
@@ -100,8 +101,10 @@ type runKey struct{}
 // Shutdown knows when they have returned and which run a call from inside
 // a job comes from.
 func (r *run) call(ctx context.Context) error {
-	r.rs.calling(1)
-	defer r.rs.calling(-1)
+	if !r.rs.begin(r) {
+		return errStopped
+	}
+	defer r.rs.returning()
 	return runJob(context.WithValue(ctx, runKey{}, r), r.job.wrapped)
 }
 

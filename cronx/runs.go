@@ -160,11 +160,26 @@ func (rs *runs) recorded() {
 	rs.wakeIdlers()
 }
 
-// calling counts a job called (+1) or returned (-1).
-func (rs *runs) calling(d int) {
+// begin counts r's job called, and reports false for a retry once Stop
+// came: the first call of a run that started is Stop's to wait for, and no
+// job is called after Stop returns.
+func (rs *runs) begin(r *run) bool {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.jobs += d
+	if r.called && rs.stopping {
+		return false
+	}
+	r.called = true
+	rs.jobs++
+	rs.notify()
+	return true
+}
+
+// returning counts a job returned.
+func (rs *runs) returning() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.jobs--
 	rs.notify()
 }
 
@@ -242,7 +257,9 @@ func (rs *runs) stop(ctx context.Context, d time.Duration) {
 		rs.mu.Lock()
 		pending := 0
 		for r := range rs.live {
-			if r.stage != stageStarted {
+			// A run that started is awaited until its job is called: no
+			// job is called after Stop returns.
+			if r.stage != stageStarted || !r.called { // mutation:stop-before-call
 				pending++
 			}
 		}

@@ -574,3 +574,60 @@ func TestNoRunStartsPastItsSessionsDeadline(t *testing.T) {
 		t.Errorf("the job's claim key holds %d (%v), want the tick not run given back to the first, %d", seq, err, first.UnixNano())
 	}
 }
+
+// TestNoJobStartsAfterStopReturns: in claim mode, a run whose claim holds
+// when Stop comes, and whose job has not been called yet (its goroutine
+// not yet scheduled, held here at the session's check), has its job called
+// before Stop returns, not after.
+func TestNoJobStartsAfterStopReturns(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	fake := clock.NewFake(t0)
+	a := newFakeCron(t, fake, fake, WithSeconds(), WithEtcd(srv.Client(t)), WithName("stopcall"), WithMode(ClaimMode),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	returned := make(chan struct{})
+	var calledAfterStop atomic.Bool
+	// The run's goroutine is held between its claim and its job's call
+	// until Stop has returned, or for at most 200 ms after Stop came: Stop
+	// waits for the call (up to stopClaimWait), so only a Stop that does
+	// not wait returns while the run is held.
+	a.coord.claims.sessions.expired = func() bool {
+		limit := time.After(10 * time.Second)
+		for {
+			a.runs.mu.Lock()
+			stopping := a.runs.stopping
+			a.runs.mu.Unlock()
+			if stopping {
+				break
+			}
+			select {
+			case <-limit:
+				return false
+			case <-time.After(time.Millisecond):
+			}
+		}
+		select {
+		case <-returned:
+			calledAfterStop.Store(true)
+		case <-time.After(200 * time.Millisecond):
+		}
+		return false
+	}
+	ran := make(chan struct{}, 1)
+	a.AddJob("* * * * * *", Named("tick", FuncJob(func() { ran <- struct{}{} })))
+	a.Start()
+	tick := t0.Add(time.Second)
+	if !fake.WaitDueBy(tick, wait) {
+		t.Fatal("no timer armed for the tick")
+	}
+	fake.Set(tick)
+	eventually(t, wait, func() (bool, string) {
+		return slices.Contains(runsIn(a.Cron), stageStarted), fmt.Sprintf("the tick's claim did not hold: stages %v", runsIn(a.Cron))
+	})
+	a.Stop()
+	close(returned)
+	receive1(t, ran, "the run whose claim held")
+	if calledAfterStop.Load() {
+		t.Error("the job of a run whose claim held was called after Stop returned")
+	}
+}

@@ -171,6 +171,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestShutdownFromInsideAJobReturns$"}},
 	},
 	{
+		Name:   "stop-returns-before-the-call",
+		Breaks: "G3: a run whose claim held when Stop came has its job called after Stop returned",
+		Edits:  []edit{{Marker: "stop-before-call", Old: "r.stage != stageStarted || !r.called", New: "r.stage != stageStarted"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoJobStartsAfterStopReturns$"}},
+	},
+	{
 		Name:   "remove-leaves-a-waiting-run",
 		Breaks: "Remove: a run that fired and waits for its jitter starts after Remove returned",
 		Edits:  []edit{{Marker: "remove-waiting", Old: "c.runs.remove(id)", New: ""}},
