@@ -213,7 +213,9 @@
 // With etcd, each tick of a job runs once in the whole cluster, however many
 // replicas of the program run the same Cron. Setting BATON_ETCD_ENDPOINTS
 // (a comma list) turns it on for a plain New after the import swap, with one
-// log line naming the scheduler, mode and instance; WithEtcd or WithElector
+// log line naming the scheduler, mode and instance (through the Cron's Logger
+// when WithLogger or WithSlog chose one; else through log/slog's default
+// logger, since DefaultLogger prints no Info); WithEtcd or WithElector
 // do it from code, and the other BATON_* variables (prefix, identity, TTL,
 // TLS, auth) apply as in package election. Explicit options win.
 //
@@ -349,9 +351,11 @@
 // claim mode any replica that has the job runs it.
 //
 // A Cron that makes its client from the environment connects in the
-// background: Start never waits for etcd. While etcd does not answer (or
+// background: Start never waits for etcd. Each attempt makes a client and
+// reads one key through it, within the dial timeout (5 s by default), since
+// a client is made without a word to etcd. While etcd does not answer (or
 // refuses the credentials), it tries again with backoff, logs each new
-// failure, runs nothing, and Status, Pause and Trigger return
+// failure through the Cron's Logger, runs nothing, and Status, Pause and Trigger return
 // ErrEtcdUnreachable; it schedules as soon as etcd answers. Before Start and
 // after Stop they use a client of their own.
 //

@@ -177,6 +177,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoJobStartsAfterStopReturns$"}},
 	},
 	{
+		Name:   "connect-without-probe",
+		Breaks: "G6: a Cron whose BATON_ETCD_ENDPOINTS nobody answers logs nothing and Status does not say ErrEtcdUnreachable",
+		Edits:  []edit{{Marker: "connect-probe", Old: "_, err := cli.Get(pctx, cn.sc.keys.jobs, clientv3.WithCountOnly(), clientv3.WithLimit(1))", New: "err := pctx.Err()"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestUnansweredEndpointIsLoggedAndReported$"}},
+	},
+	{
 		Name:   "remove-leaves-a-waiting-run",
 		Breaks: "Remove: a run that fired and waits for its jitter starts after Remove returned",
 		Edits:  []edit{{Marker: "remove-waiting", Old: "c.runs.remove(id)", New: ""}},
