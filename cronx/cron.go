@@ -164,12 +164,23 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 func (c *Cron) Entries() []Entry {
 	c.runningMu.Lock()
 	defer c.runningMu.Unlock()
-	if c.running {
-		reply := make(chan []Entry, 1)
-		c.loop.snapshot <- reply
-		return <-reply
+	if !c.running {
+		return c.loop.entrySnapshot()
 	}
-	return c.loop.entrySnapshot()
+	reply := make(chan []Entry, 1)
+	c.loop.snapshot <- reply
+	entries := <-reply
+	if c.coord != nil && !c.coord.scheduling() {
+		// A follower's loop keeps the Next its entries had when it last
+		// scheduled; the schedule still says when the job runs next.
+		now := c.now()
+		for i, e := range entries {
+			if !e.Next.IsZero() && !e.Next.After(now) { // mutation:follower-next
+				entries[i].Next = e.Schedule.Next(now)
+			}
+		}
+	}
+	return entries
 }
 
 // Entry returns a copy of the entry with the given ID, or the zero Entry

@@ -183,6 +183,24 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestUnansweredEndpointIsLoggedAndReported$"}},
 	},
 	{
+		Name:   "parse-error-wrapped",
+		Breaks: "drop-in: a spec that does not parse gets an error whose text is not robfig/cron's",
+		Edits:  []edit{{Marker: "parse-error-robfigs", Old: "return nil, err", New: "return nil, fmt.Errorf(\"cronx: parse %q: %w\", spec, err)"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestParseErrorsAreRobfigs$"}},
+	},
+	{
+		Name:   "catch-up-shown-as-prev",
+		Breaks: "drop-in: right after Start, Entries shows as Prev a tick that a new leader's catch-up fired and did not run",
+		Edits:  []edit{{Marker: "catch-up-prev", Old: "e.caughtUp = t", New: "e.Prev = t"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestEntriesShowNoPrevForATickThatDidNotRun$"}},
+	},
+	{
+		Name:   "follower-next-in-the-past",
+		Breaks: "drop-in: a follower's Entries show a Next gone by",
+		Edits:  []edit{{Marker: "follower-next", Old: "!e.Next.IsZero() && !e.Next.After(now)", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestFollowersEntriesShowANextAhead$"}},
+	},
+	{
 		Name:   "remove-leaves-a-waiting-run",
 		Breaks: "Remove: a run that fired and waits for its jitter starts after Remove returned",
 		Edits:  []edit{{Marker: "remove-waiting", Old: "c.runs.remove(id)", New: ""}},
