@@ -11,7 +11,8 @@
 // VerbosePrintfLogger, DefaultLogger, DiscardLogger, Parser, NewParser,
 // ParseOption and its constants (Second, Minute, ..., Descriptor),
 // SpecSchedule, ConstantDelaySchedule, Every and EntryID. ParseStandard is
-// robfig's with an error that names the spec. Recover, DelayIfStillRunning
+// robfig's, errors included, except that a spec robfig's parser panics on is
+// an error. Recover, DelayIfStillRunning
 // and SkipIfStillRunning are robfig's for a plain Job; for a ContextJob they
 // pass its context through (see Cluster coordination). Entry has robfig's
 // fields but is a type of its own, as it also carries the job's cluster name.
@@ -76,9 +77,9 @@
 //	defer cancel()
 //	c.Shutdown(ctx)
 //
-// AddFunc and AddJob return an error, naming the spec, when the spec does not
-// parse; nothing is added then. The reason is robfig's parser's; a spec it
-// would panic on (a CRON_TZ= with no schedule after it) is an error too. A
+// AddFunc and AddJob return robfig's parser's error, word for word, when the
+// spec does not parse; nothing is added then. A spec it would panic on (a
+// CRON_TZ= with no schedule after it) is an error that names the spec. A
 // Parser's own Parse method is robfig's, panic included.
 //
 // # Spec format
