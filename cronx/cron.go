@@ -263,9 +263,9 @@ func (c *Cron) start() {
 // a slot to send its claim in. Under coordination its claim, if it has one,
 // is given back, so that another replica runs its tick (in leader mode the
 // successor, which takes over once this replica has resigned). A claim on
-// the wire when Stop comes is awaited, for up to the round trip's timeout:
-// if it holds, its run starts before Stop returns; one that comes back
-// later still is given back. A leader then resigns at once.
+// the wire when Stop comes is awaited, for up to half a second: if it
+// holds, its job is called before Stop returns; one that comes back later
+// still is given back. A leader then resigns at once.
 //
 // A Cron coordinated through a client of the caller's (WithEtcd,
 // WithElector) uses it a moment longer, to record the runs and revoke its

@@ -406,9 +406,13 @@
 // gives way to that tick without starting (ReasonOvertaken). A run that
 // loses its claim's session while it waits does not start
 // (ReasonEtcdUnavailable); one whose replica stops or gives up its term
-// while it waits does not start either, and is logged as an error: that
-// tick is claimed and not run. A trigger of a Replace job is claimed as
-// under Forbid, and replaces nothing.
+// while it waits does not start either, and its claim is given back, so
+// that the successor runs the tick. A trigger of a Replace job replaces
+// as a tick does: the run in progress, a tick's or another trigger's, is
+// cancelled with ErrReplaced, and the job's next tick or trigger replaces
+// the triggered run in turn. Of a burst of triggers, each run still waiting
+// when a later one is claimed gives way to it without starting, and its
+// request is done with: the burst costs what its runs cost.
 //
 // WithTimeout(d) ends each run's context d after it started, on the
 // replica that runs it, with ErrTimeout as the cause; the run is recorded

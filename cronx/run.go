@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
 )
 
 // run is one run of a job, a tick of its schedule or a trigger, from the
@@ -211,6 +212,11 @@ func (r *run) giveBack(c held, why error) {
 		if !r.triggered() {
 			co.rep.notRun(r.job.name, r.tick, ReasonOvertaken, nil)
 		}
+		// The later run stands for this one: only the marker goes. Given
+		// back, a trigger's request would be claimed again, and replace
+		// the later run in turn, for as long as a burst of them lasts.
+		r.release(c) // mutation:replaced-released
+		return
 	case c.sess.Context().Err() != nil, errors.Is(why, election.ErrSessionExpired):
 		co.logger.Error(why, "cronx: not run: its claim was lost before it started", "job", r.job.name, "tick", r.tick)
 		if !r.triggered() {
@@ -220,6 +226,19 @@ func (r *run) giveBack(c held, why error) {
 		co.logger.Info("cronx: claimed but not started; given back", "job", r.job.name, "tick", r.tick, "why", why)
 	}
 	co.claims.giveBack(r, c)
+}
+
+// release deletes the marker of a run that gave way to a later one, within
+// withdrawTimeout; a marker etcd does not delete is retried while its
+// session lives.
+func (r *run) release(c held) {
+	co := r.co
+	ctx, cancel := context.WithTimeout(context.Background(), withdrawTimeout)
+	defer cancel()
+	if err := claims.Release(ctx, co.conn.etcd(), c.claim); err != nil {
+		co.logger.Error(err, "cronx: release the marker of a run that gave way", "job", r.job.name, "tick", r.tick)
+		co.rec.releaseLater(finishItem{job: r.job.name, tick: r.tick, claim: c.claim, sess: c.sess})
+	}
 }
 
 // info is the Info of r's attempt, as its job sees it.

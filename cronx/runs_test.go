@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The tests of a run's life where it meets Stop, Remove, Shutdown and
@@ -629,5 +630,71 @@ func TestNoJobStartsAfterStopReturns(t *testing.T) {
 	receive1(t, ran, "the run whose claim held")
 	if calledAfterStop.Load() {
 		t.Error("the job of a run whose claim held was called after Stop returned")
+	}
+}
+
+// TestBurstOfTriggersOfAReplaceJobCostsItsRuns: thirty triggers at once of
+// a Replace job settle as their runs do: each run still waiting when a
+// later one is claimed gives way to it, and its request is not put back to
+// be claimed again. The job's keys change a few times per trigger.
+func TestBurstOfTriggersOfAReplaceJobCostsItsRuns(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	fake := clock.NewFake(t0)
+	fc := newFakeCron(t, fake, fake, WithEtcd(cli), WithName("burst"),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	var runs atomic.Int32
+	fc.AddJob("0 0 1 1 *", Named("job", ContextFunc(func(ctx context.Context) error {
+		runs.Add(1)
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+		return nil
+	}), WithOverlap(Replace)))
+	fc.Start()
+	t.Cleanup(func() { shutdown(t, fc.Cron, "a") })
+	eventually(t, wait, func() (bool, string) { return fc.coord.scheduling(), "the Cron does not lead" })
+
+	jobs := election.DefaultPrefix + "/jobs/burst/"
+	resp, err := cli.Get(context.Background(), jobs, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var changes atomic.Int64
+	watch := cli.Watch(wctx, jobs, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	go func() {
+		for wr := range watch {
+			changes.Add(int64(len(wr.Events)))
+		}
+	}()
+	const n = 30
+	began := time.Now()
+	for range n {
+		if err := fc.Trigger(context.Background(), "job"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	layout := newLayout(election.DefaultPrefix, "burst")
+	eventually(t, 30*time.Second, func() (bool, string) {
+		resp, err := cli.Txn(context.Background()).Then(
+			clientv3.OpGet(jobs+".trigger/", clientv3.WithPrefix(), clientv3.WithCountOnly()),
+			clientv3.OpGet(layout.running("job"), clientv3.WithPrefix(), clientv3.WithCountOnly())).Commit()
+		if err != nil {
+			return false, err.Error()
+		}
+		requests, markers := resp.Responses[0].GetResponseRange().Count, resp.Responses[1].GetResponseRange().Count
+		return requests == 0 && markers == 0 && len(runsIn(fc.Cron)) == 0,
+			fmt.Sprintf("%d requests and %d markers left, %d runs alive, after %d changes", requests, markers, len(runsIn(fc.Cron)), changes.Load())
+	})
+	t.Logf("%d triggers: %d runs, %d changes of the job's keys, settled in %v", n, runs.Load(), changes.Load(), time.Since(began).Round(time.Millisecond))
+	if got := changes.Load(); got > 10*n {
+		t.Errorf("%d triggers changed the job's keys %d times, want at most %d: requests given way were claimed again", n, got, 10*n)
+	}
+	if got := runs.Load(); got < 1 || got > n {
+		t.Errorf("%d triggers ran the job %d times, want from 1 to %d", n, got, n)
 	}
 }

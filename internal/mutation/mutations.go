@@ -201,6 +201,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestFollowersEntriesShowANextAhead$"}},
 	},
 	{
+		Name:   "replaced-given-back",
+		Breaks: "a triggered run of a Replace job that gave way to a later one puts its request back, and a burst of triggers churns etcd for seconds",
+		Edits:  []edit{{Marker: "replaced-released", Old: "r.release(c)", New: "co.claims.giveBack(r, c)"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBurstOfTriggersOfAReplaceJobCostsItsRuns$"}},
+	},
+	{
 		Name:   "remove-leaves-a-waiting-run",
 		Breaks: "Remove: a run that fired and waits for its jitter starts after Remove returned",
 		Edits:  []edit{{Marker: "remove-waiting", Old: "c.runs.remove(id)", New: ""}},
