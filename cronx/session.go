@@ -71,14 +71,14 @@ func (s *runnerSession) get(ctx context.Context) (*election.Session, error) {
 		return nil, err
 	}
 	if old != nil {
+		// The lost session's lease is not revoked: a job of a run under it
+		// may not have returned yet, since its context ended, and its
+		// marker must stay until the server expires the lease, at least
+		// the margin after the safe deadline, lest another run of a Forbid
+		// job start beside it. The keepalives ended with the session.
 		s.mu.Lock()
-		s.sess = nil
+		s.sess = nil // mutation:lost-not-revoked
 		s.mu.Unlock()
-		co.work.add()
-		go func() {
-			defer co.work.done()
-			closeQuietly(old)
-		}()
 	}
 	sctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()

@@ -207,6 +207,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestBurstOfTriggersOfAReplaceJobCostsItsRuns$"}},
 	},
 	{
+		Name:   "lost-session-revoked",
+		Breaks: "G2: a replica whose session was lost revokes its lease as it makes a new one, and a Forbid job's next tick starts beside a run whose job has not returned, inside the margin",
+		Edits:  []edit{{Marker: "lost-not-revoked", Old: "s.sess = nil", New: "s.sess = nil; go closeQuietly(old)"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestLostSessionKeepsItsMarkersUntilTheServerExpiresThem$"}},
+	},
+	{
 		Name:   "remove-leaves-a-waiting-run",
 		Breaks: "Remove: a run that fired and waits for its jitter starts after Remove returned",
 		Edits:  []edit{{Marker: "remove-waiting", Old: "c.runs.remove(id)", New: ""}},
