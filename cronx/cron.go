@@ -295,10 +295,10 @@ func (c *Cron) Stop() context.Context {
 //	defer cancel()
 //	c.Shutdown(ctx)
 func (c *Cron) Shutdown(ctx context.Context) error {
-	inside := c.callsFromJob(ctx) // mutation:shutdown-inside
+	caller, inside := c.callerOf(ctx) // mutation:shutdown-inside
 	if inside {
-		c.runs.shutdownInside(1)
-		defer c.runs.shutdownInside(-1)
+		c.runs.shutdownInside(caller, 1)
+		defer c.runs.shutdownInside(caller, -1)
 	}
 	halted := make(chan struct{}) // no run starts from then on
 	stopped := make(chan (<-chan struct{}), 1)
@@ -330,14 +330,15 @@ func (c *Cron) Shutdown(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// callsFromJob reports whether a call with ctx comes from inside one of c's
-// jobs: ctx is, or derives from, the context of one of c's runs, or it
-// names no run and the call comes from inside a job.
-func (c *Cron) callsFromJob(ctx context.Context) bool {
+// callerOf reports whether a call with ctx comes from inside one of c's
+// jobs, and from which run if ctx names it: ctx is, or derives from, the
+// context of one of c's runs, or it names no run and the call comes from
+// inside a job.
+func (c *Cron) callerOf(ctx context.Context) (*run, bool) {
 	if r, ok := ctx.Value(runKey{}).(*run); ok {
-		return r.rs == c.runs
+		return r, r.rs == c.runs
 	}
-	return inJob()
+	return nil, inJob()
 }
 
 // stopLocked stops the loop, gives up the runs that have not started

@@ -38,6 +38,7 @@ type run struct {
 	cancel context.CancelCauseFunc
 	stage  stage // guarded by rs.mu
 	called bool  // its job has been called; guarded by rs.mu
+	inJob  bool  // its job runs now; guarded by rs.mu
 }
 
 // jobRef is what a run needs of its entry, read when it fires.
@@ -105,7 +106,7 @@ func (r *run) call(ctx context.Context) error {
 	if !r.rs.begin(r) {
 		return errStopped
 	}
-	defer r.rs.returning()
+	defer r.rs.returning(r)
 	return runJob(context.WithValue(ctx, runKey{}, r), r.job.wrapped)
 }
 

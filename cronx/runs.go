@@ -50,10 +50,14 @@ type runs struct {
 	live     map[*run]struct{}
 	records  int  // runs ended and not yet recorded
 	stopping bool // Stop came: no run starts that had not
-	jobs     int  // jobs called and not yet returned
-	inside   int  // calls of Shutdown from inside this Cron's jobs, whose runs it does not wait for
-	changed  chan struct{}
-	idlers   []context.CancelFunc // contexts of Stop, done when nothing is left
+	// The calls of Shutdown from inside this Cron's jobs, whose runs it
+	// does not wait for: those whose context names the run, and those
+	// known only to come from inside a job.
+	callers map[*run]int
+	unnamed int
+
+	changed chan struct{}
+	idlers  []context.CancelFunc // contexts of Stop, done when nothing is left
 }
 
 func newRuns() *runs {
@@ -160,7 +164,7 @@ func (rs *runs) recorded() {
 	rs.wakeIdlers()
 }
 
-// begin counts r's job called, and reports false for a retry once Stop
+// begin marks r's job called, and reports false for a retry once Stop
 // came: the first call of a run that started is Stop's to wait for, and no
 // job is called after Stop returns.
 func (rs *runs) begin(r *run) bool {
@@ -169,37 +173,62 @@ func (rs *runs) begin(r *run) bool {
 	if r.called && rs.stopping {
 		return false
 	}
-	r.called = true
-	rs.jobs++
+	r.called, r.inJob = true, true
 	rs.notify()
 	return true
 }
 
-// returning counts a job returned.
-func (rs *runs) returning() {
+// returning marks r's job returned.
+func (rs *runs) returning(r *run) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.jobs--
+	r.inJob = false
 	rs.notify()
 }
 
 // shutdownInside counts a call of Shutdown from inside one of this Cron's
-// jobs (+1) and its return (-1): the run that calls it cannot end while it
-// waits.
-func (rs *runs) shutdownInside(d int) {
+// jobs (d +1) and its return (d -1): from inside r's job, or, with r nil,
+// from inside a job that the call's context does not name. The run that
+// calls it cannot end while it waits.
+func (rs *runs) shutdownInside(r *run, d int) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.inside += d
+	if r == nil { // mutation:shutdown-caller-named
+		rs.unnamed += d
+	} else {
+		if rs.callers == nil {
+			rs.callers = map[*run]int{}
+		}
+		if rs.callers[r] += d; rs.callers[r] == 0 {
+			delete(rs.callers, r)
+		}
+	}
 	rs.notify()
 }
 
 // settled reports whether every run has ended and been recorded, but
 // those calling Shutdown; the caller holds mu.
-func (rs *runs) settled() bool { return len(rs.live) <= rs.inside && rs.records == 0 }
+func (rs *runs) settled() bool {
+	return rs.records == 0 && rs.count(func(*run) bool { return true }) <= rs.unnamed
+}
 
 // returned reports whether every job has returned, but those calling
 // Shutdown; the caller holds mu.
-func (rs *runs) returned() bool { return rs.jobs <= rs.inside }
+func (rs *runs) returned() bool {
+	return rs.count(func(r *run) bool { return r.inJob }) <= rs.unnamed
+}
+
+// count counts the live runs that match and call no Shutdown named by its
+// context; the caller holds mu.
+func (rs *runs) count(match func(*run) bool) int {
+	n := 0
+	for r := range rs.live {
+		if rs.callers[r] == 0 && match(r) {
+			n++
+		}
+	}
+	return n
+}
 
 // await waits until cond, called with mu held, is true or ctx ends, and
 // reports whether cond came true.

@@ -144,3 +144,45 @@ func TestShutdownFromInsideAJobReturns(t *testing.T) {
 		}
 	}
 }
+
+// TestShutdownGivenAJobsContextWaitsForTheOtherRuns: a job that hands its
+// context to a goroutine calling Shutdown, and returns, leaves out of the
+// wait only its own run: Shutdown still waits for another run in progress.
+func TestShutdownGivenAJobsContextWaitsForTheOtherRuns(t *testing.T) {
+	t.Parallel()
+	fake := clock.NewFake(t0)
+	fc := newFakeCron(t, fake, fake, WithSeconds())
+	release := make(chan struct{})
+	longStarted := make(chan struct{}, 1)
+	shut := make(chan error, 1)
+	mustAdd(t, fc.Cron, "* * * * * *", Named("long", FuncJob(func() {
+		longStarted <- struct{}{}
+		<-release
+	})))
+	first := true
+	mustAdd(t, fc.Cron, "* * * * * *", Named("stopper", ContextFunc(func(ctx context.Context) error {
+		if first {
+			first = false
+			go func() { shut <- fc.Shutdown(ctx) }()
+		}
+		return nil
+	})))
+	fc.Start()
+	fc.step(t)
+	receive1(t, longStarted, "the long run")
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned (%v) while a run was in progress", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case err := <-shut:
+		// The job's context, Shutdown's, ended with the job's run.
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Shutdown = %v, want its context's error", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("Shutdown did not return once the runs had")
+	}
+}

@@ -167,7 +167,7 @@ var mutations = []mutation{
 	{
 		Name:   "shutdown-waits-for-its-caller",
 		Breaks: "Shutdown called from inside a job waits for that job's own run, and never returns",
-		Edits:  []edit{{Marker: "shutdown-inside", Old: "inside := c.callsFromJob(ctx)", New: "inside := false"}},
+		Edits:  []edit{{Marker: "shutdown-inside", Old: "caller, inside := c.callerOf(ctx)", New: "caller, inside := (*run)(nil), false"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestShutdownFromInsideAJobReturns$"}},
 	},
 	{
@@ -211,6 +211,12 @@ var mutations = []mutation{
 		Breaks: "G2: a replica whose session was lost revokes its lease as it makes a new one, and a Forbid job's next tick starts beside a run whose job has not returned, inside the margin",
 		Edits:  []edit{{Marker: "lost-not-revoked", Old: "s.sess = nil", New: "s.sess = nil; go closeQuietly(old)"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestLostSessionKeepsItsMarkersUntilTheServerExpiresThem$"}},
+	},
+	{
+		Name:   "shutdown-caller-counted",
+		Breaks: "Shutdown given a job's context leaves any one run out of its wait, not that job's: it returns while another run is in progress",
+		Edits:  []edit{{Marker: "shutdown-caller-named", Old: "if r == nil {", New: "if true {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestShutdownGivenAJobsContextWaitsForTheOtherRuns$"}},
 	},
 	{
 		Name:   "remove-leaves-a-waiting-run",
