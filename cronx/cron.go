@@ -283,10 +283,12 @@ func (c *Cron) Stop() context.Context {
 // returned and been recorded. If ctx ends first, it cancels the contexts
 // of the runs still going, with ErrShutdown as the cause, waits until their
 // jobs have returned, and returns ctx's error, as http.Server.Shutdown
-// does with its connections; what etcd has not answered by then (a record,
-// a resignation) is not waited for, and a log line says how many runs are
-// not recorded; a claim on the wire that Stop would await is given back if
-// ctx ends first. A job that does not read its context (a plain Job) holds
+// does with its connections; the records etcd has not taken by then are
+// not waited for, and a log line says how many runs are not recorded. A
+// claim on the wire that Stop would await is given back if ctx ends first,
+// but a leader's resignation is awaited as by Stop (up to three seconds
+// while etcd does not answer), so that a process which exits next hands
+// over at once. A job that does not read its context (a plain Job) holds
 // Shutdown up until it returns. Called from inside a job, Shutdown does not
 // wait for the run it is called from. A SIGTERM handler bounds a deploy's
 // grace with it:
@@ -307,23 +309,26 @@ func (c *Cron) Shutdown(ctx context.Context) error {
 		stopped <- done
 	}()
 	<-halted
-	if c.runs.await(ctx, c.runs.settled) {
+	settled := c.runs.await(ctx, c.runs.settled)
+	if !settled {
+		c.runs.interrupt()
+		c.runs.await(context.Background(), c.runs.returned) // mutation:shutdown-bound
+	}
+	// Stop's own part is not cut short, since the process may exit next: a
+	// leader's resignation, which lets the successor take over at once,
+	// within resignWait.
+	done := <-stopped // mutation:shutdown-resigns
+	if settled {
+		if done == nil || inside {
+			// The caller's client is in use until its own run ends.
+			return nil
+		}
 		select {
-		case done := <-stopped:
-			if done == nil || inside {
-				// The caller's client is in use until its own run ends.
-				return nil
-			}
-			select {
-			case <-done:
-				return nil
-			case <-ctx.Done():
-			}
+		case <-done:
+			return nil
 		case <-ctx.Done():
 		}
 	}
-	c.runs.interrupt()
-	c.runs.await(context.Background(), c.runs.returned) // mutation:shutdown-bound
 	if n := c.runs.unrecorded(); n > 0 {
 		c.logger.Error(ctx.Err(), "cronx: shut down before etcd recorded every run; their markers lapse with the session", "runs", n)
 	}

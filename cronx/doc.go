@@ -254,10 +254,10 @@
 //
 //   - Shutdown stops as Stop does, and when its context ends cancels the
 //     runs still going, with ErrShutdown, waits for their jobs to return
-//     and returns: what etcd has not answered by then (a record, the
-//     resignation) is not waited for, and a log line counts the runs not
-//     recorded. Called from inside a job, it does not wait for the run it
-//     is called from.
+//     and returns: the records etcd has not taken by then are not waited
+//     for, and a log line counts the runs not recorded; a leader's
+//     resignation is awaited as by Stop. Called from inside a job, it does
+//     not wait for the run it is called from.
 //
 //   - A run's term, ended before the run started, gives it up; once started
 //     it goes on under its claim, whose loss (the replica's lease lost, a

@@ -12,6 +12,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The tests of Shutdown's bound: by its context's end, whatever etcd does,
@@ -20,15 +21,32 @@ import (
 // TestShutdownReturnsByItsContextsEndWhenEtcdDoesNotAnswer: forty runs have
 // returned, and etcd, cut off, does not take their records; Shutdown with a
 // two-second context returns by then, rather than wait for each record,
-// and says in a log line that runs are not recorded.
+// and says in a log line that runs are not recorded. A leader waits, as
+// Stop does, up to resignWait for its resignation, and no longer.
 func TestShutdownReturnsByItsContextsEndWhenEtcdDoesNotAnswer(t *testing.T) {
 	t.Parallel()
+	const bound = 2 * time.Second
+	for _, tc := range []struct {
+		mode   Mode
+		within time.Duration
+	}{
+		{ClaimMode, bound},
+		{LeaderMode, max(bound, resignWait)},
+	} {
+		t.Run(tc.mode.String(), func(t *testing.T) {
+			t.Parallel()
+			shutdownWithEtcdCutOff(t, tc.mode, bound, tc.within)
+		})
+	}
+}
+
+func shutdownWithEtcdCutOff(t *testing.T, mode Mode, bound, within time.Duration) {
 	srv := etcdtest.Shared(t)
 	proxy := etcdtest.NewProxy(t, srv.Addr())
 	fake := clock.NewFake(t0)
 	logs := &lockedBuffer{}
 	c := New(withClock(fake), WithLocation(time.UTC), WithSeconds(), WithSlog(slog.New(slog.NewTextHandler(logs, nil))),
-		WithEtcd(srv.NewClient(t, proxy.Endpoint())), WithName("shutbound"),
+		WithEtcd(srv.NewClient(t, proxy.Endpoint())), WithName("shutbound"+mode.String()), WithMode(mode),
 		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
 	t.Cleanup(func() {
 		proxy.Pass()
@@ -49,7 +67,9 @@ func TestShutdownReturnsByItsContextsEndWhenEtcdDoesNotAnswer(t *testing.T) {
 		})))
 	}
 	c.Start()
-	eventually(t, wait, func() (bool, string) { return c.coord.scheduling(), "the replica does not lead" })
+	if mode == LeaderMode {
+		eventually(t, wait, func() (bool, string) { return c.coord.scheduling(), "the replica does not lead" })
+	}
 	tick := t0.Add(time.Second)
 	if !fake.WaitDueBy(tick, wait) {
 		t.Fatal("no timer armed for the tick")
@@ -64,7 +84,6 @@ func TestShutdownReturnsByItsContextsEndWhenEtcdDoesNotAnswer(t *testing.T) {
 		receive1(t, returned, fmt.Sprintf("return %d of %d", i+1, n))
 	}
 
-	const bound = 2 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	began := time.Now()
@@ -73,7 +92,7 @@ func TestShutdownReturnsByItsContextsEndWhenEtcdDoesNotAnswer(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Shutdown = %v, want its context's error: etcd took no record", err)
 	}
-	if took > bound+time.Second {
+	if took > within+time.Second {
 		t.Errorf("Shutdown took %v with a context of %v: it waited for etcd", took.Round(time.Millisecond), bound)
 	}
 	if !strings.Contains(logs.String(), "shut down before etcd recorded every run") {
@@ -85,7 +104,7 @@ func TestShutdownReturnsByItsContextsEndWhenEtcdDoesNotAnswer(t *testing.T) {
 		left := c.runs.unrecorded()
 		return left == 0, fmt.Sprintf("%d of %d records still waited for, one by one", left, n)
 	})
-	t.Logf("records given up %v after Shutdown began", time.Since(began).Round(time.Millisecond))
+	t.Logf("Shutdown returned after %v; records given up %v after it began", took.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 }
 
 // receive1 waits for a value on ch, and fails the test if none comes
@@ -184,5 +203,31 @@ func TestShutdownGivenAJobsContextWaitsForTheOtherRuns(t *testing.T) {
 		}
 	case <-time.After(wait):
 		t.Fatal("Shutdown did not return once the runs had")
+	}
+}
+
+// TestShutdownPastItsContextStillResigns: a leader shut down with no time
+// left (baton crontab's SIGTERM, which gives its commands their grace
+// itself) has resigned when Shutdown returns, so that a process exiting
+// next hands over at once rather than after the TTL.
+func TestShutdownPastItsContextStillResigns(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	fake := clock.NewFake(t0)
+	c := newFakeCron(t, fake, fake, WithSeconds(), WithEtcd(cli), WithName("shutresign"),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	mustAdd(t, c.Cron, "* * * * * *", Named("tick", FuncJob(func() {})))
+	c.Start()
+	eventually(t, wait, func() (bool, string) { return c.coord.scheduling(), "the replica does not lead" })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c.Shutdown(ctx)
+	resp, err := cli.Get(context.Background(), election.DefaultPrefix+"/election/shutresign/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Count != 0 {
+		t.Errorf("the leader's election key is still there when Shutdown has returned: it did not resign")
 	}
 }

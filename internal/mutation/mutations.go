@@ -219,6 +219,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestShutdownGivenAJobsContextWaitsForTheOtherRuns$"}},
 	},
 	{
+		Name:   "shutdown-skips-resignation",
+		Breaks: "G3: Shutdown past its context returns before the leader has resigned, and a process that exits next leaves its successor waiting out the TTL",
+		Edits:  []edit{{Marker: "shutdown-resigns", Old: "done := <-stopped", New: "var done <-chan struct{}"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestShutdownPastItsContextStillResigns$"}},
+	},
+	{
 		Name:   "remove-leaves-a-waiting-run",
 		Breaks: "Remove: a run that fired and waits for its jitter starts after Remove returned",
 		Edits:  []edit{{Marker: "remove-waiting", Old: "c.runs.remove(id)", New: ""}},
