@@ -213,9 +213,10 @@ func (rs *runs) settled() bool {
 }
 
 // returned reports whether every job has returned, but those calling
-// Shutdown; the caller holds mu.
+// Shutdown: no run has started that is yet to call its job or is in it.
+// The caller holds mu.
 func (rs *runs) returned() bool {
-	return rs.count(func(r *run) bool { return r.inJob }) <= rs.unnamed
+	return rs.count(func(r *run) bool { return r.stage == stageStarted && (r.inJob || !r.called) }) <= rs.unnamed
 }
 
 // count counts the live runs that match and call no Shutdown named by its
