@@ -290,7 +290,10 @@ func (c *Cron) Stop() context.Context {
 // while etcd does not answer), so that a process which exits next hands
 // over at once. A job that does not read its context (a plain Job) holds
 // Shutdown up until it returns. Called from inside a job, Shutdown does not
-// wait for the run it is called from. A SIGTERM handler bounds a deploy's
+// wait for the run it is called from: the run its context names, or, with
+// a context that names none, the job's own (a job of another Cron calling
+// this one's Shutdown so leaves one of this Cron's runs out; pass the job's
+// context). A SIGTERM handler bounds a deploy's
 // grace with it:
 //
 //	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
