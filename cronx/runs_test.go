@@ -589,7 +589,7 @@ func TestNoJobStartsAfterStopReturns(t *testing.T) {
 	returned := make(chan struct{})
 	var calledAfterStop atomic.Bool
 	// The run's goroutine is held between its claim and its job's call
-	// until Stop has returned, or for at most 200 ms after Stop came: Stop
+	// until Stop has returned, or for at most 100 ms after Stop came: Stop
 	// waits for the call (up to stopClaimWait), so only a Stop that does
 	// not wait returns while the run is held.
 	a.coord.claims.sessions.expired = func() bool {
@@ -610,7 +610,7 @@ func TestNoJobStartsAfterStopReturns(t *testing.T) {
 		select {
 		case <-returned:
 			calledAfterStop.Store(true)
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 		return false
 	}
