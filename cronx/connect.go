@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/batonhq/baton/election"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -87,6 +90,9 @@ func (cn *connection) connect(ctx context.Context, gen int) bool {
 	for attempt := 1; ; attempt++ {
 		cli, err := cn.dial(ctx, cfg)
 		if err == nil {
+			err = cn.probe(ctx, cli, cfg.DialTimeout)
+		}
+		if err == nil {
 			cn.mu.Lock()
 			cn.client, cn.made, cn.err = cli, gen, nil
 			cn.mu.Unlock()
@@ -107,6 +113,23 @@ func (cn *connection) connect(ctx context.Context, gen int) bool {
 		sleep(ctx, backoff) // etcd answers on real time, whatever the Cron's clock
 		backoff = min(2*backoff, maxConnectBackoff)
 	}
+}
+
+// probe asks etcd, through cli, for one read of the scheduler's keys,
+// within d, and closes cli if it does not answer: a client is made without
+// a word to etcd, so an endpoint that nobody answers (a wrong address, a
+// firewall) would otherwise be heard of only by each claim that failed,
+// silently. An answer that refuses the read is an answer.
+func (cn *connection) probe(ctx context.Context, cli *clientv3.Client, d time.Duration) error {
+	pctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	_, err := cli.Get(pctx, cn.sc.keys.jobs, clientv3.WithCountOnly(), clientv3.WithLimit(1)) // mutation:connect-probe
+	var answered rpctypes.EtcdError
+	if err == nil || errors.As(err, &answered) {
+		return nil
+	}
+	cli.Close()
+	return fmt.Errorf("%w: no answer from %s within %v (%v)", ErrEtcdUnreachable, strings.Join(cli.Endpoints(), ","), d, err)
 }
 
 // dial makes a client, giving up when ctx ends; a client made after that is

@@ -3,6 +3,8 @@ package cronx
 import (
 	"context"
 	"errors"
+	"log"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -254,6 +256,46 @@ func TestNilScheduleOrJobIsAnError(t *testing.T) {
 			}
 			if lines := logs.matching(tc.want); len(lines) != 1 {
 				t.Errorf("log lines %q, want one error saying %q", logs.lines, tc.want)
+			}
+		})
+	}
+}
+
+// TestUnansweredEndpointIsLoggedAndReported: BATON_ETCD_ENDPOINTS names an
+// endpoint that accepts connections and answers nothing (a wrong address
+// behind a firewall). The Cron's own Logger, robfig's or slog, says within
+// the dial timeout that etcd does not answer, and that the Cron
+// coordinates through etcd; Status reports ErrEtcdUnreachable.
+func TestUnansweredEndpointIsLoggedAndReported(t *testing.T) {
+	srv := etcdtest.Shared(t)
+	proxy := etcdtest.NewProxy(t, srv.Addr())
+	proxy.Blackhole()
+	t.Setenv("BATON_ETCD_ENDPOINTS", proxy.Endpoint())
+	cases := []struct {
+		name string
+		opt  func(w *lockedBuffer) Option
+	}{
+		{"robfig", func(w *lockedBuffer) Option { return WithLogger(VerbosePrintfLogger(log.New(w, "", 0))) }},
+		{"slog", func(w *lockedBuffer) Option { return WithSlog(slog.New(slog.NewTextHandler(w, nil))) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &lockedBuffer{}
+			c := New(WithSeconds(), WithName("unanswered"+tc.name), tc.opt(logs))
+			mustAdd(t, c, "* * * * * *", Named("tick", FuncJob(func() {})))
+			c.Start()
+			t.Cleanup(func() { <-c.Stop().Done() })
+			if !strings.Contains(logs.String(), "coordinating through etcd") {
+				t.Errorf("the Cron's Logger does not say that it coordinates through etcd; it logged:\n%s", logs.String())
+			}
+			eventually(t, election.DefaultDialTimeout+5*time.Second, func() (bool, string) {
+				return strings.Contains(logs.String(), "cannot reach etcd"),
+					"nothing logged through the Cron's Logger about an etcd that does not answer; it logged:\n" + logs.String()
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := c.Status(ctx); !errors.Is(err, ErrEtcdUnreachable) {
+				t.Errorf("Status = %v, want ErrEtcdUnreachable", err)
 			}
 		})
 	}

@@ -200,10 +200,15 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 	co.rec = newRecorder(co, c.runs)
 	co.specs = &publisher{co: co}
 	if co.conn.owns {
-		// One line, whatever the Logger, so an import swap that turned
-		// coordination on says so.
-		slog.Info("cronx: coordinating through etcd (BATON_ETCD_ENDPOINTS)",
-			"scheduler", co.name, "mode", co.mode.String(), "instance", co.identity, "endpoints", strings.Join(conn.Endpoints, ","))
+		// One line, so an import swap that turned coordination on says so:
+		// through the Cron's Logger when one was chosen, else through
+		// log/slog's default, since robfig's DefaultLogger prints no Info.
+		kv := []any{"scheduler", co.name, "mode", co.mode.String(), "instance", co.identity, "endpoints", strings.Join(conn.Endpoints, ",")}
+		if c.loggerSet {
+			notice(c.logger, "cronx: coordinating through etcd (BATON_ETCD_ENDPOINTS)", kv...)
+		} else {
+			slog.Info("cronx: coordinating through etcd (BATON_ETCD_ENDPOINTS)", kv...)
+		}
 	}
 	return co, nil
 }

@@ -164,12 +164,23 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 func (c *Cron) Entries() []Entry {
 	c.runningMu.Lock()
 	defer c.runningMu.Unlock()
-	if c.running {
-		reply := make(chan []Entry, 1)
-		c.loop.snapshot <- reply
-		return <-reply
+	if !c.running {
+		return c.loop.entrySnapshot()
 	}
-	return c.loop.entrySnapshot()
+	reply := make(chan []Entry, 1)
+	c.loop.snapshot <- reply
+	entries := <-reply
+	if c.coord != nil && !c.coord.scheduling() {
+		// A follower's loop keeps the Next its entries had when it last
+		// scheduled; the schedule still says when the job runs next.
+		now := c.now()
+		for i, e := range entries {
+			if !e.Next.IsZero() && !e.Next.After(now) { // mutation:follower-next
+				entries[i].Next = e.Schedule.Next(now)
+			}
+		}
+	}
+	return entries
 }
 
 // Entry returns a copy of the entry with the given ID, or the zero Entry
@@ -252,16 +263,16 @@ func (c *Cron) start() {
 // a slot to send its claim in. Under coordination its claim, if it has one,
 // is given back, so that another replica runs its tick (in leader mode the
 // successor, which takes over once this replica has resigned). A claim on
-// the wire when Stop comes is awaited, for up to the round trip's timeout:
-// if it holds, its run starts before Stop returns; one that comes back
-// later still is given back. A leader then resigns at once.
+// the wire when Stop comes is awaited, for up to half a second: if it
+// holds, its job is called before Stop returns; one that comes back later
+// still is given back. A leader then resigns at once.
 //
 // A Cron coordinated through a client of the caller's (WithEtcd,
 // WithElector) uses it a moment longer, to record the runs and revoke its
 // session: the context is done once it no longer does, so that the caller
 // may close the client then.
 func (c *Cron) Stop() context.Context {
-	idle, done := c.stopLocked()
+	idle, done := c.stopLocked(context.Background(), nil)
 	if done == nil {
 		return idle
 	}
@@ -269,33 +280,81 @@ func (c *Cron) Stop() context.Context {
 }
 
 // Shutdown stops the Cron as Stop does and waits until every run has
-// returned. If ctx ends first, it cancels the contexts of the runs still
-// going, with ErrShutdown as the cause, waits until they have returned,
-// and returns ctx's error, as http.Server.Shutdown does with its
-// connections. A job that does not read its context (a plain Job) holds
-// Shutdown up until it returns. A SIGTERM handler bounds a deploy's grace
-// with it:
+// returned and been recorded. If ctx ends first, it cancels the contexts
+// of the runs still going, with ErrShutdown as the cause, waits until their
+// jobs have returned, and returns ctx's error, as http.Server.Shutdown
+// does with its connections; the records etcd has not taken by then are
+// not waited for, and a log line says how many runs are not recorded. A
+// claim on the wire that Stop would await is given back if ctx ends first,
+// but a leader's resignation is awaited as by Stop (up to three seconds
+// while etcd does not answer), so that a process which exits next hands
+// over at once. A job that does not read its context (a plain Job) holds
+// Shutdown up until it returns. Called from inside a job, Shutdown does not
+// wait for the run it is called from: the run its context names, or, with
+// a context that names none, the job's own (a job of another Cron calling
+// this one's Shutdown so leaves one of this Cron's runs out; pass the job's
+// context). A SIGTERM handler bounds a deploy's
+// grace with it:
 //
 //	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 //	defer cancel()
 //	c.Shutdown(ctx)
 func (c *Cron) Shutdown(ctx context.Context) error {
-	done := c.Stop()
-	select {
-	case <-done.Done():
-		return nil
-	case <-ctx.Done():
+	caller, inside := c.callerOf(ctx) // mutation:shutdown-inside
+	if inside {
+		c.runs.shutdownInside(caller, 1)
+		defer c.runs.shutdownInside(caller, -1)
 	}
-	c.runs.interrupt()
-	<-done.Done()
+	halted := make(chan struct{}) // no run starts from then on
+	stopped := make(chan (<-chan struct{}), 1)
+	go func() {
+		_, done := c.stopLocked(ctx, halted)
+		stopped <- done
+	}()
+	<-halted
+	settled := c.runs.await(ctx, c.runs.settled)
+	if !settled {
+		c.runs.interrupt()
+		c.runs.await(context.Background(), c.runs.returned) // mutation:shutdown-bound
+	}
+	// Stop's own part is not cut short, since the process may exit next: a
+	// leader's resignation, which lets the successor take over at once,
+	// within resignWait.
+	done := <-stopped // mutation:shutdown-resigns
+	if settled {
+		if done == nil || inside {
+			// The caller's client is in use until its own run ends.
+			return nil
+		}
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+		}
+	}
+	if n := c.runs.unrecorded(); n > 0 {
+		c.logger.Error(ctx.Err(), "cronx: shut down before etcd recorded every run; their markers lapse with the session", "runs", n)
+	}
 	return ctx.Err()
 }
 
-// stopLocked stops the loop, gives up the runs that have not started, stops
-// coordinating, and returns the context of the runs in progress and, for a
-// client of the caller's, the channel that closes once the coordination is
-// done with it.
-func (c *Cron) stopLocked() (context.Context, <-chan struct{}) {
+// callerOf reports whether a call with ctx comes from inside one of c's
+// jobs, and from which run if ctx names it: ctx is, or derives from, the
+// context of one of c's runs, or it names no run and the call comes from
+// inside a job.
+func (c *Cron) callerOf(ctx context.Context) (*run, bool) {
+	if r, ok := ctx.Value(runKey{}).(*run); ok {
+		return r, r.rs == c.runs
+	}
+	return nil, inJob()
+}
+
+// stopLocked stops the loop, gives up the runs that have not started
+// (halted, if not nil, is closed then), stops coordinating, and returns the
+// context of the runs in progress and, for a client of the caller's, the
+// channel that closes once the coordination is done with it. ctx's end cuts
+// short the wait for the claims on the wire.
+func (c *Cron) stopLocked(ctx context.Context, halted chan<- struct{}) (context.Context, <-chan struct{}) {
 	c.runningMu.Lock()
 	defer c.runningMu.Unlock()
 	if c.running {
@@ -306,7 +365,10 @@ func (c *Cron) stopLocked() (context.Context, <-chan struct{}) {
 	// While this replica still leads, so that the runs whose claims hold
 	// start under their term, and those given back are before the
 	// resignation.
-	c.runs.stop(stopClaimWait)
+	c.runs.stop(ctx, stopClaimWait)
+	if halted != nil {
+		close(halted)
+	}
 	idle := c.runs.idle()
 	if c.coord == nil {
 		return idle, nil

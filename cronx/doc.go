@@ -11,7 +11,8 @@
 // VerbosePrintfLogger, DefaultLogger, DiscardLogger, Parser, NewParser,
 // ParseOption and its constants (Second, Minute, ..., Descriptor),
 // SpecSchedule, ConstantDelaySchedule, Every and EntryID. ParseStandard is
-// robfig's with an error that names the spec. Recover, DelayIfStillRunning
+// robfig's, errors included, except that a spec robfig's parser panics on is
+// an error. Recover, DelayIfStillRunning
 // and SkipIfStillRunning are robfig's for a plain Job; for a ContextJob they
 // pass its context through (see Cluster coordination). Entry has robfig's
 // fields but is a type of its own, as it also carries the job's cluster name.
@@ -76,9 +77,9 @@
 //	defer cancel()
 //	c.Shutdown(ctx)
 //
-// AddFunc and AddJob return an error, naming the spec, when the spec does not
-// parse; nothing is added then. The reason is robfig's parser's; a spec it
-// would panic on (a CRON_TZ= with no schedule after it) is an error too. A
+// AddFunc and AddJob return robfig's parser's error, word for word, when the
+// spec does not parse; nothing is added then. A spec it would panic on (a
+// CRON_TZ= with no schedule after it) is an error that names the spec. A
 // Parser's own Parse method is robfig's, panic included.
 //
 // # Spec format
@@ -213,7 +214,9 @@
 // With etcd, each tick of a job runs once in the whole cluster, however many
 // replicas of the program run the same Cron. Setting BATON_ETCD_ENDPOINTS
 // (a comma list) turns it on for a plain New after the import swap, with one
-// log line naming the scheduler, mode and instance; WithEtcd or WithElector
+// log line naming the scheduler, mode and instance (through the Cron's Logger
+// when WithLogger or WithSlog chose one; else through log/slog's default
+// logger, since DefaultLogger prints no Info); WithEtcd or WithElector
 // do it from code, and the other BATON_* variables (prefix, identity, TTL,
 // TLS, auth) apply as in package election. Explicit options win.
 //
@@ -250,7 +253,11 @@
 //   - Remove gives up the entry's runs that have not started.
 //
 //   - Shutdown stops as Stop does, and when its context ends cancels the
-//     runs still going, with ErrShutdown.
+//     runs still going, with ErrShutdown, waits for their jobs to return
+//     and returns: the records etcd has not taken by then are not waited
+//     for, and a log line counts the runs not recorded; a leader's
+//     resignation is awaited as by Stop. Called from inside a job, it does
+//     not wait for the run it is called from.
 //
 //   - A run's term, ended before the run started, gives it up; once started
 //     it goes on under its claim, whose loss (the replica's lease lost, a
@@ -345,9 +352,11 @@
 // claim mode any replica that has the job runs it.
 //
 // A Cron that makes its client from the environment connects in the
-// background: Start never waits for etcd. While etcd does not answer (or
+// background: Start never waits for etcd. Each attempt makes a client and
+// reads one key through it, within the dial timeout (5 s by default), since
+// a client is made without a word to etcd. While etcd does not answer (or
 // refuses the credentials), it tries again with backoff, logs each new
-// failure, runs nothing, and Status, Pause and Trigger return
+// failure through the Cron's Logger, runs nothing, and Status, Pause and Trigger return
 // ErrEtcdUnreachable; it schedules as soon as etcd answers. Before Start and
 // after Stop they use a client of their own.
 //
@@ -397,9 +406,13 @@
 // gives way to that tick without starting (ReasonOvertaken). A run that
 // loses its claim's session while it waits does not start
 // (ReasonEtcdUnavailable); one whose replica stops or gives up its term
-// while it waits does not start either, and is logged as an error: that
-// tick is claimed and not run. A trigger of a Replace job is claimed as
-// under Forbid, and replaces nothing.
+// while it waits does not start either, and its claim is given back, so
+// that the successor runs the tick. A trigger of a Replace job replaces
+// as a tick does: the run in progress, a tick's or another trigger's, is
+// cancelled with ErrReplaced, and the job's next tick or trigger replaces
+// the triggered run in turn. Of a burst of triggers, each run still waiting
+// when a later one is claimed gives way to it without starting, and its
+// request is done with: the burst costs what its runs cost.
 //
 // WithTimeout(d) ends each run's context d after it started, on the
 // replica that runs it, with ErrTimeout as the cause; the run is recorded

@@ -39,6 +39,19 @@ type Entry struct {
 	// policy is the job's overlap, timeout, retry, jitter and daylight-saving
 	// rules (policy.go).
 	policy *jobPolicy
+	// caughtUp is the latest tick a new term's catch-up fired, which is not
+	// Prev: its claim is refused when the tick ran elsewhere or the job
+	// never ran, and robfig's Prev is a run.
+	caughtUp time.Time
+}
+
+// given is the tick the job's claim key goes back to when a run of e does
+// not start: the latest tick fired before.
+func (e *Entry) given() time.Time {
+	if e.caughtUp.After(e.Prev) {
+		return e.caughtUp
+	}
+	return e.Prev
 }
 
 // Valid reports whether e is an entry rather than the zero Entry.

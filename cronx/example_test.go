@@ -63,7 +63,7 @@ func ExampleParseStandard() {
 	// Mon Jan 5 04:30
 	// Tue Jan 6 04:30
 	// Wed Jan 7 04:30
-	// cronx: parse "30 4 * *": expected exactly 5 fields, found 4: [30 4 * *]
+	// expected exactly 5 fields, found 4: [30 4 * *]
 }
 
 // An observer that logs each tick not run, with its reason, and each failed

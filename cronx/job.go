@@ -13,10 +13,13 @@ import (
 )
 
 // ContextJob is a Job that takes a context and reports an error. Under
-// coordination the context is cancelled when the run's leadership or claim is
-// lost or the Cron stops, and carries the run's Info; the error is recorded
-// in the run history. Run, for plain use, calls RunContext with a background
-// context.
+// coordination the context is cancelled when the run's claim is lost (its
+// session's safe deadline passed, or its lease gone), when a later run of a
+// Replace job replaces it (ErrReplaced), at its timeout (ErrTimeout), or
+// when the context given to Shutdown ends (ErrShutdown); not by Stop, which
+// lets a running job finish. It carries the run's Info; the error is
+// recorded in the run history. Run, for plain use, calls RunContext with a
+// background context.
 type ContextJob interface {
 	Job
 	RunContext(ctx context.Context) error

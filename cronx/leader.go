@@ -226,8 +226,8 @@ func (co *coordinator) fireTick(r *run, e *Entry, catchUp bool) {
 	r.catchUp = catchUp
 	r.delay = jitterOf(e.name, r.tick, e.policy.jitter)
 	r.prev = r.tick.UnixNano() - 1
-	if !e.Prev.IsZero() && e.Prev.Before(r.tick) {
-		r.prev = e.Prev.UnixNano()
+	if prev := e.given(); !prev.IsZero() && prev.Before(r.tick) {
+		r.prev = prev.UnixNano()
 	}
 	if !catchUp && co.clock.Now().After(co.deadline(r)) {
 		// The loop woke up past the misfire deadline: the process stalled

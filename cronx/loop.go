@@ -162,9 +162,9 @@ func (l *loop) resyncEntries(now time.Time) {
 	catchUp := co != nil && co.misfire == RunOnce && co.scheduling() // mutation:catch-up
 	for _, e := range l.entries {
 		if catchUp {
-			if t := latestTick(e.Schedule, now, co.grace); !t.IsZero() && t.After(e.Prev) {
+			if t := latestTick(e.Schedule, now, co.grace); !t.IsZero() && t.After(e.given()) {
 				l.c.fire(e, t, true)
-				e.Prev = t
+				e.caughtUp = t // mutation:catch-up-prev
 			}
 		}
 		e.Next = e.Schedule.Next(now)

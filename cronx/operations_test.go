@@ -505,11 +505,12 @@ func TestBadInputIsAnError(t *testing.T) {
 		{"invalid spec", func() error {
 			_, err := New().AddFunc("61 * * * *", f)
 			return err
-		}, `"61 * * * *"`},
+		}, "above maximum (59): 61"}, // robfig's words
+
 		{"invalid spec, coordinated", func() error {
 			_, err := coordinated("spec").AddFunc("* * *", f)
 			return err
-		}, `"* * *"`},
+		}, "found 3: [* * *]"},
 		{"two jobs with one name", func() error {
 			c := coordinated("dup")
 			if _, err := c.AddJob("@every 1m", Named("report", FuncJob(f))); err != nil {

@@ -12,13 +12,15 @@ type Option func(*Cron)
 
 // settings are what New's options set, never written after New returns.
 type settings struct {
-	chain    Chain
-	jobOpts  []JobOption // every job's policy, under its own (policy.go)
-	logger   Logger
-	location *time.Location
-	parser   ScheduleParser
-	clock    clock.Clock
-	coordCfg *coordConfig // nil: coordinated only if the environment says so
+	chain   Chain
+	jobOpts []JobOption // every job's policy, under its own (policy.go)
+	logger  Logger
+	// loggerSet says that an option chose logger.
+	loggerSet bool
+	location  *time.Location
+	parser    ScheduleParser
+	clock     clock.Clock
+	coordCfg  *coordConfig // nil: coordinated only if the environment says so
 
 	// fireHook, when set, sees every run that fire starts, with the tick it
 	// was given. Tests use it to check that runs carry nominal ticks.
@@ -75,7 +77,7 @@ func WithChain(wrappers ...JobWrapper) Option {
 
 // WithLogger makes the Cron log through logger instead of DefaultLogger.
 func WithLogger(logger Logger) Option {
-	return func(c *Cron) { c.logger = logger }
+	return func(c *Cron) { c.logger, c.loggerSet = logger, true }
 }
 
 // WithSlog makes the Cron log through l, with routine messages at debug

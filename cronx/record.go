@@ -150,9 +150,7 @@ func (rc *recorder) recordAll(batch []finishItem) {
 	cli := rc.co.conn.etcd()
 	read, err := cli.Txn(ctx).Then(gets...).Commit()
 	if err != nil {
-		for _, it := range batch {
-			rc.finish(it)
-		}
+		rc.unrecorded(batch, err) // mutation:records-serial
 		return
 	}
 	var ops []clientv3.Op
@@ -170,11 +168,8 @@ func (rc *recorder) recordAll(batch []finishItem) {
 	}
 	wrote, err := cli.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
-		// It may have committed: releases are conditional, and a record
-		// already in a history is not appended again.
-		for _, it := range batch {
-			rc.finish(it)
-		}
+		// It may have committed: releases are conditional.
+		rc.unrecorded(batch, err)
 		return
 	}
 	for i, it := range batch {
@@ -184,6 +179,23 @@ func (rc *recorder) recordAll(batch []finishItem) {
 			cancel()
 		}
 	}
+}
+
+// unrecorded gives up the history records of a batch that etcd did not
+// take, in one log line: tried again one by one, each would wait its own
+// etcdTimeout while etcd does not answer, and Stop's context with them.
+// Their markers are released in the background while their sessions live.
+func (rc *recorder) unrecorded(batch []finishItem, err error) {
+	var jobs []string
+	for _, it := range batch {
+		if len(jobs) < 10 {
+			jobs = append(jobs, it.job)
+		}
+		if !it.keep {
+			rc.releaseLater(it)
+		}
+	}
+	rc.co.logger.Error(err, "cronx: runs not recorded in their jobs' histories", "runs", len(batch), "jobs (the first ten)", jobs)
 }
 
 // finish releases one run's marker and records it in its job's history.

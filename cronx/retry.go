@@ -53,7 +53,7 @@ func runAttempts(r *run, c held, latency time.Duration) {
 		}
 		start := co.clock.Now()
 		actx, timeout := withRunTimeout(actx, co.clock, r.job.policy.timeout)
-		err := runJob(actx, r.job.wrapped)
+		err := r.call(actx)
 		timedOut, err := timeout.stop(replacedError(actx, err))
 		end := co.clock.Now()
 		it := finishItem{job: r.job.name, tick: r.tick, triggered: r.triggered(), claim: c.claim, sess: c.sess,
@@ -71,7 +71,7 @@ func runAttempts(r *run, c held, latency time.Duration) {
 			return
 		}
 		co.logger.Info("cronx: run failed; retrying", "job", r.job.name, "tick", r.tick, "attempt", attempt, "in", wait, "err", err)
-		if !backoff(r, wait) {
+		if !backoff(r, wait) || co.claims.sessions.holds(c.sess) != nil {
 			// The claim, the term or the Cron's run ended in the backoff:
 			// no attempt follows.
 			rctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)

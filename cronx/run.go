@@ -3,9 +3,12 @@ package cronx
 import (
 	"context"
 	"errors"
+	"reflect"
+	"runtime"
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
 )
 
 // run is one run of a job, a tick of its schedule or a trigger, from the
@@ -34,6 +37,8 @@ type run struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	stage  stage // guarded by rs.mu
+	called bool  // its job has been called; guarded by rs.mu
+	inJob  bool  // its job runs now; guarded by rs.mu
 }
 
 // jobRef is what a run needs of its entry, read when it fires.
@@ -79,16 +84,55 @@ func (r *run) goLocal(emit func(any), now func() time.Time) bool {
 		defer r.rs.end(r)
 		defer r.cancel(nil)
 		if emit == nil {
-			runJob(r.ctx, r.job.wrapped) // a plain Job's Run, as robfig/cron calls it
+			r.call(r.ctx) // a plain Job's Run, as robfig/cron calls it
 			return
 		}
 		start := now()
 		ev := RunStarted{Job: r.job.name, Tick: r.tick, Start: start, Lateness: start.Sub(r.tick)}
 		emit(ev)
-		err := runJob(r.ctx, r.job.wrapped)
+		err := r.call(r.ctx)
 		emit(runEnded(ev, now(), err))
 	}()
 	return true
+}
+
+// runKey is the context key of the run whose job the context was given to.
+type runKey struct{}
+
+// call calls r's job with ctx, counted among the jobs running, so that
+// Shutdown knows when they have returned and which run a call from inside
+// a job comes from.
+func (r *run) call(ctx context.Context) error {
+	if !r.rs.begin(r) {
+		return errStopped
+	}
+	defer r.rs.returning(r)
+	return runJob(context.WithValue(ctx, runKey{}, r), r.job.wrapped)
+}
+
+// callerName is the name of call's function, which is on the stack of any
+// goroutine that runs a job.
+var callerName = runtime.FuncForPC(reflect.ValueOf((*run).call).Pointer()).Name()
+
+// inJob reports whether the calling goroutine runs a job: whether call is
+// on its stack.
+func inJob() bool {
+	pcs := make([]uintptr, 64)
+	n := runtime.Callers(2, pcs)
+	for n == len(pcs) { // a deep stack: the job's call is at its bottom
+		pcs = make([]uintptr, 2*len(pcs))
+		n = runtime.Callers(2, pcs)
+	}
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if f.Function == callerName {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 // goCoordinated runs r, a coordinated run, in the background: its whole
@@ -146,6 +190,14 @@ func (r *run) live() {
 		}
 		defer release()
 	}
+	// The session's context ends the run at its safe deadline, from a
+	// goroutine of its own: a deadline that has passed by now is asked of
+	// the session itself, so that nothing starts past it (G2).
+	if err := r.co.claims.sessions.holds(c.sess); err != nil { // mutation:start-past-deadline
+		r.cancel(err)
+		r.giveBack(c, err)
+		return
+	}
 	runAttempts(r, c, latency)
 }
 
@@ -161,7 +213,12 @@ func (r *run) giveBack(c held, why error) {
 		if !r.triggered() {
 			co.rep.notRun(r.job.name, r.tick, ReasonOvertaken, nil)
 		}
-	case c.sess.Context().Err() != nil:
+		// The later run stands for this one: only the marker goes. Given
+		// back, a trigger's request would be claimed again, and replace
+		// the later run in turn, for as long as a burst of them lasts.
+		r.release(c) // mutation:replaced-released
+		return
+	case c.sess.Context().Err() != nil, errors.Is(why, election.ErrSessionExpired):
 		co.logger.Error(why, "cronx: not run: its claim was lost before it started", "job", r.job.name, "tick", r.tick)
 		if !r.triggered() {
 			co.rep.notRun(r.job.name, r.tick, ReasonEtcdUnavailable, why)
@@ -170,6 +227,19 @@ func (r *run) giveBack(c held, why error) {
 		co.logger.Info("cronx: claimed but not started; given back", "job", r.job.name, "tick", r.tick, "why", why)
 	}
 	co.claims.giveBack(r, c)
+}
+
+// release deletes the marker of a run that gave way to a later one, within
+// withdrawTimeout; a marker etcd does not delete is retried while its
+// session lives.
+func (r *run) release(c held) {
+	co := r.co
+	ctx, cancel := context.WithTimeout(context.Background(), withdrawTimeout)
+	defer cancel()
+	if err := claims.Release(ctx, co.conn.etcd(), c.claim); err != nil {
+		co.logger.Error(err, "cronx: release the marker of a run that gave way", "job", r.job.name, "tick", r.tick)
+		co.rec.releaseLater(finishItem{job: r.job.name, tick: r.tick, claim: c.claim, sess: c.sess})
+	}
 }
 
 // info is the Info of r's attempt, as its job sees it.

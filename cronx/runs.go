@@ -50,8 +50,14 @@ type runs struct {
 	live     map[*run]struct{}
 	records  int  // runs ended and not yet recorded
 	stopping bool // Stop came: no run starts that had not
-	changed  chan struct{}
-	idlers   []context.CancelFunc // contexts of Stop, done when nothing is left
+	// The calls of Shutdown from inside this Cron's jobs, whose runs it
+	// does not wait for: those whose context names the run, and those
+	// known only to come from inside a job.
+	callers map[*run]int
+	unnamed int
+
+	changed chan struct{}
+	idlers  []context.CancelFunc // contexts of Stop, done when nothing is left
 }
 
 func newRuns() *runs {
@@ -154,7 +160,100 @@ func (rs *runs) recorded() {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rs.records--
+	rs.notify()
 	rs.wakeIdlers()
+}
+
+// begin marks r's job called, and reports false for a retry once Stop
+// came: the first call of a run that started is Stop's to wait for, and no
+// job is called after Stop returns.
+func (rs *runs) begin(r *run) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r.called && rs.stopping {
+		return false
+	}
+	r.called, r.inJob = true, true
+	rs.notify()
+	return true
+}
+
+// returning marks r's job returned.
+func (rs *runs) returning(r *run) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r.inJob = false
+	rs.notify()
+}
+
+// shutdownInside counts a call of Shutdown from inside one of this Cron's
+// jobs (d +1) and its return (d -1): from inside r's job, or, with r nil,
+// from inside a job that the call's context does not name. The run that
+// calls it cannot end while it waits.
+func (rs *runs) shutdownInside(r *run, d int) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r == nil { // mutation:shutdown-caller-named
+		rs.unnamed += d
+	} else {
+		if rs.callers == nil {
+			rs.callers = map[*run]int{}
+		}
+		if rs.callers[r] += d; rs.callers[r] == 0 {
+			delete(rs.callers, r)
+		}
+	}
+	rs.notify()
+}
+
+// settled reports whether every run has ended and been recorded, but
+// those calling Shutdown; the caller holds mu.
+func (rs *runs) settled() bool {
+	return rs.records == 0 && rs.count(func(*run) bool { return true }) <= rs.unnamed
+}
+
+// returned reports whether every job has returned, but those calling
+// Shutdown: no run has started that is yet to call its job or is in it.
+// The caller holds mu.
+func (rs *runs) returned() bool {
+	return rs.count(func(r *run) bool { return r.stage == stageStarted && (r.inJob || !r.called) }) <= rs.unnamed
+}
+
+// count counts the live runs that match and call no Shutdown named by its
+// context; the caller holds mu.
+func (rs *runs) count(match func(*run) bool) int {
+	n := 0
+	for r := range rs.live {
+		if rs.callers[r] == 0 && match(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// await waits until cond, called with mu held, is true or ctx ends, and
+// reports whether cond came true.
+func (rs *runs) await(ctx context.Context, cond func() bool) bool {
+	for {
+		rs.mu.Lock()
+		ok, changed := cond(), rs.changed
+		rs.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// unrecorded is how many ended runs are not recorded yet.
+func (rs *runs) unrecorded() int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.records
 }
 
 // move sets r's stage; the caller holds mu.
@@ -169,11 +268,11 @@ func (rs *runs) notify() {
 	rs.changed = make(chan struct{})
 }
 
-// stop gives up every run that has not started and waits, up to d, until
-// each run is either started or gone: the claims on the wire have come back
-// (a run whose claim holds starts) and the claims of runs given up are given
-// back. From then on no run starts.
-func (rs *runs) stop(d time.Duration) {
+// stop gives up every run that has not started and waits, up to d or ctx's
+// end, until each run is either started or gone: the claims on the wire
+// have come back (a run whose claim holds starts) and the claims of runs
+// given up are given back. From then on no run starts.
+func (rs *runs) stop(ctx context.Context, d time.Duration) {
 	rs.mu.Lock()
 	rs.stopping = true
 	for r := range rs.live {
@@ -188,7 +287,9 @@ func (rs *runs) stop(d time.Duration) {
 		rs.mu.Lock()
 		pending := 0
 		for r := range rs.live {
-			if r.stage != stageStarted {
+			// A run that started is awaited until its job is called: no
+			// job is called after Stop returns.
+			if r.stage != stageStarted || !r.called { // mutation:stop-before-call
 				pending++
 			}
 		}
@@ -199,16 +300,24 @@ func (rs *runs) stop(d time.Duration) {
 		}
 		select {
 		case <-changed:
-		case <-deadline.C:
-			// Claims still on the wire are given back when they return.
-			rs.mu.Lock()
-			for r := range rs.live {
-				if r.stage != stageStarted {
-					r.cancel(errStopped)
-				}
-			}
-			rs.mu.Unlock()
+		case <-ctx.Done():
+			rs.giveUpUnstarted()
 			return
+		case <-deadline.C:
+			rs.giveUpUnstarted()
+			return
+		}
+	}
+}
+
+// giveUpUnstarted gives up every run that has not started: claims still on
+// the wire are given back when they return.
+func (rs *runs) giveUpUnstarted() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for r := range rs.live {
+		if r.stage != stageStarted {
+			r.cancel(errStopped)
 		}
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The tests of a run's life where it meets Stop, Remove, Shutdown and
@@ -520,5 +522,179 @@ func stopSparesTheRun(t *testing.T, done context.Context, ended <-chan error, d 
 	case <-done.Done():
 		t.Fatal("Stop's context was done while a run went on")
 	case <-time.After(d):
+	}
+}
+
+// TestNoRunStartsPastItsSessionsDeadline is G2 at a run's start: a claim
+// that holds, whose session is past its safe deadline by the time its run
+// would start (the session's own timer not yet served, as on a loaded
+// machine), does not start its job; the tick is given back.
+func TestNoRunStartsPastItsSessionsDeadline(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	ran := make(chan time.Time, 10)
+	fake := clock.NewFake(t0)
+	a := newFakeCron(t, fake, fake, WithSeconds(), WithEtcd(srv.Client(t)), WithName("pastdeadline"), WithMode(ClaimMode),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	var expired atomic.Bool
+	a.coord.claims.sessions.expired = expired.Load
+	a.AddJob("* * * * * *", Named("tick", ContextFunc(func(ctx context.Context) error {
+		info, _ := InfoFrom(ctx)
+		ran <- info.Tick
+		return nil
+	})))
+	a.Start()
+	first := t0.Add(time.Second)
+	if !fake.WaitDueBy(first, wait) {
+		t.Fatal("no timer armed for the first tick")
+	}
+	fake.Set(first)
+	if got := receive(t, ran, "the first tick's run"); !got.Equal(first) {
+		t.Fatalf("ran %v, want the first tick %v", got, first)
+	}
+	idleWithin(t, a.Cron, 10*time.Second, "after the first tick")
+
+	expired.Store(true)
+	tick := first.Add(time.Second)
+	if !fake.WaitDueBy(tick, wait) {
+		t.Fatal("no timer armed for the second tick")
+	}
+	fake.Set(tick)
+	// The loop arms the next tick's timer once it has fired this one.
+	if !fake.WaitDueBy(tick.Add(time.Second), wait) {
+		t.Fatal("the second tick did not fire")
+	}
+	idleWithin(t, a.Cron, 10*time.Second, "after the second tick")
+	select {
+	case got := <-ran:
+		t.Fatalf("the job ran tick %v under a session past its safe deadline", got)
+	default:
+	}
+	seq, _, _, err := election.LastClaim(context.Background(), srv.Client(t), newLayout(election.DefaultPrefix, "pastdeadline").last("tick"))
+	if err != nil || seq != first.UnixNano() {
+		t.Errorf("the job's claim key holds %d (%v), want the tick not run given back to the first, %d", seq, err, first.UnixNano())
+	}
+}
+
+// TestNoJobStartsAfterStopReturns: in claim mode, a run whose claim holds
+// when Stop comes, and whose job has not been called yet (its goroutine
+// not yet scheduled, held here at the session's check), has its job called
+// before Stop returns, not after.
+func TestNoJobStartsAfterStopReturns(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	fake := clock.NewFake(t0)
+	a := newFakeCron(t, fake, fake, WithSeconds(), WithEtcd(srv.Client(t)), WithName("stopcall"), WithMode(ClaimMode),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	returned := make(chan struct{})
+	var calledAfterStop atomic.Bool
+	// The run's goroutine is held between its claim and its job's call
+	// until Stop has returned, or for at most 100 ms after Stop came: Stop
+	// waits for the call (up to stopClaimWait), so only a Stop that does
+	// not wait returns while the run is held.
+	a.coord.claims.sessions.expired = func() bool {
+		limit := time.After(10 * time.Second)
+		for {
+			a.runs.mu.Lock()
+			stopping := a.runs.stopping
+			a.runs.mu.Unlock()
+			if stopping {
+				break
+			}
+			select {
+			case <-limit:
+				return false
+			case <-time.After(time.Millisecond):
+			}
+		}
+		select {
+		case <-returned:
+			calledAfterStop.Store(true)
+		case <-time.After(100 * time.Millisecond):
+		}
+		return false
+	}
+	ran := make(chan struct{}, 1)
+	a.AddJob("* * * * * *", Named("tick", FuncJob(func() { ran <- struct{}{} })))
+	a.Start()
+	tick := t0.Add(time.Second)
+	if !fake.WaitDueBy(tick, wait) {
+		t.Fatal("no timer armed for the tick")
+	}
+	fake.Set(tick)
+	eventually(t, wait, func() (bool, string) {
+		return slices.Contains(runsIn(a.Cron), stageStarted), fmt.Sprintf("the tick's claim did not hold: stages %v", runsIn(a.Cron))
+	})
+	a.Stop()
+	close(returned)
+	receive1(t, ran, "the run whose claim held")
+	if calledAfterStop.Load() {
+		t.Error("the job of a run whose claim held was called after Stop returned")
+	}
+}
+
+// TestBurstOfTriggersOfAReplaceJobCostsItsRuns: thirty triggers at once of
+// a Replace job settle as their runs do: each run still waiting when a
+// later one is claimed gives way to it, and its request is not put back to
+// be claimed again. The job's keys change a few times per trigger.
+func TestBurstOfTriggersOfAReplaceJobCostsItsRuns(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	fake := clock.NewFake(t0)
+	fc := newFakeCron(t, fake, fake, WithEtcd(cli), WithName("burst"),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	var runs atomic.Int32
+	fc.AddJob("0 0 1 1 *", Named("job", ContextFunc(func(ctx context.Context) error {
+		runs.Add(1)
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+		return nil
+	}), WithOverlap(Replace)))
+	fc.Start()
+	t.Cleanup(func() { shutdown(t, fc.Cron, "a") })
+	eventually(t, wait, func() (bool, string) { return fc.coord.scheduling(), "the Cron does not lead" })
+
+	jobs := election.DefaultPrefix + "/jobs/burst/"
+	resp, err := cli.Get(context.Background(), jobs, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var changes atomic.Int64
+	watch := cli.Watch(wctx, jobs, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	go func() {
+		for wr := range watch {
+			changes.Add(int64(len(wr.Events)))
+		}
+	}()
+	const n = 30
+	began := time.Now()
+	for range n {
+		if err := fc.Trigger(context.Background(), "job"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	layout := newLayout(election.DefaultPrefix, "burst")
+	eventually(t, 30*time.Second, func() (bool, string) {
+		resp, err := cli.Txn(context.Background()).Then(
+			clientv3.OpGet(jobs+".trigger/", clientv3.WithPrefix(), clientv3.WithCountOnly()),
+			clientv3.OpGet(layout.running("job"), clientv3.WithPrefix(), clientv3.WithCountOnly())).Commit()
+		if err != nil {
+			return false, err.Error()
+		}
+		requests, markers := resp.Responses[0].GetResponseRange().Count, resp.Responses[1].GetResponseRange().Count
+		return requests == 0 && markers == 0 && len(runsIn(fc.Cron)) == 0,
+			fmt.Sprintf("%d requests and %d markers left, %d runs alive, after %d changes", requests, markers, len(runsIn(fc.Cron)), changes.Load())
+	})
+	t.Logf("%d triggers: %d runs, %d changes of the job's keys, settled in %v", n, runs.Load(), changes.Load(), time.Since(began).Round(time.Millisecond))
+	if got := changes.Load(); got > 10*n {
+		t.Errorf("%d triggers changed the job's keys %d times, want at most %d: requests given way were claimed again", n, got, 10*n)
+	}
+	if got := runs.Load(); got < 1 || got > n {
+		t.Errorf("%d triggers ran the job %d times, want from 1 to %d", n, got, n)
 	}
 }

@@ -22,6 +22,10 @@ type runnerSession struct {
 	grant sync.Mutex // held while the session is replaced; never taken under mu
 	mu    sync.Mutex
 	sess  *election.Session
+
+	// expired, set by tests only, stands for a session whose safe deadline
+	// has passed while the session's own timer waits to be served.
+	expired func() bool
 }
 
 func newRunnerSession(co *coordinator) *runnerSession {
@@ -41,6 +45,16 @@ func (s *runnerSession) current() (*election.Session, bool) {
 	return s.sess, true
 }
 
+// holds is nil while sess, a claim's session, holds, and otherwise why it
+// does not: asked right before a job starts, since the session's context
+// is cancelled by a goroutine that a loaded machine can run late.
+func (s *runnerSession) holds(sess *election.Session) error {
+	if s.expired != nil && s.expired() {
+		return election.ErrSessionExpired
+	}
+	return sess.Err()
+}
+
 // get returns the session, making a new one when there is none or the last
 // was lost.
 func (s *runnerSession) get(ctx context.Context) (*election.Session, error) {
@@ -57,14 +71,14 @@ func (s *runnerSession) get(ctx context.Context) (*election.Session, error) {
 		return nil, err
 	}
 	if old != nil {
+		// The lost session's lease is not revoked: a job of a run under it
+		// may not have returned yet, since its context ended, and its
+		// marker must stay until the server expires the lease, at least
+		// the margin after the safe deadline, lest another run of a Forbid
+		// job start beside it. The keepalives ended with the session.
 		s.mu.Lock()
-		s.sess = nil
+		s.sess = nil // mutation:lost-not-revoked
 		s.mu.Unlock()
-		co.work.add()
-		go func() {
-			defer co.work.done()
-			closeQuietly(old)
-		}()
 	}
 	sctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()

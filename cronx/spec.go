@@ -13,15 +13,16 @@ var standardParser = NewParser(Minute | Hour | Dom | Month | Dow | Descriptor)
 // ParseStandard parses a standard crontab spec of five fields (minute, hour,
 // day of month, month, day of week), such as "*/5 * * * *", or a descriptor
 // such as "@daily" or "@every 1h30m". Either may start with a CRON_TZ= time
-// zone. It is cron.ParseStandard, except that the error names the spec, and
-// a spec robfig/cron panics on is an error.
+// zone. It is cron.ParseStandard, with robfig's errors, except that a spec
+// robfig/cron panics on is an error that names it.
 func ParseStandard(standardSpec string) (Schedule, error) {
 	return parseSpec(standardParser, standardSpec)
 }
 
-// parseSpec parses spec with p, robfig's parser or the user's. The error
-// names the spec, since robfig's do not always; input that makes the parser
-// panic (robfig's, on a time zone with nothing after it) is an error too,
+// parseSpec parses spec with p, robfig's parser or the user's. The parser's
+// error is returned as it is, so that a program which shows robfig's text
+// to its users shows the same; input that makes the parser panic (robfig's,
+// on a time zone with nothing after it) is an error that names the spec,
 // because a spec may come from a file or a user rather than the program.
 func parseSpec(p ScheduleParser, spec string) (s Schedule, err error) {
 	if err := checkZone(spec); err != nil {
@@ -33,7 +34,7 @@ func parseSpec(p ScheduleParser, spec string) (s Schedule, err error) {
 		}
 	}()
 	if s, err = p.Parse(spec); err != nil {
-		return nil, fmt.Errorf("cronx: parse %q: %w", spec, err)
+		return nil, err // mutation:parse-error-robfigs
 	}
 	if s == nil {
 		return nil, fmt.Errorf("cronx: parse %q: the parser returned no schedule", spec)

@@ -25,7 +25,8 @@ import (
 // transaction deletes the request and creates the run's marker, so each
 // request runs once in the cluster, whoever claims it first. A request
 // whose run does not start (Stop, the end of the term) is put back for
-// the next leader.
+// the next leader; one whose run gave way to a later run of a Replace job
+// is not, since the later run stands for it.
 
 // trigger is one request.
 type trigger struct {

@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -89,4 +90,52 @@ func TestSessionDeadlineCountsFromTheKeepalivesSendTime(t *testing.T) {
 	}
 	clk.Set(want)
 	waitFor(t, s.Done(), 5*time.Second, "session to end at its deadline")
+}
+
+// stalledClock is a fake clock whose timers never fire: the session's own
+// timer at its deadline stands for a goroutine that a loaded machine has not
+// run yet.
+type stalledClock struct{ *clock.Fake }
+
+func (stalledClock) NewTimer(time.Duration) clock.Timer { return stalledTimer{make(chan time.Time)} }
+
+type stalledTimer struct{ c chan time.Time }
+
+func (t stalledTimer) C() <-chan time.Time    { return t.c }
+func (stalledTimer) Stop() bool               { return true }
+func (stalledTimer) Reset(time.Duration) bool { return true }
+
+// TestSessionErrEndsASessionPastItsDeadline is G2 for work about to start:
+// once the clock is past the safe deadline, Err says the session expired
+// and ends it, even though the session's timer for that deadline has not
+// been served.
+func TestSessionErrEndsASessionPastItsDeadline(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := stalledClock{clock.NewFake(start)}
+	const ttl, margin = 30 * time.Second, 600 * time.Millisecond
+
+	s, err := NewSession(context.Background(), cli, WithTTL(ttl), WithMargin(margin), withClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Close(ctx)
+	}()
+	deadline := s.Deadline()
+	clk.Set(deadline.Add(-time.Millisecond))
+	if err := s.Err(); err != nil {
+		t.Fatalf("Err %v a millisecond before the deadline", err)
+	}
+	clk.Set(deadline)
+	if err := s.Err(); !errors.Is(err, ErrSessionExpired) {
+		t.Fatalf("Err %v at the deadline, want ErrSessionExpired", err)
+	}
+	if !errors.Is(context.Cause(s.Context()), ErrSessionExpired) {
+		t.Fatalf("the session's context %v after Err reported its expiry, want done with ErrSessionExpired", context.Cause(s.Context()))
+	}
 }

@@ -59,8 +59,9 @@
 // wins; Elector.Leader and Observe tell anyone who leads, as a Leader. A
 // Mutex (NewMutex) is a lock with Lock, TryLock and Unlock, one session per
 // hold; Holder tells who holds it. A Session (NewSession) is the lease under
-// both, with the safe deadline as its context. Terms, holds and claims each
-// carry a Fence.
+// both, with the safe deadline as its context; its Err reads the clock
+// itself, so that work about to start under it can ask, right then, whether
+// the deadline has passed. Terms, holds and claims each carry a Fence.
 //
 // ClaimSeq claims a sequence number (a tick of a schedule, a batch, a
 // version) once for the whole cluster: the first claim of a sequence wins,

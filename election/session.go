@@ -97,6 +97,18 @@ func (s *Session) Context() context.Context { return s.ctx }
 // Done is Context().Done().
 func (s *Session) Done() <-chan struct{} { return s.ctx.Done() }
 
+// Err is nil while the session holds, and otherwise the cause of its end.
+// It reads the clock itself, so a deadline that has passed ends the session
+// at once, before the session's own timer is served (on a loaded machine,
+// that timer's goroutine can run late): work about to start under the
+// session asks Err first, and what Err allows started before the deadline.
+func (s *Session) Err() error {
+	if s.ctx.Err() == nil && !s.opts.clock.Now().Before(s.Deadline()) { // mutation:session-err-deadline
+		s.lose(ErrSessionExpired)
+	}
+	return context.Cause(s.ctx)
+}
+
 // Deadline is the current safe local deadline. Each acknowledged keepalive
 // moves it forward.
 func (s *Session) Deadline() time.Time {
