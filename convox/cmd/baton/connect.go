@@ -9,6 +9,7 @@ import (
 
 	"github.com/batonhq/baton/convox"
 	"github.com/batonhq/baton/election"
+	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -51,10 +52,27 @@ const (
 func (c *connFlags) connect(ctx context.Context) (convox.Config, *clientv3.Client, error) {
 	cfg, err := c.config()
 	if err != nil {
-		return cfg, nil, redactError(err)
+		return cfg, nil, configError{err}
 	}
 	cli, err := dial(ctx, cfg, c.dialTimeout, c.access)
 	return cfg, cli, err
+}
+
+// configError is an error of the configuration, found before any dial.
+type configError struct{ err error }
+
+func (e configError) Error() string { return e.err.Error() }
+func (e configError) Unwrap() error { return e.err }
+
+// connectFailed reports an error of connect for the one-shot commands: a
+// configuration that can never work is a usage error (2), as in every
+// other command; a TLS file that cannot be read, or an etcd that does not
+// answer or refuses, a failure (1).
+func connectFailed(env *environ, fs *pflag.FlagSet, name string, err error) int {
+	if errors.As(err, new(configError)) && isUsage(err) {
+		return usageError(env, fs, "%v", err)
+	}
+	return fail(env, name, err)
 }
 
 // dial connects to etcd as cfg says and checks access within timeout.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	iofs "io/fs"
 	"log/slog"
 	"sync/atomic"
 	"syscall"
@@ -206,17 +205,16 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		return usageError(env, fs, "--name: %v", err)
 	}
 	cfg, cfgErr := conn.config()
+	switch {
+	case cfgErr == nil, errors.Is(cfgErr, errNoEndpoints): // --check needs none
+	case isUsage(cfgErr):
+		return usageError(env, fs, "%v", cfgErr)
+	default:
+		return fail(env, "crontab", cfgErr) // a TLS file that cannot be read
+	}
 	eopts, err := conn.electionOptions(cfg)
 	if err != nil {
 		return usageError(env, fs, "%v", err)
-	}
-	if cfg.Configured() {
-		if _, err := cfg.Connection.ClientConfig(); err != nil {
-			if errors.As(err, new(*iofs.PathError)) {
-				return fail(env, "crontab", err) // a TLS file that cannot be read
-			}
-			return usageError(env, fs, "%v", redactError(err))
-		}
 	}
 	addr := httpAddr()
 	if addr != "" {

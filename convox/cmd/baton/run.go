@@ -129,7 +129,10 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 		return usage("--grace must not be negative")
 	}
 	cfg, err := conn.config()
-	if err != nil {
+	if err != nil && !isUsage(err) {
+		fmt.Fprintf(env.stderr, "baton run: %v\n", err) // a TLS file that cannot be read
+		return runFailure
+	} else if err != nil {
 		return usage("%v", err)
 	}
 	var eopts []election.Option
