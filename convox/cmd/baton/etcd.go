@@ -68,8 +68,9 @@ clients verify it with BATON_ETCD_CA).
 
 Data: a member keeps its data in --data-dir, which it locks: a second
 member on the same directory exits 1 at once. A database that cannot be
-read, or a write-ahead log etcd cannot start from, is one line naming the
-directory, and exit status 1; so is a --cert-file or --key-file that cannot
+read, or a write-ahead log etcd cannot start from (damaged, zeroed, empty,
+or cut short of what the database applied), is one line naming the
+directory, and exit status 1, checked before etcd starts; so is a --cert-file or --key-file that cannot
 be read. On an emptyDir
 volume a restart loses the data: the member comes back as a new, empty
 cluster. baton's clients recover by themselves (new sessions, new
@@ -152,7 +153,11 @@ func runEtcd(ctx context.Context, env *environ, args []string) int {
 		return fail(env, "etcd", err)
 	}
 	defer release()
-	if err := checkDatabase(ctx, cfg.Dir); err != nil {
+	applied, err := checkDatabase(ctx, cfg.Dir)
+	if err != nil {
+		return fail(env, "etcd", err)
+	}
+	if err := checkWAL(cfg.Dir, applied); err != nil {
 		return fail(env, "etcd", err)
 	}
 	if cfg, err = rejoin(ctx, env, cfg); err != nil {
