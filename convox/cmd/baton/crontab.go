@@ -53,10 +53,21 @@ entry, so editing an entry makes it a new job; name jobs you pause, trigger
 or watch. NAME=value followed by more words (FOO=1 * * * * * cmd) is an
 error: quote the value to set it for later commands, or write the
 assignment after the schedule (* * * * * FOO=1 cmd) to set it for one job.
-TZ=ZONE on a line of its own sets the commands' TZ; schedules follow
-CRON_TZ. A line is at most 1 MiB, and a command or a NAME=value at most
-128 KiB (131071 bytes, the kernel's limit for one argument, MAX_ARG_STRLEN):
-a longer one could never start, so it is an error; put it in a script.
+TZ=ZONE on a line of its own sets the commands' TZ (a zone that does not
+exist is an error; a POSIX rule such as EST5EDT or :/path is taken as it
+is); schedules follow CRON_TZ. A byte order mark at the start of the file
+is skipped. A line is at most 1 MiB, and a command or a NAME=value at most
+128 KiB (131071 bytes, the kernel's limit for one argument, MAX_ARG_STRLEN),
+with no NUL byte; a command, with the NAME=value lines above it and
+baton's own environment, must fit what execve(2) takes in all (ARG_MAX: a
+quarter of the stack limit, ulimit -s, between 128 KiB and 6 MiB, as
+measured where the file is read). Anything else could never start, so it
+is an error; put it in a script, or the values in a file. With --check and
+no endpoints, the connection's other settings (--username, --password,
+--ca, --cert, --key and their variables) are checked all the same.
+
+A command that exits non-zero is logged as a warning with its job, tick
+and status; one that could not be started, as an error.
 
 Options in square brackets after the name, before any TZ= and the
 schedule, set that entry's policy over the flags, as KEY=VALUE separated by
