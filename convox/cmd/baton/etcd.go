@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/client/pkg/v3/types"
@@ -125,7 +126,7 @@ func runEtcd(ctx context.Context, env *environ, args []string) int {
 	fs.StringVar(&f.token, "initial-cluster-token", "baton-etcd", "a token that tells this cluster from others formed with the same --initial-cluster")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "etcd's log level: "+strings.Join(etcdLogLevels, ", ")+"; logs go to stderr")
 	fs.StringVar(&f.compactionRetention, "auto-compaction-retention", "1h", "how long etcd keeps old revisions: a duration (\"1h\", \"30m\"), or 0 to keep them all")
-	fs.StringVar(&f.certFile, "cert-file", "", "TLS certificate for clients; with --key-file, clients connect with https:// URLs only (they verify it with BATON_ETCD_CA)")
+	fs.StringVar(&f.certFile, "cert-file", "", "TLS certificate for clients; with --key-file, clients connect with https:// URLs only (they verify it with BATON_ETCD_CA); one expired or not yet valid is served with a warning at start")
 	fs.StringVar(&f.keyFile, "key-file", "", "TLS key of --cert-file")
 	fs.BoolVar(&f.gateway, "enable-grpc-gateway", false, "serve etcd's JSON gateway (/v3/...) on the client URLs; off, since it takes plain HTTP requests such as curl's")
 	fs.IntVar(&f.bcryptCost, "bcrypt-cost", etcdBcryptCost, fmt.Sprintf("cost of hashing the users' passwords, %d to %d: each client's login costs the server this much", bcryptMinCost, bcryptMaxCost))
@@ -147,6 +148,9 @@ func runEtcd(ctx context.Context, env *environ, args []string) int {
 	users, err := etcdUsers(f.users)
 	if err != nil {
 		return usageError(env, fs, "%v", err)
+	}
+	if w := certValidity(f.certFile, time.Now()); w != "" {
+		fmt.Fprintf(env.stderr, "baton etcd: WARNING: %s\n", w)
 	}
 	release, err := lockDataDir(cfg.Dir)
 	if err != nil {
