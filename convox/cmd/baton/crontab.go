@@ -66,6 +66,12 @@ is an error; put it in a script, or the values in a file. With --check and
 no endpoints, the connection's other settings (--username, --password,
 --ca, --cert, --key and their variables) are checked all the same.
 
+In leader mode the scheduler's election is P/election/NAME (--name), the
+one a ` + "`baton run --leader NAME`" + ` campaigns in: baton looks at its leader every
+5 s, and logs an error naming the election while the leader is a candidate
+that runs none of its jobs (a run --leader of the same name, which keeps
+every replica from leading); give one of them another name.
+
 A command that exits non-zero is logged as a warning with its job, tick
 and status; one that could not be started, as an error.
 
@@ -364,6 +370,9 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		"endpoints", redactedEndpoints(cfg.Connection.Endpoints))
 	c.Start()
 	scheduler.Store(c)
+	if cmode == cronx.LeaderMode {
+		go watchElectionSharing(asked, cli, prefix, *name, logger)
+	}
 
 	for asked.Err() == nil {
 		select {
