@@ -124,7 +124,9 @@ baton's rules, which Convox knows nothing of:
 
 What Convox's parser drops without a word: unknown keys at the top level,
 in services, timers and resources, and in a service's health and
-liveness; keys given twice; environment entries that are not strings; and
+liveness; keys given twice (a top-level environment, services, timers or
+resources given twice Convox reads whole, the blocks one after the other,
+and so does check; it says so all the same); environment entries that are not strings; and
 a merge key (<<: *anchor) anywhere inside services, timers, resources and
 balancers, which Convox reads entry by entry with yaml.v2 and so loses,
 with all the anchor holds (a quoted "<<" it does merge). Nothing in such a
