@@ -135,10 +135,13 @@ merge key counts for baton's rules either.
 It also notes, without counting it a problem, what Convox does to each
 etcd service that no manifest changes: a release of the app it is in
 restarts it; ` + "`convox scale`" + ` can start a second process beside it (singleton
-does not stop that); its PodDisruptionBudget (minAvailable 50%, which for
-one process is 1) keeps a node drain, as a rack update that replaces nodes does, from moving it
-until the service's annotations lower it; and an etcd that is not ` + "`baton\netcd`" + `
-has no auth that baton set up.`
+does not stop that); a node drain (a rack update that replaces nodes) does
+not wait on it whatever its PodDisruptionBudget, since Convox's node
+controller restarts elsewhere every Deployment on a cordoned node whose
+budget allows no disruption, so etcd is down while it moves; members of
+three get no anti-affinity, so two may share a node and restart together,
+losing the quorum (the note says how to keep them apart); and an etcd that
+is not ` + "`baton etcd`" + ` has no auth that baton set up.`
 
 func runConvox(ctx context.Context, env *environ, args []string) int {
 	fs := flagSet(env, "convox", convoxSynopsis)
