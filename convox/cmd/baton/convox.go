@@ -44,7 +44,12 @@ BATON_PREFIX=/baton/APP) and points this app at http://etcd.NAME:2379:
 Convox's resolver names a service SERVICE.APP.RACK.local and every pod
 searches RACK.local, so that name finds the etcd app on a rack of any
 name (on a rack without Convox's resolver, AWS's disable_convox_resolver,
-set BATON_ETCD_ENDPOINTS to http://etcd.RACK-NAME.svc.cluster.local:2379).
+set BATON_ETCD_ENDPOINTS to http://etcd.RACK-NAME.svc.cluster.local:2379;
+on a rack with the feature gate external-dns-resolver, which gives pods
+no search domains, set it to the full name Convox's resolver answers,
+http://etcd.NAME.RACK.local:2379, and for an etcd inside the app, to
+http://etcd.APP.RACK.local:2379 rather than baton's default
+http://etcd:2379).
 --storage is then required: efs keeps etcd's data on an awsEfs volume (the
 rack needs ` + "`convox rack params set efs_csi_driver_enable=true`" + `);
 ephemeral puts it on an emptyDir, lost with each new etcd process. init
