@@ -121,12 +121,20 @@ func read(d *Document) (*app, *checker) {
 	a := &app{byName: map[string]*service{}}
 	section := map[string]*yaml.Node{}
 	for _, p := range topFields(top) {
+		blocks := []*yaml.Node{p.value}
+		if b := repeatedBlocks(top, p.key.Value); b != nil {
+			blocks = b
+		}
 		switch k := p.key.Value; {
 		case k == "environment":
-			a.env = c.environment("environment", p.value)
+			for _, b := range blocks {
+				a.env = append(a.env, c.environment("environment", b)...)
+			}
 		case k == "services" || k == "timers" || k == "resources" || k == "balancers":
-			section[k] = p.value
-			c.merges(k, p.value)
+			section[k] = concatenated(blocks)
+			for _, b := range blocks {
+				c.merges(k, b)
+			}
 		case !topKeys[k] && resolve(p.value).Anchor == "" && !strings.HasPrefix(k, "x-"):
 			c.unknown("", p.key, topKeys)
 		}
@@ -169,6 +177,59 @@ func read(d *Document) (*app, *checker) {
 		c.unknownIn("resource "+p.key.Value, p.value, resourceKeys)
 	}
 	return a, c
+}
+
+// concatenatedKeys are the top-level keys whose blocks Convox reads one
+// after the other when a manifest gives one twice: its Manifest type
+// decodes them with yaml.v2 into a struct field, which calls the field's
+// UnmarshalYAML (pkg/manifest/yaml.go: Environment appends, Services,
+// Timers and Resources append through unmarshalMapSlice) on the same
+// value for each occurrence.
+var concatenatedKeys = map[string]bool{"environment": true, "services": true, "timers": true, "resources": true}
+
+// repeatedBlocks returns the values of a concatenated key that the
+// top-level mapping itself gives more than once, in order; nil when it
+// gives it once or not at all.
+func repeatedBlocks(top *yaml.Node, key string) []*yaml.Node {
+	if !concatenatedKeys[key] {
+		return nil
+	}
+	var blocks []*yaml.Node
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if k := top.Content[i]; !isMergeKey(k) && k.Value == key {
+			blocks = append(blocks, top.Content[i+1])
+		}
+	}
+	if len(blocks) < 2 {
+		return nil
+	}
+	return blocks
+}
+
+// concatenated is one block, or the entries of several, one after the
+// other, as a single node of the first one's kind.
+func concatenated(blocks []*yaml.Node) *yaml.Node {
+	if len(blocks) == 1 {
+		return blocks[0]
+	}
+	var kind yaml.Kind
+	var content []*yaml.Node
+	for _, b := range blocks {
+		r := resolve(b)
+		if r == nil || (r.Kind != yaml.MappingNode && r.Kind != yaml.SequenceNode) {
+			continue
+		}
+		if kind == 0 {
+			kind = r.Kind
+		}
+		if r.Kind == kind {
+			content = append(content, r.Content...)
+		}
+	}
+	if kind == 0 {
+		return blocks[len(blocks)-1]
+	}
+	return &yaml.Node{Kind: kind, Content: content}
 }
 
 // entries returns the entries of a section (services, timers, resources)
@@ -290,17 +351,27 @@ func prefix(where string) string {
 }
 
 // duplicates reports keys given twice in one mapping. In a section Convox
-// keeps both entries under one name; anywhere else yaml.v2 keeps the last.
+// keeps both entries under one name, and of a concatenated top-level key
+// it reads both blocks; anywhere else yaml.v2 keeps the last.
 // Balancers, whose ports are read entry by entry too, are Convox's to check.
 func (c *checker) duplicates(top *yaml.Node) {
 	sections := map[*yaml.Node]bool{}
 	seen := map[*yaml.Node]bool{}
 	for _, p := range topFields(top) {
-		switch p.key.Value {
-		case "services", "timers", "resources":
-			sections[resolve(p.value)] = true
-		case "balancers":
-			seen[resolve(p.value)] = true
+		blocks := []*yaml.Node{p.value}
+		if b := repeatedBlocks(top, p.key.Value); b != nil {
+			blocks = b
+		}
+		for _, b := range blocks {
+			switch p.key.Value {
+			case "services", "timers", "resources":
+				sections[resolve(b)] = true
+			case "balancers":
+				seen[resolve(b)] = true
+			}
+		}
+		if len(blocks) > 1 && p.key.Value != "environment" {
+			c.acrossBlocks(blocks)
 		}
 	}
 	var walk func(n *yaml.Node)
@@ -319,6 +390,8 @@ func (c *checker) duplicates(top *yaml.Node) {
 				first[k.Value] = k
 			case sections[n]:
 				c.ignored(k, "%q is defined twice (also on line %d); Convox reads both entries under one name", k.Value, f.Line)
+			case n == resolve(top) && concatenatedKeys[k.Value]:
+				c.ignored(k, "key %q is given twice (also on line %d); Convox reads both, the entries of this one after those of the first: write them as one", k.Value, f.Line)
 			default:
 				c.ignored(k, "key %q is given twice (also on line %d); Convox keeps only this one", k.Value, f.Line)
 			}
@@ -328,6 +401,24 @@ func (c *checker) duplicates(top *yaml.Node) {
 		}
 	}
 	walk(top)
+}
+
+// acrossBlocks reports a name defined in two blocks of one section given
+// twice, which Convox reads as two entries under one name.
+func (c *checker) acrossBlocks(blocks []*yaml.Node) {
+	first := map[string]*yaml.Node{}
+	for _, b := range blocks {
+		here := map[string]bool{}
+		for _, p := range entries(b) {
+			if f, ok := first[p.key.Value]; ok && !here[p.key.Value] {
+				c.ignored(p.key, "%q is defined twice (also on line %d); Convox reads both entries under one name", p.key.Value, f.Line)
+			}
+			if _, ok := first[p.key.Value]; !ok {
+				first[p.key.Value] = p.key
+			}
+			here[p.key.Value] = true
+		}
+	}
 }
 
 // envEntry is one NAME or NAME=value of an environment list.

@@ -270,6 +270,26 @@ services:
 				{"port: 4000", `key "port" is given twice (also on line 4); Convox keeps only this one`, Ignored},
 				{"  web:\n    image", `"web" is defined twice (also on line 2); Convox reads both entries under one name`, Ignored},
 			}},
+		// At the top level, Manifest's fields are decoded by yaml.v2 into a
+		// struct, which calls Environment's, Services', Timers' and
+		// Resources' UnmarshalYAML once for each block on the same value;
+		// each appends (pkg/manifest/yaml.go): Convox reads every block.
+		{name: "environment given twice", in: "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd.shop-etcd:2379\nservices:\n  web:\n    build: .\n    command: baton crontab crontab\nenvironment:\n  - OTHER=1\n",
+			want: []problem{
+				{"environment:\n  - OTHER", `key "environment" is given twice (also on line 1); Convox reads both, the entries of this one after those of the first`, Ignored},
+			}},
+		{name: "services given twice, etcd in the first", in: "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd-0:2379\nservices:\n  etcd-0:\n    command: baton etcd --name etcd-0 --listen-client-urls http://0.0.0.0:2379\n    internal: true\n    singleton: true\n    port: 2379\n    health: /health\nservices:\n  web:\n    build: .\n    command: baton crontab crontab\n",
+			want: []problem{
+				{"services:\n  web", `key "services" is given twice (also on line 3); Convox reads both, the entries of this one after those of the first`, Ignored},
+			}},
+		{name: "timers given twice", in: "environment:\n  - BATON_ETCD_ENDPOINTS=http://etcd.shop-etcd:2379\nservices:\n  web:\n    build: .\ntimers:\n  a:\n    schedule: \"0 * * * *\"\n    service: web\n    command: bin/a\ntimers:\n  b:\n    schedule: \"0 * * * *\"\n    service: web\n    command: bin/b\n  a:\n    schedule: \"0 * * * *\"\n    service: web\n    command: bin/c\n",
+			want: []problem{
+				{"timers:\n  b", `key "timers" is given twice (also on line 6); Convox reads both`, Ignored},
+				{"bin/a", `timer a runs "bin/a" directly`, Baton},
+				{"bin/b", `timer b runs "bin/b" directly`, Baton},
+				{"  a:\n    schedule: \"0 * * * *\"\n    service: web\n    command: bin/c", `"a" is defined twice (also on line 7); Convox reads both entries under one name`, Ignored},
+				{"bin/c", `timer a runs "bin/c" directly`, Baton},
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,7 +4,10 @@
 // A manifest is read as Convox's own parser reads it (convox/convox
 // pkg/manifest, on gopkg.in/yaml.v2; see yaml.go): a merge key inside
 // services, timers, resources or balancers counts for nothing there, a
-// quoted "<<" is merged, the last of a key given twice wins. Every rule
+// quoted "<<" is merged, the last of a key given twice wins, but for a
+// top-level environment, services, timers or resources given twice, whose
+// blocks Convox reads one after the other (its struct fields' UnmarshalYAML
+// appends, pkg/manifest/yaml.go), and so does check. Every rule
 // below judges what Convox would deploy, not what the YAML seems to say.
 //
 // Init edits the yaml.v3 node tree of the file and writes it back: comments,

@@ -29,7 +29,10 @@ import (
 // provider; a rack without it (AWS's disable_convox_resolver=true) has no
 // .local names at all, and there BATON_ETCD_ENDPOINTS must name the
 // Kubernetes Service, http://etcd.RACK-APP.svc.cluster.local:2379 (the
-// namespace of provider/k8s/app.go, AppNamespace). No rack was at hand:
+// namespace of provider/k8s/app.go, AppNamespace). The rack's feature gate
+// external-dns-resolver removes the search domains (provider/k8s/release.go,
+// DisableDnsSearches), and there only the full name resolves,
+// http://etcd.APP.RACK.local:2379. No rack was at hand:
 // this rests on Convox's code alone.
 func EtcdAppEndpoint(etcdApp string) string {
 	return fmt.Sprintf("http://etcd.%s:%d", etcdApp, clientPort)

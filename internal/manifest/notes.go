@@ -18,11 +18,9 @@ import (
 //   - Nothing keeps it at one process: singleton only sets the deployment
 //     to stop the old process before it starts the new (minimum 0, maximum
 //     100 percent, pkg/manifest/manifest.go), so `convox scale` can start a
-//     second etcd beside it; and its Deployment's PodDisruptionBudget
-//     (provider/k8s/controller_deployment.go: minAvailable 50%, the rack's
-//     pdb_default_min_available_percentage, unless the service's
-//     convox.com/pdb-minavailable or convox.com/pdb-disabled annotation says
-//     otherwise) is 1 of 1 process, which no node drain can evict.
+//     second etcd beside it; and a node drain does not wait on it, whatever
+//     its PodDisruptionBudget, while members of three may share a node
+//     (disruption).
 //   - An etcd that is not `baton etcd` has no auth that baton set up.
 func Notes(d *Document) []Problem {
 	a, _ := read(d)
@@ -64,21 +62,28 @@ func Notes(d *Document) []Problem {
 	return notes
 }
 
-// disruption says what a node drain does to an etcd service: Convox's
-// PodDisruptionBudget keeps its one process unless its annotations lower it.
+// disruption says what a node drain does to an etcd service. Its
+// Deployment's PodDisruptionBudget (provider/k8s/controller_deployment.go)
+// is 1 of 1 process, which an eviction cannot take, but Convox's node
+// controller (provider/k8s/controller_node.go) restarts elsewhere every
+// Deployment on a cordoned node more than 5 minutes old whose budget allows
+// no disruption, by changing its pod template: a drain does not wait on
+// it. And Convox gives a service's pods no anti-affinity
+// (provider/k8s/template/app/service.yml.tmpl), so members of three may
+// share a node and restart together.
 func disruption(s *service, cluster bool) string {
+	moves := "Convox's node controller restarts it on another node when its node is cordoned (a rack update that replaces nodes, a node replaced or scaled in): its PodDisruptionBudget of minAvailable 50% (the rack's pdb_default_min_available_percentage), 1 of its 1 process, does not make a drain wait on it, since Convox restarts elsewhere every Deployment on a cordoned node more than 5 minutes old whose budget allows no disruption"
 	for _, a := range annotations(s) {
 		if k, v, _ := strings.Cut(a, "="); k == "convox.com/pdb-disabled" && v == "true" || k == "convox.com/pdb-minavailable" && (v == "0" || v == "0%") {
-			return "Its annotation " + a + " lets a node drain (a rack update that replaces nodes, a node replaced) evict it: etcd is then down while it starts on another node, and on an emptyDir it comes back empty."
+			moves = "Its annotation " + a + " lets a node drain (a rack update that replaces nodes, a node replaced or scaled in) evict it at once"
 		}
 	}
-	lower := "at the cost of etcd being down while it starts on another node (and, on an emptyDir, coming back empty)"
-	if cluster {
-		lower = "at the cost of the member being down while it starts on another node: each member has a budget of its own, so a drain may then take two members, and the cluster, at once"
+	if !cluster {
+		return moves + ": etcd is down while it starts on another node (no job runs meanwhile, and baton says so), and on an emptyDir it comes back empty."
 	}
-	return "Convox gives its Deployment a PodDisruptionBudget of minAvailable 50% (the rack's pdb_default_min_available_percentage), which for one process is 1: " +
-		"a node drain (a rack update that replaces nodes, a node replaced or scaled in) cannot evict it and waits on it. To let drains move it, " + lower +
-		", give the service annotations: [convox.com/pdb-minavailable=0]"
+	return moves + ": the member is down while it starts on another node. Convox gives the members no anti-affinity, so two of them may share a node and restart together, and the cluster then has no quorum (no job runs) until one is back. " +
+		"To keep a quorum through a drain, keep the members on distinct nodes: give each member nodeAffinityLabels for a zone of its own ([{label: topology.kubernetes.io/zone, value: ZONE, weight: 100}], a preference) " +
+		"or nodeSelectorLabels for a node group of its own ({convox.io/label: NAME}, a rule that leaves the member unscheduled while its group has no node)."
 }
 
 // annotations returns a service's annotations as KEY=VALUE, from Convox's

@@ -26,40 +26,51 @@ func TestNotesSayWhatAReleaseDoes(t *testing.T) {
 
 // TestNotesOnEveryEtcd: nothing in Convox keeps an etcd service at one
 // process (singleton only sets the deployment's percentages,
-// pkg/manifest/manifest.go; `convox scale` checks nothing of it), and its
-// Deployment's PodDisruptionBudget of minAvailable 50%
-// (provider/k8s/controller_deployment.go) is 1 of 1, which a node drain
-// cannot evict unless the service's convox.com/pdb-minavailable or
-// convox.com/pdb-disabled annotation lowers it. An etcd app gets both
-// notes too; a web service gets neither.
+// pkg/manifest/manifest.go; `convox scale` checks nothing of it), and no
+// node drain waits on it: its PodDisruptionBudget of minAvailable 50%
+// (provider/k8s/controller_deployment.go) is 1 of 1, but Convox's node
+// controller restarts elsewhere every Deployment on a cordoned node whose
+// budget allows no disruption (provider/k8s/controller_node.go), and an
+// annotation that lowers the budget lets the drain evict it. Members of
+// three get no anti-affinity (provider/k8s/template/app/service.yml.tmpl),
+// so the note says what keeps a quorum. An etcd app gets the notes too; a
+// web service gets none.
 func TestNotesOnEveryEtcd(t *testing.T) {
 	app, err := EtcdAppManifest(mustParse(t, "services:\n  web:\n    build: .\n"), "shop", "shop-etcd", "convox.etcd.yml", EFS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	scale := "nothing keeps it at one process: `convox scale etcd --count 2` is not refused"
-	drain := "PodDisruptionBudget of minAvailable 50% (the rack's pdb_default_min_available_percentage), which for one process is 1: a node drain (a rack update that replaces nodes, a node replaced or scaled in) cannot evict it and waits on it"
+	drain := "Convox's node controller restarts it on another node when its node is cordoned"
+	down := "etcd is down while it starts on another node"
 	annotated := func(a string) string {
 		return "services:\n" + strings.Replace(etcdOK, "    internal: true\n", "    internal: true\n    annotations:\n      - "+a+"\n", 1)
 	}
 	for _, tc := range []struct{ name, src, want string }{
 		{"the etcd app", string(app), drain},
 		{"an etcd in the app", "services:\n  web:\n    build: .\n" + etcdOK, drain},
-		{"minAvailable 0", annotated("convox.com/pdb-minavailable=0"), "Its annotation convox.com/pdb-minavailable=0 lets a node drain (a rack update that replaces nodes, a node replaced) evict it"},
+		{"minAvailable 0", annotated("convox.com/pdb-minavailable=0"), "Its annotation convox.com/pdb-minavailable=0 lets a node drain (a rack update that replaces nodes, a node replaced or scaled in) evict it at once"},
 		{"PDB disabled", annotated("convox.com/pdb-disabled=true"), "Its annotation convox.com/pdb-disabled=true lets a node drain"},
 		{"minAvailable 1 is still 1", annotated("convox.com/pdb-minavailable=1"), drain},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			notes := Notes(mustParse(t, tc.src))
-			if !hasNote(notes, "etcd", scale, tc.want) {
-				t.Errorf("notes %v, want one on service etcd saying %q and %q", notes, scale, tc.want)
+			if !hasNote(notes, "etcd", scale, tc.want, down) {
+				t.Errorf("notes %v, want one on service etcd saying %q, %q and %q", notes, scale, tc.want, down)
 			}
 			for _, n := range notes {
-				if strings.Contains(n.Message, "service web") {
-					t.Errorf("a note on web: %s", n.Message)
+				if strings.Contains(n.Message, "service web") || strings.Contains(n.Message, "waits on it") {
+					t.Errorf("a note on web, or one that has a drain wait: %s", n.Message)
 				}
 			}
 		})
+	}
+	// Three members: each may share a node with another; the note says
+	// what keeps a quorum.
+	for _, member := range []string{"etcd-0", "etcd-1", "etcd-2"} {
+		if !hasNote(Notes(mustParse(t, threeMembers)), member, drain, "no anti-affinity, so two of them may share a node", "topology.kubernetes.io/zone") {
+			t.Errorf("no note on %s of members sharing a node and what keeps a quorum: %v", member, Notes(mustParse(t, threeMembers)))
+		}
 	}
 }
 

@@ -7,7 +7,9 @@ func TestURLPasswords(t *testing.T) {
 		{"http://app:pw@etcd:2379", "http://app:xxxxx@etcd:2379"},
 		{`parse "http://app:s3cr3t@127.0.0.1:x": invalid port`, `parse "http://app:xxxxx@127.0.0.1:x": invalid port`},
 		{"etcd http://a:1@h:1,https://b:p%40ss@h:2 unreachable", "etcd http://a:xxxxx@h:1,https://b:xxxxx@h:2 unreachable"},
-		{"http://app@etcd:2379 and http://etcd:2379/a:b@c", "http://app@etcd:2379 and http://etcd:2379/a:b@c"},
+		{"http://app@etcd:2379 and http://etcd:2379/a:b", "http://app@etcd:2379 and http://etcd:2379/a:b"},
+		{"http://app:pa/ss#x?y@h:1 x", "http://app:xxxxx@h:1 x"},
+		{`"http://app:p@ss@h:1"`, `"http://app:xxxxx@h:1"`},
 		{"no url: a:b@c", "no url: a:b@c"},
 	} {
 		if got := URLPasswords(tc.in); got != tc.want {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/batonhq/baton/convox"
 	"github.com/batonhq/baton/election"
+	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -51,13 +52,33 @@ const (
 func (c *connFlags) connect(ctx context.Context) (convox.Config, *clientv3.Client, error) {
 	cfg, err := c.config()
 	if err != nil {
-		return cfg, nil, redactError(err)
+		return cfg, nil, configError{err}
 	}
 	cli, err := dial(ctx, cfg, c.dialTimeout, c.access)
 	return cfg, cli, err
 }
 
-// dial connects to etcd as cfg says and checks access within timeout.
+// configError is an error of the configuration, found before any dial.
+type configError struct{ err error }
+
+func (e configError) Error() string { return e.err.Error() }
+func (e configError) Unwrap() error { return e.err }
+
+// connectFailed reports an error of connect for the one-shot commands: a
+// configuration that can never work is a usage error (2), as in every
+// other command; a TLS file that cannot be read, or an etcd that does not
+// answer or refuses, a failure (1).
+func connectFailed(env *environ, fs *pflag.FlagSet, name string, err error) int {
+	if errors.As(err, new(configError)) && isUsage(err) {
+		return usageError(env, fs, "%v", err)
+	}
+	return fail(env, name, err)
+}
+
+// dial connects to etcd as cfg says and checks access within timeout. A
+// dial that has not succeeded within probeAfter gets baton's own look at
+// the endpoints beside it (tlsCause): a TLS mistake, which gRPC would
+// report only as the deadline, is then the error at once.
 func dial(ctx context.Context, cfg convox.Config, timeout time.Duration, need access) (*clientv3.Client, error) {
 	ccfg, err := cfg.Connection.ClientConfig()
 	if err != nil {
@@ -71,23 +92,69 @@ func dial(ctx context.Context, cfg convox.Config, timeout time.Duration, need ac
 	eps := redactedEndpoints(cfg.Connection.Endpoints)
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cli, err := clientv3.New(ccfg)
-	if err == nil {
-		err = checkAccess(dctx, cli, prefixOf(cfg), need)
-		if err != nil {
-			cli.Close()
+	type dialed struct {
+		cli *clientv3.Client
+		err error
+	}
+	done := make(chan dialed, 1)
+	go func() {
+		cli, err := clientv3.New(ccfg)
+		if err == nil {
+			err = checkAccess(dctx, cli, prefixOf(cfg), need)
+			if err != nil {
+				cli.Close()
+				cli = nil
+			}
+		}
+		done <- dialed{cli, err}
+	}()
+	pctx, stopProbe := context.WithCancel(ctx)
+	defer stopProbe()
+	wait := time.NewTimer(probeAfter)
+	defer wait.Stop()
+	var d dialed
+	var probe chan error // the look's answer, once it started
+	select {
+	case d = <-done:
+	case <-wait.C:
+		probe = make(chan error, 1)
+		go func() { probe <- tlsCause(pctx, cfg, ccfg.TLS) }()
+		select {
+		case d = <-done:
+		case cause := <-probe:
+			probe <- cause // read again below
+			if cause != nil {
+				go func() { // the dial ends with dctx, as dial returns
+					if d := <-done; d.cli != nil {
+						d.cli.Close()
+					}
+				}()
+				return nil, redactError(cause)
+			}
+			d = <-done
 		}
 	}
-	if err != nil {
-		if ccfg.TLS != nil && unreachable(err) {
-			if cause := certCause(ctx, cfg, ccfg.TLS); cause != nil {
+	if d.err != nil {
+		if unreachable(d.err) {
+			var cause error
+			if probe != nil {
+				cause = <-probe
+			} else {
+				cause = tlsCause(ctx, cfg, ccfg.TLS)
+			}
+			if cause != nil {
 				return nil, redactError(cause)
 			}
 		}
-		return nil, redactError(explainDialError(err, eps, cfg, timeout, need))
+		return nil, redactError(explainDialError(d.err, eps, cfg, timeout, need))
 	}
-	return cli, nil
+	return d.cli, nil
 }
+
+// probeAfter is how long a dial may take before baton looks at the
+// endpoints itself: a healthy etcd answers well within it, so it costs a
+// healthy start nothing.
+const probeAfter = 250 * time.Millisecond
 
 // prefixOf is the key prefix the command works under: the flag or
 // BATON_PREFIX (convox.Load reads it), else election's default.

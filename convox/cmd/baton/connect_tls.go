@@ -6,18 +6,22 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/batonhq/baton/convox"
+	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/redact"
 )
 
-// certError is etcd's certificate, refused by baton: no CA to verify it
-// (BATON_ETCD_CA), the wrong CA, or a host name the certificate does not
-// carry. gRPC retries a failed handshake until the deadline and then
+// certError is a connection over TLS that cannot work: etcd's certificate,
+// refused by baton (no CA to verify it, BATON_ETCD_CA, the wrong CA, or a
+// host name the certificate does not carry), baton's client certificate
+// refused by etcd (or none given where etcd requires one), or TLS on one
+// side only. gRPC retries a failed handshake until the deadline and then
 // reports only the deadline, so baton shakes hands itself to find the
 // cause. A retry cannot cure it.
 type certError struct {
@@ -32,51 +36,139 @@ func (e *certError) Error() string {
 func (e *certError) Unwrap() error        { return e.err }
 func (e *certError) Is(target error) bool { return target == errRefused }
 
-// handshakeTimeout bounds baton's own TLS handshake with one endpoint.
+// handshakeTimeout bounds baton's own TLS handshake with one endpoint, and
+// the wait after it for etcd's verdict on the client's certificate.
 const handshakeTimeout = 2 * time.Second
 
-// certCause shakes hands with each endpoint as the client would, and
-// returns a certError if every endpoint that answers presents a
-// certificate baton refuses; nil if one is accepted or none answers.
-func certCause(ctx context.Context, cfg convox.Config, tc *tls.Config) error {
+// tlsCause shakes hands with each endpoint as the client would, and
+// returns a certError if every endpoint that answers refuses the
+// connection over TLS: a server certificate baton refuses, a client
+// certificate etcd refuses (or none where etcd requires one), or TLS on one
+// side only (http:// to a TLS port, https:// to a plain one). It returns
+// nil if one endpoint is fine, none answers, or ctx ends. tc is the
+// client's TLS configuration, nil for none.
+func tlsCause(ctx context.Context, cfg convox.Config, tc *tls.Config) error {
 	var found error
 	for _, ep := range cfg.Connection.Endpoints {
-		addr, host, ok := tlsAddress(ep)
+		addr, host, secure, ok := tlsAddress(ep, tc != nil)
 		if !ok {
 			continue
 		}
-		c := tc.Clone()
-		if c.ServerName == "" {
-			c.ServerName = host
+		var hint string
+		var err error
+		if secure {
+			c := tc.Clone()
+			if c.ServerName == "" {
+				c.ServerName = host
+			}
+			hint, err = secureCause(ctx, addr, c, cfg.Connection)
+		} else {
+			hint, err = plainCause(ctx, addr)
 		}
-		dctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
-		conn, err := (&tls.Dialer{Config: c}).DialContext(dctx, "tcp", addr)
-		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
 		if err == nil {
-			conn.Close()
-			return nil // this one is fine; the cause is elsewhere
+			return nil // this one is fine, or gave no answer; the cause is elsewhere
 		}
-		if hint, ok := certHint(err, cfg.Connection.CAFile); ok && found == nil {
+		if found == nil {
 			found = &certError{endpoint: redact.URLPasswords(ep), hint: hint, err: err}
 		}
 	}
 	return found
 }
 
-// tlsAddress is the host:port to dial for an endpoint that uses TLS.
-func tlsAddress(ep string) (addr, host string, ok bool) {
+// secureCause shakes hands with addr over TLS and waits for etcd's verdict
+// on the client's certificate (with TLS 1.3 it comes after the handshake,
+// at the first read). It returns what to change and the error, or a nil
+// error when etcd accepts the connection or does not answer.
+func secureCause(ctx context.Context, addr string, c *tls.Config, conn election.Connection) (string, error) {
+	dctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	tconn, err := (&tls.Dialer{Config: c}).DialContext(dctx, "tcp", addr)
+	if err == nil {
+		defer tconn.Close()
+		stop := context.AfterFunc(dctx, func() { tconn.Close() })
+		defer stop()
+		_ = tconn.SetReadDeadline(time.Now().Add(handshakeTimeout))
+		_, err = tconn.Read(make([]byte, 1))
+		if !remoteAlert(err) {
+			return "", nil // accepted: etcd waits for the client to speak
+		}
+	}
+	if hint, ok := certHint(err, conn.CAFile); ok {
+		return hint, err
+	}
+	if remoteAlert(err) {
+		if conn.CertFile == "" {
+			return "etcd requires a client certificate (--client-cert-auth) and none was given: set BATON_ETCD_CERT and BATON_ETCD_KEY (or --cert and --key) to one signed by the CA of etcd's --trusted-ca-file", err
+		}
+		return fmt.Sprintf("etcd refused the client certificate %s (signed by another CA than that of its --trusted-ca-file, expired, or not for a client): give baton one it accepts (BATON_ETCD_CERT, BATON_ETCD_KEY)", conn.CertFile), err
+	}
+	if ctx.Err() == nil && speaksHTTP(ctx, addr) {
+		return "etcd serves no TLS there: use http:// (and no BATON_ETCD_CA, BATON_ETCD_CERT or BATON_ETCD_KEY), or give etcd --cert-file and --key-file", err
+	}
+	return "", nil
+}
+
+// plainCause shakes hands over TLS with addr, which the client speaks to in
+// plain text: a server that answers in TLS is a TLS port.
+func plainCause(ctx context.Context, addr string) (string, error) {
+	dctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	c := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} // only asks whether it speaks TLS
+	conn, err := (&tls.Dialer{Config: c}).DialContext(dctx, "tcp", addr)
+	if err == nil {
+		conn.Close()
+	}
+	if err == nil || remoteAlert(err) {
+		return "etcd serves TLS there: use https:// and set BATON_ETCD_CA (or --ca) to the CA certificate that signed etcd's", errors.New("the endpoint speaks TLS, the client plain text")
+	}
+	return "", nil
+}
+
+// remoteAlert reports whether err is a TLS alert the server sent.
+func remoteAlert(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error"
+}
+
+// speaksHTTP reports whether addr answers a plain HTTP request, as etcd's
+// client port does when it serves no TLS.
+func speaksHTTP(ctx context.Context, addr string) bool {
+	dctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
+	if _, err := io.WriteString(conn, "GET /version HTTP/1.1\r\nHost: etcd\r\nConnection: close\r\n\r\n"); err != nil {
+		return false
+	}
+	head := make([]byte, 5)
+	_, err = io.ReadFull(conn, head)
+	return err == nil && string(head) == "HTTP/"
+}
+
+// tlsAddress is the host:port to dial for an endpoint, and whether the
+// client speaks TLS to it: for https://, and for a bare host:port when the
+// client has a TLS configuration (as etcd's client decides).
+func tlsAddress(ep string, withTLS bool) (addr, host string, secure, ok bool) {
+	secure = withTLS
 	if strings.Contains(ep, "://") {
 		u, err := url.Parse(ep)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-			return "", "", false
+			return "", "", false, false
 		}
-		ep = u.Host
+		ep, secure = u.Host, u.Scheme == "https"
 	}
 	host, _, err := net.SplitHostPort(ep)
 	if err != nil {
-		return "", "", false
+		return "", "", false, false
 	}
-	return ep, host, true
+	return ep, host, secure, true
 }
 
 // certHint says what to change for a certificate error; ok is false for

@@ -44,7 +44,12 @@ BATON_PREFIX=/baton/APP) and points this app at http://etcd.NAME:2379:
 Convox's resolver names a service SERVICE.APP.RACK.local and every pod
 searches RACK.local, so that name finds the etcd app on a rack of any
 name (on a rack without Convox's resolver, AWS's disable_convox_resolver,
-set BATON_ETCD_ENDPOINTS to http://etcd.RACK-NAME.svc.cluster.local:2379).
+set BATON_ETCD_ENDPOINTS to http://etcd.RACK-NAME.svc.cluster.local:2379;
+on a rack with the feature gate external-dns-resolver, which gives pods
+no search domains, set it to the full name Convox's resolver answers,
+http://etcd.NAME.RACK.local:2379, and for an etcd inside the app, to
+http://etcd.APP.RACK.local:2379 rather than baton's default
+http://etcd:2379).
 --storage is then required: efs keeps etcd's data on an awsEfs volume (the
 rack needs ` + "`convox rack params set efs_csi_driver_enable=true`" + `);
 ephemeral puts it on an emptyDir, lost with each new etcd process. init
@@ -124,7 +129,9 @@ baton's rules, which Convox knows nothing of:
 
 What Convox's parser drops without a word: unknown keys at the top level,
 in services, timers and resources, and in a service's health and
-liveness; keys given twice; environment entries that are not strings; and
+liveness; keys given twice (a top-level environment, services, timers or
+resources given twice Convox reads whole, the blocks one after the other,
+and so does check; it says so all the same); environment entries that are not strings; and
 a merge key (<<: *anchor) anywhere inside services, timers, resources and
 balancers, which Convox reads entry by entry with yaml.v2 and so loses,
 with all the anchor holds (a quoted "<<" it does merge). Nothing in such a
@@ -133,10 +140,13 @@ merge key counts for baton's rules either.
 It also notes, without counting it a problem, what Convox does to each
 etcd service that no manifest changes: a release of the app it is in
 restarts it; ` + "`convox scale`" + ` can start a second process beside it (singleton
-does not stop that); its PodDisruptionBudget (minAvailable 50%, which for
-one process is 1) keeps a node drain, as a rack update that replaces nodes does, from moving it
-until the service's annotations lower it; and an etcd that is not ` + "`baton\netcd`" + `
-has no auth that baton set up.`
+does not stop that); a node drain (a rack update that replaces nodes) does
+not wait on it whatever its PodDisruptionBudget, since Convox's node
+controller restarts elsewhere every Deployment on a cordoned node whose
+budget allows no disruption, so etcd is down while it moves; members of
+three get no anti-affinity, so two may share a node and restart together,
+losing the quorum (the note says how to keep them apart); and an etcd that
+is not ` + "`baton etcd`" + ` has no auth that baton set up.`
 
 func runConvox(ctx context.Context, env *environ, args []string) int {
 	fs := flagSet(env, "convox", convoxSynopsis)

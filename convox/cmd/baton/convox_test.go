@@ -509,6 +509,20 @@ func TestConvoxHelp(t *testing.T) {
 	if !strings.Contains(out, "--members") || !strings.Contains(out, "--image") {
 		t.Errorf("init --help lacks its flags:\n%s", out)
 	}
+	// What Convox does that no manifest changes: the names that resolve
+	// under the feature gate external-dns-resolver (no search domains), and
+	// a drain that does not wait on etcd.
+	for _, want := range []string{"external-dns-resolver", "http://etcd.NAME.RACK.local:2379", "http://etcd.APP.RACK.local:2379"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("convox init --help does not say %q:\n%s", want, out)
+		}
+	}
+	_, out = runBaton(t, nil, "convox", "check", "--help")
+	for _, want := range []string{"does\nnot wait on it", "no anti-affinity"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("convox check --help does not say %q:\n%s", want, out)
+		}
+	}
 }
 
 // TestConvoxInitWiresHealth: a service that runs baton crontab with no web

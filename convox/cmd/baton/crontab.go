@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	iofs "io/fs"
 	"log/slog"
 	"sync/atomic"
 	"syscall"
@@ -54,10 +53,27 @@ entry, so editing an entry makes it a new job; name jobs you pause, trigger
 or watch. NAME=value followed by more words (FOO=1 * * * * * cmd) is an
 error: quote the value to set it for later commands, or write the
 assignment after the schedule (* * * * * FOO=1 cmd) to set it for one job.
-TZ=ZONE on a line of its own sets the commands' TZ; schedules follow
-CRON_TZ. A line is at most 1 MiB, and a command or a NAME=value at most
-128 KiB (131071 bytes, the kernel's limit for one argument, MAX_ARG_STRLEN):
-a longer one could never start, so it is an error; put it in a script.
+TZ=ZONE on a line of its own sets the commands' TZ (a zone that does not
+exist is an error; a POSIX rule such as EST5EDT or :/path is taken as it
+is); schedules follow CRON_TZ. A byte order mark at the start of the file
+is skipped. A line is at most 1 MiB, and a command or a NAME=value at most
+128 KiB (131071 bytes, the kernel's limit for one argument, MAX_ARG_STRLEN),
+with no NUL byte; a command, with the NAME=value lines above it and
+baton's own environment, must fit what execve(2) takes in all (ARG_MAX: a
+quarter of the stack limit, ulimit -s, between 128 KiB and 6 MiB, as
+measured where the file is read). Anything else could never start, so it
+is an error; put it in a script, or the values in a file. With --check and
+no endpoints, the connection's other settings (--username, --password,
+--ca, --cert, --key and their variables) are checked all the same.
+
+In leader mode the scheduler's election is P/election/NAME (--name), the
+one a ` + "`baton run --leader NAME`" + ` campaigns in: baton looks at its leader every
+5 s, and logs an error naming the election while the leader is a candidate
+that runs none of its jobs (a run --leader of the same name, which keeps
+every replica from leading); give one of them another name.
+
+A command that exits non-zero is logged as a warning with its job, tick
+and status; one that could not be started, as an error.
 
 Options in square brackets after the name, before any TZ= and the
 schedule, set that entry's policy over the flags, as KEY=VALUE separated by
@@ -207,17 +223,16 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		return usageError(env, fs, "--name: %v", err)
 	}
 	cfg, cfgErr := conn.config()
+	switch {
+	case cfgErr == nil, errors.Is(cfgErr, errNoEndpoints): // --check needs none
+	case isUsage(cfgErr):
+		return usageError(env, fs, "%v", cfgErr)
+	default:
+		return fail(env, "crontab", cfgErr) // a TLS file that cannot be read
+	}
 	eopts, err := conn.electionOptions(cfg)
 	if err != nil {
 		return usageError(env, fs, "%v", err)
-	}
-	if cfg.Configured() {
-		if _, err := cfg.Connection.ClientConfig(); err != nil {
-			if errors.As(err, new(*iofs.PathError)) {
-				return fail(env, "crontab", err) // a TLS file that cannot be read
-			}
-			return usageError(env, fs, "%v", redactError(err))
-		}
 	}
 	addr := httpAddr()
 	if addr != "" {
@@ -358,6 +373,9 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		"endpoints", redactedEndpoints(cfg.Connection.Endpoints))
 	c.Start()
 	scheduler.Store(c)
+	if cmode == cronx.LeaderMode {
+		go watchElectionSharing(asked, cli, prefix, *name, logger)
+	}
 
 	for asked.Err() == nil {
 		select {

@@ -124,7 +124,11 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	n := 1
 	for ; sc.Scan(); n++ {
-		text := strings.TrimSpace(sc.Text())
+		text := sc.Text()
+		if n == 1 {
+			text = strings.TrimPrefix(text, "\ufeff") // a byte order mark, as some editors write
+		}
+		text = strings.TrimSpace(text)
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
@@ -146,6 +150,12 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 			if err := checkArgs("variable "+k, []string{k + "=" + v}); err != nil {
 				bad(n, "%v: it could never be passed to a command", err)
 				continue
+			}
+			if k == "TZ" && !posixTZ(v) {
+				if _, err := time.LoadLocation(v); err != nil {
+					bad(n, "TZ=%s: unknown time zone", v)
+					continue
+				}
 			}
 			if k == "CRON_TZ" {
 				if _, err := time.LoadLocation(v); err != nil {
@@ -238,6 +248,10 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 		}
 		if err := checkArgs("command", []string{e.command}); err != nil {
 			bad(n, "%v: it could never start; put it in a script", err)
+			continue
+		}
+		if err := checkExecSize([]string{"/bin/sh", "-c", e.command}, e.env); err != nil {
+			bad(n, "%v: it could never start; put the values in a file", err)
 			continue
 		}
 		if next := text[toks[i+want][0]:toks[i+want][1]]; want > 1 && fieldLike.MatchString(next) {
@@ -349,6 +363,14 @@ func shortestGap(s cronx.Schedule) time.Duration {
 
 // maxLine is the longest crontab line baton reads.
 const maxLine = 1 << 20
+
+// posixTZ reports whether a TZ value is one the C library reads without
+// the zone database: ":path", or a POSIX rule with an offset ("EST5EDT",
+// "CET-1CEST,M3.5.0,M10.5.0/3"). Any other value names a zone, which must
+// exist: the C library takes an unknown one for UTC without a word.
+func posixTZ(v string) bool {
+	return v == "" || strings.HasPrefix(v, ":") || strings.ContainsAny(v, "0123456789")
+}
 
 // zonePrefix reports whether tok is a TZ= or CRON_TZ= zone.
 func zonePrefix(tok string) bool {

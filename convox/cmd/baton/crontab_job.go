@@ -51,6 +51,7 @@ func (j crontabJob) RunContext(ctx context.Context) error {
 	started := time.Now()
 	p, err := startProc([]string{j.shell, "-c", j.entry.command}, env, nil, j.env.stdout, j.env.stderr, "["+j.entry.name+"] ")
 	if err != nil {
+		j.logger.Error("baton crontab: the command could not be started", "job", j.entry.name, "tick", info.Tick, "err", err)
 		return err
 	}
 	select {
@@ -73,6 +74,7 @@ func (j crontabJob) RunContext(ctx context.Context) error {
 		}
 	}
 	if p.code != 0 {
+		j.logger.Warn("baton crontab: the command failed", "job", j.entry.name, "tick", info.Tick, "status", p.code)
 		return fmt.Errorf("exit status %d", p.code)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/client/pkg/v3/types"
@@ -68,8 +69,9 @@ clients verify it with BATON_ETCD_CA).
 
 Data: a member keeps its data in --data-dir, which it locks: a second
 member on the same directory exits 1 at once. A database that cannot be
-read, or a write-ahead log etcd cannot start from, is one line naming the
-directory, and exit status 1; so is a --cert-file or --key-file that cannot
+read, or a write-ahead log etcd cannot start from (damaged, zeroed, empty,
+or cut short of what the database applied), is one line naming the
+directory, and exit status 1, checked before etcd starts; so is a --cert-file or --key-file that cannot
 be read. On an emptyDir
 volume a restart loses the data: the member comes back as a new, empty
 cluster. baton's clients recover by themselves (new sessions, new
@@ -124,7 +126,7 @@ func runEtcd(ctx context.Context, env *environ, args []string) int {
 	fs.StringVar(&f.token, "initial-cluster-token", "baton-etcd", "a token that tells this cluster from others formed with the same --initial-cluster")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "etcd's log level: "+strings.Join(etcdLogLevels, ", ")+"; logs go to stderr")
 	fs.StringVar(&f.compactionRetention, "auto-compaction-retention", "1h", "how long etcd keeps old revisions: a duration (\"1h\", \"30m\"), or 0 to keep them all")
-	fs.StringVar(&f.certFile, "cert-file", "", "TLS certificate for clients; with --key-file, clients connect with https:// URLs only (they verify it with BATON_ETCD_CA)")
+	fs.StringVar(&f.certFile, "cert-file", "", "TLS certificate for clients; with --key-file, clients connect with https:// URLs only (they verify it with BATON_ETCD_CA); one expired or not yet valid is served with a warning at start")
 	fs.StringVar(&f.keyFile, "key-file", "", "TLS key of --cert-file")
 	fs.BoolVar(&f.gateway, "enable-grpc-gateway", false, "serve etcd's JSON gateway (/v3/...) on the client URLs; off, since it takes plain HTTP requests such as curl's")
 	fs.IntVar(&f.bcryptCost, "bcrypt-cost", etcdBcryptCost, fmt.Sprintf("cost of hashing the users' passwords, %d to %d: each client's login costs the server this much", bcryptMinCost, bcryptMaxCost))
@@ -147,12 +149,19 @@ func runEtcd(ctx context.Context, env *environ, args []string) int {
 	if err != nil {
 		return usageError(env, fs, "%v", err)
 	}
+	if w := certValidity(f.certFile, time.Now()); w != "" {
+		fmt.Fprintf(env.stderr, "baton etcd: WARNING: %s\n", w)
+	}
 	release, err := lockDataDir(cfg.Dir)
 	if err != nil {
 		return fail(env, "etcd", err)
 	}
 	defer release()
-	if err := checkDatabase(ctx, cfg.Dir); err != nil {
+	applied, err := checkDatabase(ctx, cfg.Dir)
+	if err != nil {
+		return fail(env, "etcd", err)
+	}
+	if err := checkWAL(cfg.Dir, applied); err != nil {
 		return fail(env, "etcd", err)
 	}
 	if cfg, err = rejoin(ctx, env, cfg); err != nil {

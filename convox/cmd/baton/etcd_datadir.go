@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/storage/backend"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 	"go.uber.org/zap"
 )
 
@@ -54,25 +56,31 @@ const dbCheckTimeout = time.Minute
 // in a child process (`baton _etcd-check-db`): the database library panics
 // on a corrupt page in a goroutine of its own, which no recover can catch,
 // so only a process of its own can fail and be reported cleanly.
-func checkDatabase(ctx context.Context, dir string) error {
+// It returns the database's consistent index: the last entry of the
+// write-ahead log applied to it (0 without a database).
+func checkDatabase(ctx context.Context, dir string) (uint64, error) {
 	db := filepath.Join(dir, "member", "snap", "db")
 	if _, err := os.Stat(db); err != nil {
-		return nil // no database yet: etcd creates it
+		return 0, nil // no database yet: etcd creates it
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("find baton's own executable: %w", err)
+		return 0, fmt.Errorf("find baton's own executable: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, dbCheckTimeout)
 	defer cancel()
-	var out bytes.Buffer
+	var out, diag bytes.Buffer
 	cmd := exec.CommandContext(ctx, self, "_etcd-check-db", db)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = &out, &diag
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("data dir %s: database %s cannot be read, corrupt or held by another process (%s); restore the data dir from a backup, or move it away to start an empty member",
-			dir, db, firstLine(out.String(), err))
+		return 0, fmt.Errorf("data dir %s: database %s cannot be read, corrupt or held by another process (%s); restore the data dir from a backup, or move it away to start an empty member",
+			dir, db, firstLine(diag.String()+out.String(), err))
 	}
-	return nil
+	index, err := strconv.ParseUint(strings.TrimSpace(out.String()), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("data dir %s: database %s: the check printed %q, not its consistent index", dir, db, out.String())
+	}
+	return index, nil
 }
 
 // firstLine is the gist of the check's output: its first line, less the
@@ -92,10 +100,12 @@ func init() {
 			fmt.Fprintln(env.stderr, "baton _etcd-check-db: want one database file")
 			return exitUsage
 		}
-		if err := checkDB(args[0]); err != nil {
+		index, err := checkDB(args[0])
+		if err != nil {
 			fmt.Fprintln(env.stderr, err)
 			return exitFailure
 		}
+		fmt.Fprintln(env.stdout, index)
 		return exitOK // without closing the database; see checkDB
 	}})
 }
@@ -103,11 +113,15 @@ func init() {
 // checkDB opens the database as etcd does and reads every key of every
 // bucket, as a hash of it, which panics on a corrupt page. It does not
 // close the database, which would commit a transaction: the process exits
-// at once.
-func checkDB(path string) error {
+// at once. It returns the database's consistent index.
+func checkDB(path string) (uint64, error) {
 	cfg := backend.DefaultBackendConfig(zap.NewNop())
 	cfg.Path = path
 	cfg.Timeout = time.Second // the lock of another process
-	_, err := backend.New(cfg).Hash(nil)
-	return err
+	be := backend.New(cfg)
+	if _, err := be.Hash(nil); err != nil {
+		return 0, err
+	}
+	index, _ := schema.ReadConsistentIndex(be.ReadTx())
+	return index, nil
 }

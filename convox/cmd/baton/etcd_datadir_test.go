@@ -79,8 +79,57 @@ func TestEtcdCorruptWALIsOneLine(t *testing.T) {
 	if code != exitFailure {
 		t.Errorf("exit %d, want %d", code, exitFailure)
 	}
-	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "baton etcd: member etcd-0, data dir "+m.dir+": ") {
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "baton etcd: data dir "+m.dir+": write-ahead log") {
 		t.Errorf("want baton's one line naming the data dir:\n%s", out)
+	}
+}
+
+// TestEtcdWALCutOrEmptiedIsOneLine: a member whose write-ahead log was cut
+// to 100 bytes (before its metadata), zeroed or emptied exits 1 at once
+// with one line naming its data dir, rather than wait for peers for ever
+// or crash on a nil pointer.
+func TestEtcdWALCutOrEmptiedIsOneLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		damage func(f *os.File) error
+	}{
+		{"cut to 100 bytes", func(f *os.File) error { return f.Truncate(100) }},
+		{"zeroed", func(f *os.File) error {
+			st, err := f.Stat()
+			if err != nil {
+				return err
+			}
+			_, err = f.WriteAt(make([]byte, st.Size()), 0)
+			return err
+		}},
+		{"empty", func(f *os.File) error { return f.Truncate(0) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := stoppedMember(t)
+			wals, err := filepath.Glob(filepath.Join(m.dir, "member", "wal", "*.wal"))
+			if err != nil || len(wals) == 0 {
+				t.Fatalf("no WAL in %s: %v", m.dir, err)
+			}
+			for _, w := range wals {
+				f, err := os.OpenFile(w, os.O_RDWR, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := tc.damage(f); err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+			}
+			p := startBaton(t, nil, m.args("")...)
+			code := p.wait(time.Minute) // for ever, unmended
+			out := p.out.String()
+			if lines := strings.Split(strings.TrimSpace(out), "\n"); code != exitFailure || len(lines) != 1 ||
+				!strings.HasPrefix(lines[0], "baton etcd: data dir "+m.dir+": write-ahead log") {
+				t.Errorf("exit %d, want %d and one line naming the data dir:\n%s", code, exitFailure, out)
+			}
+		})
 	}
 }
 

@@ -119,3 +119,15 @@ func TestEtcdTLSFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestEtcdWarnsOfAnExpiredCertificate: a member given an expired
+// certificate for its clients says so as it starts.
+func TestEtcdWarnsOfAnExpiredCertificate(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t, "etcd-ca")
+	cert, key := ca.issue("server", x509.ExtKeyUsageServerAuth, time.Now().Add(-time.Minute))
+	m := etcdMembers(t, 1)[0]
+	m.client = strings.Replace(m.client, "http://", "https://", 1)
+	p := startBaton(t, nil, append(m.args(""), "--cert-file", cert, "--key-file", key)...)
+	p.waitOutput("baton etcd: WARNING: --cert-file "+cert+" expired at ", 30*time.Second)
+}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/url"
@@ -137,4 +139,32 @@ func checkClientTLS(cert, key string, listen, advertise []url.URL) error {
 		}
 	}
 	return nil
+}
+
+// certValidity says what is wrong with the dates of the certificate in
+// file, read already by checkClientTLS: expired or not yet valid at now,
+// which every client refuses. "" when they are fine or there is none.
+func certValidity(file string, now time.Time) string {
+	if file == "" {
+		return ""
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	block, _ := pem.Decode(raw)
+	if block == nil {
+		return ""
+	}
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return ""
+	}
+	switch {
+	case now.After(leaf.NotAfter):
+		return fmt.Sprintf("--cert-file %s expired at %s: every client refuses it (x509: certificate has expired); renew it", file, leaf.NotAfter.UTC().Format(time.RFC3339))
+	case now.Before(leaf.NotBefore):
+		return fmt.Sprintf("--cert-file %s is not valid before %s: every client refuses it until then (is this machine's clock right?)", file, leaf.NotBefore.UTC().Format(time.RFC3339))
+	}
+	return ""
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	iofs "io/fs"
 	"os"
 	"time"
 
@@ -29,7 +31,7 @@ type connFlags struct {
 // the command campaigns or locks, and so takes --id and --ttl.
 func addConnFlags(fs *pflag.FlagSet, identity, ttl bool) *connFlags {
 	c := &connFlags{fs: fs, withIdentity: identity, withTTL: ttl}
-	fs.StringSliceVar(&c.endpoints, "endpoints", nil, "etcd client URLs, comma-separated (default $BATON_ETCD_ENDPOINTS; http://etcd:2379 under Convox)")
+	fs.StringSliceVar(&c.endpoints, "endpoints", nil, "etcd client URLs, comma-separated; a URL's USER:PASSWORD@ is used as --username and --password (default $BATON_ETCD_ENDPOINTS; http://etcd:2379 under Convox)")
 	fs.StringVar(&c.prefix, "prefix", "", "key prefix of this app's coordination (default $BATON_PREFIX, else /baton; /baton/$APP under Convox)")
 	if identity {
 		fs.StringVar(&c.id, "id", "", "this instance's identity in status and history (default $BATON_ID, else $HOSTNAME/pid)")
@@ -46,7 +48,10 @@ func addConnFlags(fs *pflag.FlagSet, identity, ttl bool) *connFlags {
 	return c
 }
 
-// config merges the flags given over the environment.
+// config merges the flags given over the environment, takes the
+// credentials off the endpoints (takeURLCredentials) and checks the
+// connection as the client will use it: endpoints, user and password,
+// TLS files (read, not dialled). An error shows no password.
 func (c *connFlags) config() (convox.Config, error) {
 	cfg := convox.Load()
 	set := func(name string, dst *string, v string) {
@@ -65,11 +70,31 @@ func (c *connFlags) config() (convox.Config, error) {
 	set("username", &cfg.Connection.Username, c.username)
 	set("password", &cfg.Connection.Password, c.password)
 	cfg.Connection.DialTimeout = c.dialTimeout
+	if err := takeURLCredentials(&cfg.Connection); err != nil {
+		return cfg, err
+	}
+	conn := cfg.Connection
+	if !conn.Configured() {
+		// The rest is checked all the same, for crontab --check.
+		conn.Endpoints = []string{"127.0.0.1:2379"}
+	}
+	if _, err := conn.ClientConfig(); err != nil {
+		return cfg, redactError(err)
+	}
 	if !cfg.Configured() {
-		return cfg, fmt.Errorf("no etcd endpoints: give --endpoints or set BATON_ETCD_ENDPOINTS")
+		return cfg, errNoEndpoints
 	}
 	return cfg, nil
 }
+
+// errNoEndpoints is a configuration without etcd: crontab --check needs
+// none, every other use does.
+var errNoEndpoints = errors.New("no etcd endpoints: give --endpoints or set BATON_ETCD_ENDPOINTS")
+
+// isUsage reports whether an error of config is a usage error (exit 2,
+// 122 in run): every one is but a TLS file that cannot be read (exit 1,
+// 121 in run).
+func isUsage(err error) bool { return !errors.As(err, new(*iofs.PathError)) }
 
 // electionOptions are the prefix, identity and TTL as election options.
 func (c *connFlags) electionOptions(cfg convox.Config) ([]election.Option, error) {

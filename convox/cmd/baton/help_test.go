@@ -50,7 +50,7 @@ func TestHelpSaysWhatBecomesOfACommandsProcesses(t *testing.T) {
 	for _, name := range []string{"run", "crontab"} {
 		_, out := runBaton(t, nil, name, "--help")
 		for _, want := range []string{"setsid", "double-forks", "PR_SET_CHILD_SUBREAPER", "killed at the same instant",
-			"less BATON_HTTP", "BATON_ETCD_ENDPOINTS,\nBATON_PREFIX", "x509", "xxxxx"} {
+			"less BATON_HTTP", "BATON_ETCD_ENDPOINTS,\nBATON_PREFIX", "x509", "up to\nthe last \"@\"", "password with a comma"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("baton %s --help does not say %q", name, want)
 			}

@@ -37,6 +37,16 @@ under the same prefix.
 
 An etcd certificate baton cannot verify (no BATON_ETCD_CA, the wrong CA, a
 host name the certificate lacks) is an error at once naming the x509 cause
-and what to change; so is etcd refusing the credentials. A password in an
-endpoint URL (http://app:secret@etcd:2379) is shown as xxxxx in every error
-and log line.`
+and what to change; so is etcd refusing the credentials, or baton's client
+certificate (none given where etcd runs with --client-cert-auth, another
+CA's, an expired one), and TLS on one side only (http:// to a TLS port,
+https:// to a plain one). A dial that has not succeeded within 250 ms gets
+baton's own handshake with each endpoint to find such a cause. A user and
+password in an endpoint URL (http://app:secret@etcd:2379, everything up to
+the last "@") are taken off before anything reads the URL and used as
+--username and --password (given both ways, they must be the same); no
+error or log line shows the password, however malformed the URL. A
+password with a comma cannot be written there (the list is split on
+commas): give it with --password or BATON_ETCD_PASSWORD. A configuration
+that can never work (a malformed endpoint, a user without a password) is a
+usage error in every command: 2, 122 in baton run.`

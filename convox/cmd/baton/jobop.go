@@ -131,7 +131,7 @@ func runJobOp(ctx context.Context, env *environ, args []string, op jobOp) int {
 	}
 	cfg, cli, err := conn.connect(ctx)
 	if err != nil {
-		return fail(env, op.name, err)
+		return connectFailed(env, fs, op.name, err)
 	}
 	defer cli.Close()
 	prefix, identity, err := resolveNames(cfg.ElectionOptions())

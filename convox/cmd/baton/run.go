@@ -28,7 +28,10 @@ var runSynopsis = `Usage:
   baton run --once KEY --ttl DURATION [flags] -- COMMAND [ARGS...]
 
 --leader NAME campaigns in the election NAME and runs COMMAND while this
-process leads: a singleton worker that hands over on deploy. --lock NAME
+process leads: a singleton worker that hands over on deploy. A scheduler
+(baton crontab --name, an app's cronx) campaigns in the election of its
+name too, so --leader NAME where a scheduler NAME has jobs exits 121 at
+once, naming it: give --leader another name. --lock NAME
 waits for the lock NAME and runs COMMAND holding it. --once KEY runs COMMAND
 only if no run of KEY succeeded within --ttl and none runs now: a Convox
 timer or a retrying scheduler then runs the work once however often it
@@ -137,7 +140,10 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 		return usage("--grace must not be negative")
 	}
 	cfg, err := conn.config()
-	if err != nil {
+	if err != nil && !isUsage(err) {
+		fmt.Fprintf(env.stderr, "baton run: %v\n", err) // a TLS file that cannot be read
+		return runFailure
+	} else if err != nil {
 		return usage("%v", err)
 	}
 	var eopts []election.Option
@@ -214,6 +220,9 @@ func runRun(ctx context.Context, env *environ, args []string) int {
 	}
 	switch {
 	case *leader != "":
+		if err := leaderNameTaken(ctx, cli, prefix, *leader); err != nil {
+			return r.fail(err)
+		}
 		return r.leader(ctx, cli, *leader, eopts)
 	case *lock != "":
 		return r.lock(ctx, cli, *lock, eopts)

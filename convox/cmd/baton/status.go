@@ -119,7 +119,7 @@ func runStatus(ctx context.Context, env *environ, args []string) int {
 	}
 	cfg, cli, err := conn.connect(ctx)
 	if err != nil {
-		return fail(env, "status", err)
+		return connectFailed(env, fs, "status", err)
 	}
 	defer cli.Close()
 	prefix, _, err := resolveNames(cfg.ElectionOptions())
