@@ -22,7 +22,10 @@ const DefaultDialTimeout = 5 * time.Second
 // Connection says how to reach etcd: the BATON_ETCD_* variables, or the
 // baton command's flags, in one place.
 type Connection struct {
-	// Endpoints are client URLs (http://etcd:2379) or host:port pairs.
+	// Endpoints are client URLs (http://etcd:2379) or host:port pairs, with
+	// no user information: etcd's client never sends it, so an endpoint
+	// with one (http://app:secret@etcd:2379) is an error, and the user and
+	// password go in Username and Password.
 	Endpoints []string
 	// Username and Password authenticate with etcd's auth, when enabled.
 	Username, Password string
@@ -97,11 +100,18 @@ func (c Connection) ClientConfig() (clientv3.Config, error) {
 }
 
 func checkEndpoint(ep string) error {
-	shown := redact.URLPasswords(ep)
+	// What is parsed carries no user information: a parser's error quotes
+	// the piece it could not parse, which may be a piece of a password
+	// (`invalid port ":pa"` of http://app:pa/ss@etcd:2379).
+	shown := redact.Endpoint(ep)
+	ep, userinfo := redact.CutUserinfo(ep)
+	if userinfo != "" {
+		return fmt.Errorf("election: etcd endpoint %q carries user information, which etcd's client never sends: give the user and password as Username and Password (BATON_ETCD_USERNAME, BATON_ETCD_PASSWORD)", shown)
+	}
 	if strings.Contains(ep, "://") {
 		u, err := url.Parse(ep)
 		if err != nil {
-			return fmt.Errorf("election: etcd endpoint %q: %v", shown, redact.URLPasswords(err.Error()))
+			return fmt.Errorf("election: etcd endpoint %q: %v", shown, err)
 		}
 		if u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix" && u.Scheme != "unixs" {
 			return fmt.Errorf("election: etcd endpoint %q: scheme %q is not http or https", shown, u.Scheme)

@@ -94,7 +94,9 @@ func TestClientConfig(t *testing.T) {
 		}
 	})
 	t.Run("a bad endpoint's password is not echoed", func(t *testing.T) {
-		for _, ep := range []string{"http://app:s3cr3t@etcd:x", "ftp://app:s3cr3t@etcd:2379", "http://app:s3cr3t@"} {
+		for _, ep := range []string{"http://app:s3cr3t@etcd:x", "ftp://app:s3cr3t@etcd:2379", "http://app:s3cr3t@",
+			"http://app:s3/cr3t@127.0.0.1:1", "app:s3cr3t@127.0.0.1:2379", "http://app:s3 cr3t@etcd:2379",
+			"http://app:s3@cr3t@etcd:x", "http://app:s3#cr3t@etcd:x", "http://app:s3?cr3t@etcd:x"} {
 			_, err := Connection{Endpoints: []string{ep}}.ClientConfig()
 			if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "app:xxxxx@") {
 				t.Errorf("endpoint %s: %v", ep, err)

@@ -17,3 +17,20 @@ func TestURLPasswords(t *testing.T) {
 		}
 	}
 }
+
+func TestEndpoint(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"http://etcd:2379", "http://etcd:2379"},
+		{"etcd:2379", "etcd:2379"},
+		{"http://app:pw@etcd:2379", "http://app:xxxxx@etcd:2379"},
+		{"app:hunter2@127.0.0.1:2379", "app:xxxxx@127.0.0.1:2379"},
+		{"http://app:pa/ss123@127.0.0.1:1", "http://app:xxxxx@127.0.0.1:1"},
+		{"http://app:p@ss@h:1", "http://app:xxxxx@h:1"},
+		{"http://app:pa ss@h:1", "http://app:xxxxx@h:1"},
+		{"http://app@h:1", "http://app@h:1"},
+	} {
+		if got := Endpoint(tc.in); got != tc.want {
+			t.Errorf("Endpoint(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

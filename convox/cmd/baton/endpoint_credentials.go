@@ -6,30 +6,13 @@ import (
 	"strings"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/redact"
 )
 
 // urlCredentials is the user information an endpoint carried: everything
 // between its scheme (if any) and its last "@".
 type urlCredentials struct {
 	user, password string
-}
-
-// cutUserinfo splits ep into the endpoint without its user information and
-// that user information ("" when it has none). The user information ends at
-// the endpoint's last "@", whatever it holds: a password with a "/", "#",
-// "?", "@" or a space makes no URL that parses, and must be taken off
-// before anything parses the endpoint, since a parser's error quotes what
-// it could not parse.
-func cutUserinfo(ep string) (bare, userinfo string) {
-	scheme, rest := "", ep
-	if i := strings.Index(ep, "://"); i >= 0 {
-		scheme, rest = ep[:i+3], ep[i+3:]
-	}
-	at := strings.LastIndex(rest, "@")
-	if at <= 0 {
-		return ep, ""
-	}
-	return scheme + rest[at+1:], rest[:at]
 }
 
 // parseUserinfo reads "user:password", each part percent-decoded where it
@@ -55,7 +38,7 @@ func takeURLCredentials(c *election.Connection) error {
 	var found *urlCredentials
 	eps := make([]string, len(c.Endpoints))
 	for i, ep := range c.Endpoints {
-		bare, userinfo := cutUserinfo(ep)
+		bare, userinfo := redact.CutUserinfo(ep)
 		eps[i] = bare
 		if userinfo == "" {
 			continue
