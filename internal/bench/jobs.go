@@ -208,7 +208,7 @@ func publishLatency(ctx context.Context, endpoint string, n int) (time.Duration,
 		return 0, err
 	}
 	defer cli.Close()
-	const prefix = "/bench/calibrate/"
+	const prefix = "/baton/bench-calibrate/" // under the user's prefix
 	start := time.Now()
 	for i := range n {
 		key := prefix + strconv.Itoa(i)
