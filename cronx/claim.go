@@ -67,7 +67,12 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 			if r.job.policy.overlap == Forbid { // mutation:forbid
 				opts = append(opts, claims.Exclusive(co.keys.running(r.job.name)))
 			}
-			if r.catchUp || claimMode && hadSession && sess != firedUnder {
+			switch {
+			case r.catchUp && ts != nil:
+				// A job that never ran is caught up too if a term before this
+				// one published it: its tick came due with nobody to run it.
+				opts = append(opts, claims.IfClaimedOrKnownBefore(co.keys.spec(r.job.name), ts.term.Fence.Revision))
+			case r.catchUp || claimMode && hadSession && sess != firedUnder:
 				opts = append(opts, claims.IfClaimedBefore())
 			}
 			var c election.Claim

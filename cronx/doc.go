@@ -471,11 +471,14 @@
 //	ReasonEtcdRefused       etcd answered the claim with a refusal until the misfire deadline:
 //	                        out of space, permission denied, request too large; or, in claim
 //	                        mode, it grants no lease as short as the TTL (given up at once)
+//	ReasonRunnerLost        leader mode: a leader lost before it recorded a run claimed the tick;
+//	                        its successor reports it, since the run may not have started
 //
 // Which can happen to a job depends on its Cron and policy: none without
 // etcd (every tick runs, as under robfig/cron); with etcd, misfire_skipped,
-// paused, overtaken, etcd_unavailable and etcd_refused, and no_leader in
-// leader mode, claimed_elsewhere in claim mode, overlap under Forbid.
+// paused, overtaken, etcd_unavailable and etcd_refused, and no_leader and
+// runner_lost in leader mode, claimed_elsewhere in claim mode, overlap under
+// Forbid.
 // JobAdded.Reasons lists them, so that an observer counts each from zero.
 //
 // An etcd that refuses a write answers; it is not out. It is out of space

@@ -81,6 +81,8 @@ const (
 // Sizes of one transaction, within etcd's default limit of 128 operations
 // (--max-txn-ops).
 const (
+	// maxTxnOps is etcd's default limit itself: a user's etcd keeps it.
+	maxTxnOps = 128
 	// batchSize is the claims of one batch: at most four compares each.
 	batchSize = 30
 	// recordBatch is the runs one transaction records: two nested
@@ -113,4 +115,16 @@ const (
 	// maxGapScan bounds the ticks of one job a new leader looks at: a day
 	// of an every-second job.
 	maxGapScan = 100000
+)
+
+// Ticks a lost leader claimed (see lost.go).
+const (
+	// lostBatch is the ticks whose marker and history one read looks at.
+	lostBatch = maxTxnOps / 2
+	// lostRecheck is how often a marker still there is looked at again.
+	lostRecheck = 500 * time.Millisecond
+	// lostExpiry is how long past its TTL a lost runner's lease may take
+	// to expire: etcd checks for expired leases every half second, and
+	// revokes them in batches.
+	lostExpiry = 2 * time.Second
 )

@@ -21,6 +21,24 @@ var mutations = []mutation{
 		Tests: []tests{{Pkg: "cronx", Run: "^TestCrashedLeadersMissedTickRunsOnceLate$"}},
 	},
 	{
+		Name:   "catch-up-never-run",
+		Breaks: "G3/G4: a successor does not catch up the tick of a job that never ran, given up at a Stop or left by a crash",
+		Edits:  []edit{{Marker: "catch-up-never-run", Old: "o.Known = &claimcond.Known{Key: known, Revision: rev}", New: "_ = known"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^(TestNeverRunJobsTickStoppedInItsJitterRunsOnTheSuccessor|TestCrowdedFirstTickOfACutOffLeaderRunsOnItsSuccessor)$"}},
+	},
+	{
+		Name:   "runner-lost-unreported",
+		Breaks: "G4: a tick claimed by a leader lost before it started the run is neither run nor counted as not run",
+		Edits:  []edit{{Marker: "runner-lost", Old: "errors.As(err, &ce) && r.catchUp", New: "false && errors.As(err, &ce) && r.catchUp"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestTicksALostLeaderClaimedAreCountedNotRun$"}},
+	},
+	{
+		Name:   "gap-never-run-uncounted",
+		Breaks: "G4: under Skip, the tick of a job that never ran, fallen while nobody led, is not counted as not run",
+		Edits:  []edit{{Marker: "gap-never-run", Old: "resp.Responses[2*i+1].GetResponseRange().Count > 0", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestNeverRunJobsTickInAGapIsCountedUnderSkip$"}},
+	},
+	{
 		Name:   "forbid-leader-mode",
 		Breaks: "Forbid: in leader mode, a tick starts while a run of the job is in progress",
 		Edits:  []edit{{Marker: "forbid", Old: "r.job.policy.overlap == Forbid", New: "r.job.policy.overlap == Forbid && ts == nil"}},
