@@ -92,6 +92,19 @@ const (
 	specBatch = 64
 )
 
+// Keys per lease (session.go). With auth on and a user that is not root,
+// etcd checks the user's permission on every key already on a lease at
+// each put that carries it (etcd-io/etcd#15993): a few microseconds a key,
+// so a lease of a thousand keys adds milliseconds to each put.
+const (
+	// markerLeaseKeys bounds the markers of runs in progress on one lease:
+	// a crowded tick's markers spread over a few leases, kept for the next.
+	markerLeaseKeys = 256
+	// regLeaseKeys bounds the registrations on one lease: written once per
+	// job and process, they may share a larger lease.
+	regLeaseKeys = 1000
+)
+
 // reloadWindow is how long a removed coordinated job keeps its place for a
 // job added again under its name (see reload.go): long enough for a process
 // that removes and re-adds its jobs on a configuration reload.

@@ -118,6 +118,7 @@ func (rc *recorder) record() {
 		copy(q.items, later)
 		q.mu.Unlock()
 		rc.recordAll(batch)
+		rc.released(batch)
 		q.mu.Lock()
 		for _, it := range batch {
 			delete(q.recording, it.job)
@@ -192,6 +193,16 @@ func (rc *recorder) finish(it finishItem) {
 	rc.appendHistory(ctx, it)
 	if !it.keep {
 		rc.release(ctx, it)
+	}
+}
+
+// released uncounts the markers of runs recorded, released or kept for
+// releaseLater: the lease they are on has room for others.
+func (rc *recorder) released(batch []finishItem) {
+	for _, it := range batch {
+		if !it.keep && !it.triggered && it.sess != nil {
+			rc.co.claims.sessions.put(it.sess)
+		}
 	}
 }
 

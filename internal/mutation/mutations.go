@@ -39,6 +39,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNeverRunJobsTickInAGapIsCountedUnderSkip$"}},
 	},
 	{
+		Name:   "lease-keys-unbounded",
+		Breaks: "cost: every marker and registration goes on one lease, whose every put etcd with auth on checks key by key",
+		Edits:  []edit{{Marker: "lease-keys", Old: "p.keys < limit || !count", New: "true"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoLeaseHoldsManyKeys$"}},
+	},
+	{
 		Name:   "forbid-leader-mode",
 		Breaks: "Forbid: in leader mode, a tick starts while a run of the job is in progress",
 		Edits:  []edit{{Marker: "forbid", Old: "r.job.policy.overlap == Forbid", New: "r.job.policy.overlap == Forbid && ts == nil"}},
