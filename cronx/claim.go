@@ -80,7 +80,7 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 				opts = append(opts, claims.IfClaimedBefore())
 			}
 			var c election.Claim
-			if ts != nil && !r.catchUp {
+			if ts != nil {
 				c, err = cl.batch.claim(&claimReq{run: r, key: key, seq: seq, opts: opts, term: ts.term.Fence})
 			} else {
 				c, err = cl.claimSingle(r, key, seq, opts)

@@ -83,13 +83,12 @@ const (
 const (
 	// maxTxnOps is etcd's default limit itself: a user's etcd keeps it.
 	maxTxnOps = 128
-	// batchSize is the claims of one batch: at most four compares each.
-	batchSize = 30
-	// recordBatch is the runs one transaction records: two nested
-	// transactions each.
-	recordBatch = 32
-	// specBatch is the jobs whose specs one transaction compares and writes.
-	specBatch = 64
+	// recordBatch is the runs one transaction records: a nested
+	// transaction each, within which few operations are left to each.
+	recordBatch = 100
+	// specBatch is the jobs whose specs one transaction compares and
+	// writes: a compare and a put each.
+	specBatch = maxTxnOps
 )
 
 // Keys per lease (session.go). With auth on and a user that is not root,

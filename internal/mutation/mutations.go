@@ -45,6 +45,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoLeaseHoldsManyKeys$"}},
 	},
 	{
+		Name:   "claimeach-term-removed",
+		Breaks: "G1: a batch of claims commits after its term ended",
+		Edits:  []edit{{Marker: "claimeach-term", Old: "txn = txn.If(term.Cmp())", New: ""}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestClaimEachTellsEachOutcome$"}},
+	},
+	{
 		Name:   "forbid-leader-mode",
 		Breaks: "Forbid: in leader mode, a tick starts while a run of the job is in progress",
 		Edits:  []edit{{Marker: "forbid", Old: "r.job.policy.overlap == Forbid", New: "r.job.policy.overlap == Forbid && ts == nil"}},
@@ -73,7 +79,7 @@ var mutations = []mutation{
 		Breaks: "G1: a claim made under a term commits after the term ended",
 		Edits: []edit{
 			{Marker: "claim-term", Old: "conds = append(conds, o.Term.Cmp())", New: ""},
-			{Marker: "claimall-term", Old: `add(fmt.Sprintf("term %s %d", o.Term.Key, o.Term.Revision), o.Term.Cmp())`, New: ""},
+			{Marker: "claimeach-term", Old: "txn = txn.If(term.Cmp())", New: ""},
 		},
 		Tests: []tests{{Pkg: "cronx", Run: "^TestDeposedLeadersClaimIsRefused$"}},
 	},
