@@ -116,9 +116,6 @@ func eachOp(it ClaimItem, o claimcond.Options) clientv3.Op {
 	if o.Marker != "" {
 		reads = append(reads, clientv3.OpGet(o.Marker, clientv3.WithCountOnly()))
 	}
-	if o.Known != nil {
-		reads = append(reads, clientv3.OpGet(o.Known.Key, clientv3.WithKeysOnly()))
-	}
 	exists := append([]clientv3.Cmp{clientv3.Compare(clientv3.Value(it.Key), "<", claimcond.Bound(it.Seq))}, conds...)
 	absent := append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.Key), "=", 0)}, conds...)
 	if o.NeverClaimed != nil {
@@ -137,7 +134,7 @@ func eachOp(it ClaimItem, o claimcond.Options) clientv3.Op {
 }
 
 // whyNot is the error of an item that did not commit, from its reads: the
-// key, each absence, the marker and the known key, as eachOp reads them.
+// key, each absence and the marker, as eachOp reads them.
 func whyNot(it ClaimItem, o claimcond.Options, absent bool, rs []*etcdserverpb.ResponseOp) error {
 	last := rs[0].GetResponseRange().Kvs
 	if len(last) > 0 {
@@ -156,20 +153,17 @@ func whyNot(it ClaimItem, o claimcond.Options, absent bool, rs []*etcdserverpb.R
 		}
 		i++
 	}
-	if o.Marker != "" {
-		if rs[i].GetResponseRange().Count > 0 {
-			return fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrBusy)
-		}
-		i++
+	if o.Marker != "" && rs[i].GetResponseRange().Count > 0 {
+		return fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrBusy)
 	}
 	if absent && o.NeverClaimed != nil {
 		return fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, o.NeverClaimed)
 	}
-	// The key appeared or went between the existence compare and the
-	// claim's: another claim raced this one.
-	return fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, errRaced)
+	// The transaction reads what it compared, so only a value that is no
+	// claim's, which the compare cannot order, is left.
+	return fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, errNotAClaim)
 }
 
-// errRaced is the outcome of an item whose key changed within the
-// transaction's reads; a ClaimSeq of it tells its outcome.
-var errRaced = errors.New("election: the claim key changed under the claim")
+// errNotAClaim is the outcome of an item whose key holds a value that is
+// not a claim's.
+var errNotAClaim = errors.New("election: the claim key holds no claim")
