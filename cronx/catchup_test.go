@@ -278,3 +278,46 @@ func TestCrowdedFirstTickOfACutOffLeaderRunsOnItsSuccessor(t *testing.T) {
 	l.ranOnce(t, 15*time.Second, tick, names...)
 	idleWithin(t, b, 10*time.Second, "b's catch-up")
 }
+
+// TestStopRightAfterACrowdedFirstTickMissesNone is G3 for a crowded tick of
+// jobs that never ran: the leader stops as the tick fires, with most claims
+// not sent or not answered yet, and every job runs the tick once, on the
+// leader or, given back or never claimed, on its successor.
+func TestStopRightAfterACrowdedFirstTickMissesNone(t *testing.T) {
+	t.Parallel()
+	const jobs = 600
+	srv := etcdtest.Shared(t)
+	var l tickLedger
+	names := make([]string, jobs)
+	for i := range names {
+		names[i] = fmt.Sprintf("job-%03d", i)
+	}
+	replica := func(id string, fake *clock.Fake) *Cron {
+		c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+			WithEtcd(srv.Client(t)), WithName("stop-first"),
+			WithElection(election.WithIdentity(id), election.WithTTL(stallTTL)))
+		for _, name := range names {
+			mustAdd(t, c, "*/10 * * * * *", Named(name, l.job(name)))
+		}
+		c.Start()
+		t.Cleanup(func() { shutdown(t, c, id) })
+		return c
+	}
+	fakeA, fakeB := clock.NewFake(t0), clock.NewFake(t0)
+	a := replica("a", fakeA)
+	eventually(t, wait, func() (bool, string) { return a.coord.scheduling(), "a does not lead" })
+	waitPublished(t, srv.Client(t), "stop-first", names...)
+	b := replica("b", fakeB)
+	waitCandidates(t, srv.Client(t), "stop-first", 2)
+	tick := t0.Add(10 * time.Second)
+	if !fakeA.WaitDueBy(tick, wait) {
+		t.Fatal("a armed no timer for the tick")
+	}
+	fakeB.Set(tick)
+	fakeA.Set(tick)
+	stopped := a.Stop()
+	eventually(t, 15*time.Second, func() (bool, string) { return b.coord.scheduling(), "b did not lead after a stopped" })
+	<-stopped.Done()
+	l.ranOnce(t, 20*time.Second, tick, names...)
+	idleWithin(t, b, 10*time.Second, "b's catch-up")
+}
