@@ -76,6 +76,9 @@ const (
 	// maxFinishes bounds the runs being recorded at once: bookkeeping yields
 	// to the next tick's claims.
 	maxFinishes = 8
+	// maxPublishes bounds a new term's spec transactions in flight: a few
+	// keep etcd's pipeline full, as claims do.
+	maxPublishes = 4
 )
 
 // Sizes of one transaction, within etcd's default limit of 128 operations

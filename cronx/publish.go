@@ -141,8 +141,8 @@ func (pb *publisher) specWriter(ctx context.Context) {
 
 // writeAllSpecs records each entry's spec when all is set. It compares
 // specBatch jobs a transaction and rewrites the batch only if one differs,
-// so a new leader of ten thousand unchanged jobs sends a few hundred small
-// transactions rather than one per job.
+// so a new leader of ten thousand unchanged jobs sends under a hundred small
+// transactions rather than one per job, maxPublishes of them at once.
 func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 	if !all {
 		return nil
@@ -154,37 +154,65 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 		}
 	}
 	names := slices.Sorted(maps.Keys(specs))
+	batches := make(chan []string)
+	errs := make(chan error, maxPublishes)
+	var wg sync.WaitGroup
+	for range maxPublishes {
+		wg.Go(func() {
+			var err error
+			for batch := range batches {
+				if err == nil {
+					err = pb.writeSpecBatch(ctx, batch, specs)
+				}
+			}
+			errs <- err
+		})
+	}
 	for len(names) > 0 {
 		n := min(len(names), specBatch)
-		var cmps []clientv3.Cmp
-		var puts, regs []clientv3.Op
-		var fresh []string
-		for _, name := range names[:n] {
-			cmps = append(cmps, clientv3.Compare(clientv3.Value(pb.co.keys.spec(name)), "=", specs[name]))
-			puts = append(puts, clientv3.OpPut(pb.co.keys.spec(name), specs[name]))
-			op, there, err := pb.register(ctx, name)
-			if err != nil {
-				pb.forget(fresh)
-				return err
-			}
-			if !there {
-				regs = append(regs, op)
-				fresh = append(fresh, name)
-			}
+		batches <- names[:n]
+		names = names[n:]
+	}
+	close(batches)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
 		}
-		pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-		_, err := pb.co.conn.etcd().Txn(pctx).If(cmps...).Else(puts...).Commit()
-		if err == nil && len(regs) > 0 {
-			_, err = pb.co.conn.etcd().Txn(pctx).Then(regs...).Commit()
-		}
-		cancel()
+	}
+	return nil
+}
+
+// writeSpecBatch compares the specs of names, writes them if one differs,
+// and writes the registrations not written yet.
+func (pb *publisher) writeSpecBatch(ctx context.Context, names []string, specs map[string]string) error {
+	var cmps []clientv3.Cmp
+	var puts, regs []clientv3.Op
+	var fresh []string
+	for _, name := range names {
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(pb.co.keys.spec(name)), "=", specs[name]))
+		puts = append(puts, clientv3.OpPut(pb.co.keys.spec(name), specs[name]))
+		op, there, err := pb.register(ctx, name)
 		if err != nil {
 			pb.forget(fresh)
 			return err
 		}
-		names = names[n:]
+		if !there {
+			regs = append(regs, op)
+			fresh = append(fresh, name)
+		}
 	}
-	return nil
+	pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+	defer cancel()
+	_, err := pb.co.conn.etcd().Txn(pctx).If(cmps...).Else(puts...).Commit()
+	if err == nil && len(regs) > 0 {
+		_, err = pb.co.conn.etcd().Txn(pctx).Then(regs...).Commit()
+	}
+	if err != nil {
+		pb.forget(fresh)
+	}
+	return err
 }
 
 // register is the put of this replica's registration of job, bound to a
