@@ -308,7 +308,7 @@
 // replica registers it: the replica that publishes — the leader, or every
 // replica in claim mode — writes, for each job it has, its spec
 // (P/jobs/<scheduler>/<job>/spec) and a registration of its own
-// (P/jobs/<scheduler>/<job>/by/<lease>) bound to its runners' lease. A
+// (P/jobs/<scheduler>/<job>/by/<lease>) bound to one of its runners' leases. A
 // removed job's registration goes at once, and its spec if the key still
 // holds that replica's spec. A job that a deploy drops leaves the listing
 // once the replicas that registered it have stopped (their leases revoked)
