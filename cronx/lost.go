@@ -19,9 +19,9 @@ import (
 // NotRun count say what happened to it.
 //
 // Cost: only a new term's catch-ups that find their tick claimed by another
-// term are checked, lostBatch jobs to a read of their markers and
-// histories; a marker still there is read again every lostRecheck until it
-// lapses, within the TTL and its expiry check.
+// term, within two TTLs before (recent), are checked, lostBatch jobs to a
+// read of their markers and histories; a marker still there is read again
+// every lostRecheck until it lapses, within the TTL and its expiry check.
 
 // errRunnerLost is what a tick reported as ReasonRunnerLost says.
 var errRunnerLost = errors.New("claimed by a leader that was lost before it recorded a run of the tick; it may not have started")
@@ -41,6 +41,15 @@ type lostClaims struct {
 	mu       sync.Mutex
 	pending  []lostTick
 	checking bool
+}
+
+// recent reports whether tick is recent enough to have been claimed by a
+// leader lost before this term: one lost at most a TTL and its expiry ago,
+// whose claims of a crowded tick took up to another TTL. Older ticks ran
+// under a term that ended well, and are not read again.
+func (lc *lostClaims) recent(tick time.Time) bool {
+	co := lc.co
+	return tick.After(co.clock.Now().Add(-2*co.ttl - lostExpiry))
 }
 
 // check queues a tick of job to check; it never waits for etcd.

@@ -35,7 +35,7 @@ func (cl *claimer) triage(r *run, err error) {
 	case errors.Is(err, errSuperseded):
 		reason = ReasonOvertaken
 		co.logger.Info("cronx: skipped: "+err.Error(), "job", r.job.name, "tick", r.tick)
-	case errors.As(err, &ce) && r.catchUp && r.term != nil && ce.Seq == ce.Want: // mutation:runner-lost
+	case errors.As(err, &ce) && r.catchUp && r.term != nil && ce.Seq == ce.Want && co.lost.recent(r.tick): // mutation:runner-lost
 		// A term before this one claimed the tick this term catches up:
 		// whether it ran is known once its runner has recorded it, or its
 		// marker has lapsed with the runner.
