@@ -2,17 +2,20 @@ package cronx
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claims"
 )
 
-// A leader with many jobs due on one tick claims them in batches: one
-// transaction claims up to batchSize ticks, all or none, under the same
-// conditions as a single claim. A batch that fails, rarely in leader mode,
-// is claimed again one tick at a time, which tells each tick's outcome.
+// A leader with many jobs due on one tick, or a new term's catch-up of
+// them, claims them in batches: one transaction claims up to
+// claims.MaxEach ticks, each on its own, under the same conditions as a
+// single claim, and tells each one's outcome (claims.ClaimEach). A batch
+// etcd does not take is claimed again one tick at a time.
+//
+// Cost: a crowded tick, or a term's catch-up, of N jobs is N/100 claim
+// transactions (a few in flight at once, maxFlushers).
 
 type claimReq struct {
 	run  *run
@@ -35,11 +38,10 @@ type batcher struct {
 	mu       sync.Mutex
 	pending  []*claimReq
 	flushers int
-	known    map[string]bool // claim keys known to exist
 }
 
 func newBatcher(cl *claimer) *batcher {
-	return &batcher{cl: cl, known: map[string]bool{}}
+	return &batcher{cl: cl}
 }
 
 // claim queues req and waits for its outcome.
@@ -76,7 +78,7 @@ func (b *batcher) flush() {
 		var batch, rest []*claimReq
 		keys := map[string]bool{}
 		for _, r := range b.pending {
-			if len(batch) < batchSize && r.term == term && !keys[r.key] {
+			if len(batch) < claims.MaxEach && r.term == term && !keys[r.key] {
 				if !r.run.rs.send(r.run) {
 					// Given up before it was sent: nothing to learn.
 					r.res <- claimRes{err: errNotSent}
@@ -95,7 +97,7 @@ func (b *batcher) flush() {
 		}
 		items := make([]claims.ClaimItem, len(batch))
 		for i, r := range batch {
-			items[i] = claims.ClaimItem{Key: r.key, Seq: r.seq, Opts: r.opts, Fresh: !b.known[r.key]}
+			items[i] = claims.ClaimItem{Key: r.key, Seq: r.seq, Opts: r.opts}
 		}
 		b.mu.Unlock()
 		b.send(batch, items)
@@ -107,31 +109,24 @@ func (b *batcher) send(batch []*claimReq, items []claims.ClaimItem) {
 	// deposed leader from claiming, and a claim that commits as its run is
 	// given up is given back.
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
-	claimed, err := claims.ClaimAll(ctx, b.cl.co.conn.etcd(), items)
+	claimed, errs, err := claims.ClaimEach(ctx, b.cl.co.conn.etcd(), items)
 	cancel()
 	if err == nil {
-		b.mu.Lock()
 		for i, r := range batch {
-			b.known[r.key] = true
-			r.res <- claimRes{claim: claimed[i]}
+			r.res <- claimRes{claim: claimed[i], err: errs[i]}
 		}
-		b.mu.Unlock()
 		return
 	}
-	if !errors.Is(err, claims.ErrClaimConflict) && batch[0].run.term.ctx.Err() != nil {
+	if batch[0].run.term.ctx.Err() != nil {
 		for _, r := range batch {
 			r.res <- claimRes{err: err}
 		}
 		return
 	}
-	// Claim one by one, to learn each outcome.
+	// etcd did not take the batch (too large for its limits, or it did not
+	// answer): one by one, each retried as a single claim is.
 	for _, r := range batch {
 		c, err := b.cl.claimSingle(r.run, r.key, r.seq, r.opts)
-		if err == nil || errors.Is(err, election.ErrClaimed) {
-			b.mu.Lock()
-			b.known[r.key] = true
-			b.mu.Unlock()
-		}
 		r.res <- claimRes{claim: c, err: err}
 	}
 }

@@ -12,9 +12,8 @@ import (
 // claimer claims a run in etcd before it starts, and gives back a claim
 // whose run does not start. It retries a claim while etcd does not answer,
 // batches a leader's claims of live ticks (batch.go), and knows, in claim
-// mode, the latest tick each job fired (supersede.go). The runners' session,
-// whose lease binds each run's in-progress marker, is its sessions'
-// (session.go).
+// mode, the latest tick each job fired (supersede.go). The runners' leases,
+// which bind each run's in-progress marker, are its sessions' (session.go).
 type claimer struct {
 	co       *coordinator
 	sessions *runnerSession
@@ -46,13 +45,18 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 	// and another replica may have run the tick before the data was lost;
 	// so the tick is given up. (A leader's claims die with its term.)
 	claimMode := ts == nil
-	firedUnder, hadSession := cl.sessions.current()
+	firedGen, hadSession := cl.sessions.generation()
 	latest := co.deadline(r)
 	backoff := retryBackoff
 	for try := 1; ; try++ {
 		var err error
-		sess, serr := cl.sessions.get(r.ctx)
+		// A lease may take until etcd is back: a later tick may have come
+		// due meanwhile.
+		sess, gen, serr := cl.sessions.reserve(r.ctx)
 		if claimMode && cl.fired.superseded(r.job.name, r.tick) {
+			if serr == nil {
+				cl.sessions.put(sess)
+			}
 			return held{}, errSuperseded
 		}
 		if serr == nil {
@@ -67,11 +71,16 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 			if r.job.policy.overlap == Forbid { // mutation:forbid
 				opts = append(opts, claims.Exclusive(co.keys.running(r.job.name)))
 			}
-			if r.catchUp || claimMode && hadSession && sess != firedUnder {
+			switch {
+			case r.catchUp && ts != nil:
+				// A job that never ran is caught up too if a term before this
+				// one published it: its tick came due with nobody to run it.
+				opts = append(opts, claims.IfClaimedOrKnownBefore(co.keys.spec(r.job.name), ts.term.Fence.Revision))
+			case r.catchUp || claimMode && hadSession && gen != firedGen:
 				opts = append(opts, claims.IfClaimedBefore())
 			}
 			var c election.Claim
-			if ts != nil && !r.catchUp {
+			if ts != nil {
 				c, err = cl.batch.claim(&claimReq{run: r, key: key, seq: seq, opts: opts, term: ts.term.Fence})
 			} else {
 				c, err = cl.claimSingle(r, key, seq, opts)
@@ -80,6 +89,7 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 				co.rep.refusals.accepted()
 				return held{claim: c, sess: sess}, nil
 			}
+			cl.sessions.put(sess) // no marker was written
 			if errors.Is(err, errNotSent) {
 				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
 			}
@@ -164,5 +174,8 @@ func (cl *claimer) giveBack(r *run, c held) {
 	if err != nil {
 		co.logger.Error(err, "cronx: a claim whose run did not start could not be given back; its tick will not run",
 			"job", r.job.name, "tick", r.tick)
+	}
+	if !r.triggered() {
+		cl.sessions.put(c.sess) // the marker is gone, or goes with its lease
 	}
 }

@@ -188,6 +188,7 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 		return nil, err
 	}
 	sc.identity = settings.Identity
+	sc.ttl = settings.TTL
 	sc.prefix = settings.Prefix
 	sc.keys = newLayout(sc.prefix, sc.name)
 	co.rep = &reporter{sc: sc, obs: c.observers, emptyCheck: make(chan struct{}, 1)}
@@ -197,6 +198,7 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 	}
 	co.rep.refusals = newRefusals(co)
 	co.claims = newClaimer(co)
+	co.lost = &lostClaims{co: co}
 	co.rec = newRecorder(co, c.runs)
 	co.specs = &publisher{co: co}
 	if co.conn.owns {

@@ -315,7 +315,7 @@
 // replica registers it: the replica that publishes — the leader, or every
 // replica in claim mode — writes, for each job it has, its spec
 // (P/jobs/<scheduler>/<job>/spec) and a registration of its own
-// (P/jobs/<scheduler>/<job>/by/<lease>) bound to its runners' lease. A
+// (P/jobs/<scheduler>/<job>/by/<lease>) bound to one of its runners' leases. A
 // removed job's registration goes at once, and its spec if the key still
 // holds that replica's spec. A job that a deploy drops leaves the listing
 // once the replicas that registered it have stopped (their leases revoked)
@@ -484,11 +484,14 @@
 //	ReasonEtcdRefused       etcd answered the claim with a refusal until the misfire deadline:
 //	                        out of space, permission denied, request too large; or, in claim
 //	                        mode, it grants no lease as short as the TTL (given up at once)
+//	ReasonRunnerLost        leader mode: a leader lost before it recorded a run claimed the tick;
+//	                        its successor reports it, since the run may not have started
 //
 // Which can happen to a job depends on its Cron and policy: none without
 // etcd (every tick runs, as under robfig/cron); with etcd, misfire_skipped,
-// paused, overtaken, etcd_unavailable and etcd_refused, and no_leader in
-// leader mode, claimed_elsewhere in claim mode, overlap under Forbid.
+// paused, overtaken, etcd_unavailable and etcd_refused, and no_leader and
+// runner_lost in leader mode, claimed_elsewhere in claim mode, overlap under
+// Forbid.
 // JobAdded.Reasons lists them, so that an observer counts each from zero.
 //
 // An etcd that refuses a write answers; it is not out. It is out of space

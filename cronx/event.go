@@ -93,19 +93,26 @@ const (
 	// as short as the Cron's TTL (election.ErrTTLBelowMinimum, logged once,
 	// not retried). TickNotRun.Err is what etcd said.
 	ReasonEtcdRefused
+	// ReasonRunnerLost: leader mode, the tick was claimed by a leader that
+	// was lost (it crashed or was cut off) before it recorded a run of the
+	// tick: it may never have started it, or started it and died in it.
+	// The next leader, whose catch-up finds the tick claimed, no run of it
+	// going and none in the history, reports it once the claim's marker has
+	// lapsed; it cannot run the tick again, which might run it twice.
+	ReasonRunnerLost
 )
 
 // Reasons lists every Reason, in order.
 func Reasons() []Reason {
 	return []Reason{ReasonNoLeader, ReasonMisfireSkipped, ReasonOverlap, ReasonPaused,
-		ReasonOvertaken, ReasonClaimedElsewhere, ReasonEtcdUnavailable, ReasonEtcdRefused}
+		ReasonOvertaken, ReasonClaimedElsewhere, ReasonEtcdUnavailable, ReasonEtcdRefused, ReasonRunnerLost}
 }
 
 // reasonsOf lists the Reasons a tick of a job can be reported with, in
 // order: none without etcd, where every tick runs as robfig/cron runs it;
 // with etcd, the misfire deadline, a pause, a later tick, an etcd that does
-// not answer or refuses; and, by mode and policy, no_leader (leader mode),
-// claimed_elsewhere (claim mode) and overlap (Forbid).
+// not answer or refuses; and, by mode and policy, no_leader and runner_lost
+// (leader mode), claimed_elsewhere (claim mode) and overlap (Forbid).
 func reasonsOf(coordinated bool, mode Mode, overlap Overlap) []Reason {
 	if !coordinated {
 		return nil
@@ -113,7 +120,7 @@ func reasonsOf(coordinated bool, mode Mode, overlap Overlap) []Reason {
 	var out []Reason
 	for _, r := range Reasons() {
 		switch {
-		case r == ReasonNoLeader && mode != LeaderMode,
+		case (r == ReasonNoLeader || r == ReasonRunnerLost) && mode != LeaderMode,
 			r == ReasonClaimedElsewhere && mode != ClaimMode,
 			r == ReasonOverlap && overlap != Forbid:
 			continue
@@ -132,11 +139,12 @@ var reasonNames = [...]string{
 	ReasonClaimedElsewhere: "claimed_elsewhere",
 	ReasonEtcdUnavailable:  "etcd_unavailable",
 	ReasonEtcdRefused:      "etcd_refused",
+	ReasonRunnerLost:       "runner_lost",
 }
 
 // String is the reason's name in snake case, as in metric labels:
 // "no_leader", "misfire_skipped", "overlap", "paused", "overtaken",
-// "claimed_elsewhere", "etcd_unavailable", "etcd_refused".
+// "claimed_elsewhere", "etcd_unavailable", "etcd_refused", "runner_lost".
 func (r Reason) String() string {
 	if r > 0 && int(r) < len(reasonNames) {
 		return reasonNames[r]

@@ -11,7 +11,9 @@ import (
 // its lease expires nobody leads, and the ticks of the gap do not run. The
 // next leader reports them as ReasonNoLeader when it takes over: for each
 // job, the ticks after its last claimed tick and up to the term's start,
-// within a day, except the one it catches up (misfire RunOnce).
+// within a day, except the one it catches up (misfire RunOnce); for a job
+// that never ran but whose spec a term before published, those within the
+// TTL and its expiry check before the term.
 //
 // The last claims are read at the revision of one read made before the
 // term's first claim, so that the term's own claims (its catch-ups) do not
@@ -58,12 +60,13 @@ func (g *gapReport) read(ctx context.Context, start time.Time, rev int64) {
 		}
 	}
 	for len(entries) > 0 && ctx.Err() == nil {
-		n := min(len(entries), 3*notRunBatch)
+		n := min(len(entries), maxTxnOps/2)
 		batch := entries[:n]
 		entries = entries[n:]
-		gets := make([]clientv3.Op, len(batch))
-		for i, e := range batch {
-			gets[i] = clientv3.OpGet(g.keys.last(e.name), clientv3.WithRev(rev))
+		gets := make([]clientv3.Op, 0, 2*len(batch))
+		for _, e := range batch {
+			gets = append(gets, clientv3.OpGet(g.keys.last(e.name), clientv3.WithRev(rev)),
+				clientv3.OpGet(g.keys.spec(e.name), clientv3.WithRev(rev), clientv3.WithCountOnly()))
 		}
 		rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 		resp, err := g.client.Txn(rctx).Then(gets...).Commit()
@@ -73,9 +76,16 @@ func (g *gapReport) read(ctx context.Context, start time.Time, rev int64) {
 			return
 		}
 		for i, e := range batch {
-			kvs := resp.Responses[i].GetResponseRange().Kvs
+			kvs := resp.Responses[2*i].GetResponseRange().Kvs
 			if len(kvs) == 0 {
-				continue // never run: nothing was missed
+				// Never run: a job a term before this one published missed
+				// the ticks of the gap, as far back as a lost leader's gap
+				// lasts, its lease's TTL (when the job came into the cluster
+				// is not known); one nobody published missed nothing.
+				if resp.Responses[2*i+1].GetResponseRange().Count > 0 { // mutation:gap-never-run
+					g.reportOf(e, start.Add(-g.ttl-lostExpiry), start)
+				}
+				continue
 			}
 			seq, _, err := parseLast(string(kvs[0].Value))
 			if err != nil {

@@ -17,7 +17,7 @@ import (
 //
 //	<job>/spec           the job's schedule, written by the replica that publishes
 //	<job>/by/<lease>     a scheduling replica has the job: its identity, bound to
-//	                     its runners' lease; a job no live replica registers is
+//	                     one of its runners' leases; a job no live replica registers is
 //	                     not listed
 //	<job>/last           the last claimed tick: "<seq> <instance>"
 //	<job>/triggered      the last claimed trigger: "<revision> <instance>",

@@ -40,7 +40,8 @@ type coordinator struct {
 	rec     *recorder
 	specs   *publisher
 	rep     *reporter
-	work    jobWaiter // claims, runs and bookkeeping in progress, which the client outlives
+	lost    *lostClaims // ticks a lost predecessor claimed
+	work    jobWaiter   // claims, runs and bookkeeping in progress, which the client outlives
 
 	mu   sync.Mutex
 	act  *activation // the last Start; nil before the first

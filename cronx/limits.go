@@ -76,18 +76,35 @@ const (
 	// maxFinishes bounds the runs being recorded at once: bookkeeping yields
 	// to the next tick's claims.
 	maxFinishes = 8
+	// maxPublishes bounds a new term's spec transactions in flight: a few
+	// keep etcd's pipeline full, as claims do.
+	maxPublishes = 4
 )
 
 // Sizes of one transaction, within etcd's default limit of 128 operations
 // (--max-txn-ops).
 const (
-	// batchSize is the claims of one batch: at most four compares each.
-	batchSize = 30
-	// recordBatch is the runs one transaction records: two nested
-	// transactions each.
-	recordBatch = 32
-	// specBatch is the jobs whose specs one transaction compares and writes.
-	specBatch = 64
+	// maxTxnOps is etcd's default limit itself: a user's etcd keeps it.
+	maxTxnOps = 128
+	// recordBatch is the runs one transaction records: a nested
+	// transaction each, within which few operations are left to each.
+	recordBatch = 100
+	// specBatch is the jobs whose specs one transaction compares and
+	// writes: a compare and a put each.
+	specBatch = maxTxnOps
+)
+
+// Keys per lease (session.go). With auth on and a user that is not root,
+// etcd checks the user's permission on every key already on a lease at
+// each put that carries it (etcd-io/etcd#15993): a few microseconds a key,
+// so a lease of a thousand keys adds milliseconds to each put.
+const (
+	// markerLeaseKeys bounds the markers of runs in progress on one lease:
+	// a crowded tick's markers spread over a few leases, kept for the next.
+	markerLeaseKeys = 256
+	// regLeaseKeys bounds the registrations on one lease: written once per
+	// job and process, they may share a larger lease.
+	regLeaseKeys = 1000
 )
 
 // reloadWindow is how long a removed coordinated job keeps its place for a
@@ -113,4 +130,16 @@ const (
 	// maxGapScan bounds the ticks of one job a new leader looks at: a day
 	// of an every-second job.
 	maxGapScan = 100000
+)
+
+// Ticks a lost leader claimed (see lost.go).
+const (
+	// lostBatch is the ticks whose marker and history one read looks at.
+	lostBatch = maxTxnOps / 2
+	// lostRecheck is how often a marker still there is looked at again.
+	lostRecheck = 500 * time.Millisecond
+	// lostExpiry is how long past its TTL a lost runner's lease may take
+	// to expire: etcd checks for expired leases every half second, and
+	// revokes them in batches.
+	lostExpiry = 2 * time.Second
 )

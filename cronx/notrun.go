@@ -23,7 +23,8 @@ import (
 //     once, and an every-second job paused for a week costs each replica two
 //     requests per notRunFlush, and the key one write;
 //   - only if it did not run: a tick that is the job's last claimed tick or
-//     in its history is not counted; in claim mode, a tick this replica alone
+//     in its history is not counted (a tick whose runner was lost, lost.go,
+//     is its job's last, and counted unless in its history); in claim mode, a tick this replica alone
 //     could not claim (misfire, overtaken, etcd unavailable) counts only when
 //     no replica has claimed it or a later tick of its job;
 //   - within a day: hours older than notRunWindow are pruned at each write
@@ -224,7 +225,16 @@ func mergeNotRun(v *notRunValue, entries []notRunEntry, last int64, hist []Recor
 	slices.SortStableFunc(entries, func(a, b notRunEntry) int { return cmp.Compare(a.tick, b.tick) })
 	changed := false
 	for _, e := range entries {
+		// A tick whose runner was lost is its job's last claimed tick, and
+		// only a new leader counts it, after ticks of the gap that followed
+		// it: it is counted unless its run is in the history.
+		lost := e.reason == ReasonRunnerLost
 		switch {
+		case lost && ran[e.tick]:
+		case lost:
+			v.add(e.hour, e.reason, e.n)
+			v.Upto = max(v.Upto, e.tick)
+			changed = true
 		case e.tick <= v.Upto:
 		case e.n == 1 && (e.tick == last || ran[e.tick]):
 		case e.strict && last >= e.tick:

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/batonhq/baton/election"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -14,7 +13,8 @@ import (
 // say that a live replica has the job: Status lists a job while one is
 // there, and Pause and Trigger accept its name. The replica that publishes
 // (the leader, or every replica in claim mode) writes the spec and its own
-// registration of each job it adds, bound to its runners' lease, and
+// registration of each job it adds, bound to one of its runners' leases
+// (session.go) and written once per process and lease, and
 // deletes them for each job it removes (the spec only if the key still
 // holds that spec). So a job that a deploy drops leaves the listing once
 // the last replica of the old version that published it has stopped (its
@@ -141,8 +141,8 @@ func (pb *publisher) specWriter(ctx context.Context) {
 
 // writeAllSpecs records each entry's spec when all is set. It compares
 // specBatch jobs a transaction and rewrites the batch only if one differs,
-// so a new leader of ten thousand unchanged jobs sends a few hundred small
-// transactions rather than one per job.
+// so a new leader of ten thousand unchanged jobs sends under a hundred small
+// transactions rather than one per job, maxPublishes of them at once.
 func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 	if !all {
 		return nil
@@ -153,38 +153,86 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 			specs[e.name] = e.spec
 		}
 	}
-	sess, err := pb.co.claims.sessions.get(ctx)
-	if err != nil {
-		return err
-	}
 	names := slices.Sorted(maps.Keys(specs))
+	batches := make(chan []string)
+	errs := make(chan error, maxPublishes)
+	var wg sync.WaitGroup
+	for range maxPublishes {
+		wg.Go(func() {
+			var err error
+			for batch := range batches {
+				if err == nil {
+					err = pb.writeSpecBatch(ctx, batch, specs)
+				}
+			}
+			errs <- err
+		})
+	}
 	for len(names) > 0 {
 		n := min(len(names), specBatch)
-		var cmps []clientv3.Cmp
-		var puts, regs []clientv3.Op
-		for _, name := range names[:n] {
-			cmps = append(cmps, clientv3.Compare(clientv3.Value(pb.co.keys.spec(name)), "=", specs[name]))
-			puts = append(puts, clientv3.OpPut(pb.co.keys.spec(name), specs[name]))
-			regs = append(regs, pb.register(name, sess))
-		}
-		pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-		_, err := pb.co.conn.etcd().Txn(pctx).If(cmps...).Else(puts...).Commit()
-		if err == nil {
-			_, err = pb.co.conn.etcd().Txn(pctx).Then(regs...).Commit()
-		}
-		cancel()
+		batches <- names[:n]
+		names = names[n:]
+	}
+	close(batches)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
 		if err != nil {
 			return err
 		}
-		names = names[n:]
 	}
 	return nil
 }
 
-// register is the put of this replica's registration of job, bound to the
-// runners' session.
-func (pb *publisher) register(job string, sess *election.Session) clientv3.Op {
-	return clientv3.OpPut(pb.co.keys.by(job, sess.Lease()), pb.co.identity, clientv3.WithLease(sess.Lease()))
+// writeSpecBatch compares the specs of names, writes them if one differs,
+// and writes the registrations not written yet.
+func (pb *publisher) writeSpecBatch(ctx context.Context, names []string, specs map[string]string) error {
+	var cmps []clientv3.Cmp
+	var puts, regs []clientv3.Op
+	var fresh []string
+	for _, name := range names {
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(pb.co.keys.spec(name)), "=", specs[name]))
+		puts = append(puts, clientv3.OpPut(pb.co.keys.spec(name), specs[name]))
+		op, there, err := pb.register(ctx, name)
+		if err != nil {
+			pb.forget(fresh)
+			return err
+		}
+		if !there {
+			regs = append(regs, op)
+			fresh = append(fresh, name)
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+	defer cancel()
+	_, err := pb.co.conn.etcd().Txn(pctx).If(cmps...).Else(puts...).Commit()
+	if err == nil && len(regs) > 0 {
+		_, err = pb.co.conn.etcd().Txn(pctx).Then(regs...).Commit()
+	}
+	if err != nil {
+		pb.forget(fresh)
+	}
+	return err
+}
+
+// register is the put of this replica's registration of job, bound to a
+// lease of the runners' pool, and whether it is in etcd already (written
+// this process's lease ago, and not lost with it): then it is not written
+// again.
+func (pb *publisher) register(ctx context.Context, job string) (clientv3.Op, bool, error) {
+	lease, there, err := pb.co.claims.sessions.register(ctx, job)
+	if err != nil {
+		return clientv3.Op{}, false, err
+	}
+	return clientv3.OpPut(pb.co.keys.by(job, lease), pb.co.identity, clientv3.WithLease(lease)), there, nil
+}
+
+// forget forgets the registrations of jobs not written, for the next
+// round to write.
+func (pb *publisher) forget(jobs []string) {
+	for _, job := range jobs {
+		pb.co.claims.sessions.unregister(job)
+	}
 }
 
 // writeSpecChanges writes changes, specBatch to a transaction: a nested
@@ -195,31 +243,41 @@ func (pb *publisher) writeSpecChanges(ctx context.Context, changes map[string]sp
 	if len(changes) == 0 {
 		return nil
 	}
-	sess, err := pb.co.claims.sessions.get(ctx)
-	if err != nil {
-		return err
-	}
 	names := slices.Sorted(maps.Keys(changes))
 	for len(names) > 0 {
 		n := min(len(names), specBatch/2)
 		var ops []clientv3.Op
+		var fresh, gone []string
 		for _, name := range names[:n] {
 			ch, key := changes[name], pb.co.keys.spec(name)
 			same := []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", ch.spec)}
 			if ch.removed {
-				ops = append(ops, clientv3.OpTxn(same, []clientv3.Op{clientv3.OpDelete(key)}, nil),
-					clientv3.OpDelete(pb.co.keys.by(name, sess.Lease())))
-			} else {
-				ops = append(ops, clientv3.OpTxn(same, nil, []clientv3.Op{clientv3.OpPut(key, ch.spec)}),
-					pb.register(name, sess))
+				ops = append(ops, clientv3.OpTxn(same, []clientv3.Op{clientv3.OpDelete(key)}, nil))
+				if lease, ok := pb.co.claims.sessions.registered(name); ok {
+					ops = append(ops, clientv3.OpDelete(pb.co.keys.by(name, lease)))
+				}
+				gone = append(gone, name)
+				continue
+			}
+			ops = append(ops, clientv3.OpTxn(same, nil, []clientv3.Op{clientv3.OpPut(key, ch.spec)}))
+			reg, there, err := pb.register(ctx, name)
+			if err != nil {
+				pb.forget(fresh)
+				return err
+			}
+			if !there {
+				ops = append(ops, reg)
+				fresh = append(fresh, name)
 			}
 		}
 		pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 		_, err := pb.co.conn.etcd().Txn(pctx).Then(ops...).Commit()
 		cancel()
 		if err != nil {
+			pb.forget(fresh)
 			return err // the changes left are queued again
 		}
+		pb.forget(gone)
 		for _, name := range names[:n] {
 			delete(changes, name)
 		}

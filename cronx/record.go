@@ -118,6 +118,7 @@ func (rc *recorder) record() {
 		copy(q.items, later)
 		q.mu.Unlock()
 		rc.recordAll(batch)
+		rc.released(batch)
 		q.mu.Lock()
 		for _, it := range batch {
 			delete(q.recording, it.job)
@@ -132,10 +133,10 @@ func (rc *recorder) record() {
 
 // recordAll releases the runs' markers and appends them to their jobs'
 // histories in two round trips: one transaction reads every history, and
-// one transaction of nested transactions releases each marker that is
-// still the run's own and writes each history not changed since it was
-// read. A history changed meanwhile (a run of the job on another replica)
-// is appended to again on its own.
+// one transaction of nested transactions writes each history not changed
+// since it was read and, with it, releases the run's marker if it is still
+// the run's own. A run whose history changed meanwhile (a run of the job on
+// another replica) is recorded again on its own.
 func (rc *recorder) recordAll(batch []finishItem) {
 	if len(batch) == 1 {
 		rc.finish(batch[0])
@@ -153,18 +154,18 @@ func (rc *recorder) recordAll(batch []finishItem) {
 		rc.unrecorded(batch, err) // mutation:records-serial
 		return
 	}
-	var ops []clientv3.Op
-	var history []int // index in ops of each run's history write
+	// A marker goes with its run's history write, never before it: a
+	// successor that finds neither marker nor record reports the tick as not
+	// run (lost.go).
+	ops := make([]clientv3.Op, len(batch))
 	for i, it := range batch {
-		if f := it.claim.Fence; f.Key != "" && !it.keep {
-			ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil))
-		}
 		key := rc.co.keys.history(it.job)
 		hist, rev := decodeHistory(read.Responses[i].GetResponseRange().Kvs)
-		history = append(history, len(ops))
-		ops = append(ops, clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)},
-			[]clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, rc.record1(it)))}, nil))
+		write := []clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, rc.record1(it)))}
+		if f := it.claim.Fence; f.Key != "" && !it.keep {
+			write = append(write, clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil))
+		}
+		ops[i] = clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, write, nil)
 	}
 	wrote, err := cli.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
@@ -173,10 +174,8 @@ func (rc *recorder) recordAll(batch []finishItem) {
 		return
 	}
 	for i, it := range batch {
-		if !wrote.Responses[history[i]].GetResponseTxn().Succeeded {
-			actx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
-			rc.appendHistory(actx, it)
-			cancel()
+		if !wrote.Responses[i].GetResponseTxn().Succeeded {
+			rc.finish(it)
 		}
 	}
 }
@@ -198,14 +197,25 @@ func (rc *recorder) unrecorded(batch []finishItem, err error) {
 	rc.co.logger.Error(err, "cronx: runs not recorded in their jobs' histories", "runs", len(batch), "jobs (the first ten)", jobs)
 }
 
-// finish releases one run's marker and records it in its job's history.
+// finish records one run in its job's history and releases its marker,
+// in that order (see recordAll).
 func (rc *recorder) finish(it finishItem) {
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
+	rc.appendHistory(ctx, it)
 	if !it.keep {
 		rc.release(ctx, it)
 	}
-	rc.appendHistory(ctx, it)
+}
+
+// released uncounts the markers of runs recorded, released or kept for
+// releaseLater: the lease they are on has room for others.
+func (rc *recorder) released(batch []finishItem) {
+	for _, it := range batch {
+		if !it.keep && !it.triggered && it.sess != nil {
+			rc.co.claims.sessions.put(it.sess)
+		}
+	}
 }
 
 // release releases one run's marker, retrying in the background while

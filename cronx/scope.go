@@ -16,6 +16,7 @@ type scope struct {
 	mode     Mode
 	misfire  Misfire
 	grace    time.Duration
+	ttl      time.Duration // the sessions' lease TTL
 	eopts    []election.Option
 	identity string
 	prefix   string // P

@@ -5,44 +5,62 @@ import (
 	"sync"
 
 	"github.com/batonhq/baton/election"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// runnerSession is the runners' session of a coordinated Cron: the lease
-// that binds each run's in-progress marker, made when a claim first needs
-// it and again after one is lost. Its marker outlives a term given up on
-// Stop until the run ends, and dies with the lease of a replica cut off.
+// runnerSession owns which lease each of this replica's leased keys goes
+// on: runs' in-progress markers and job registrations. etcd applies a put
+// that carries a lease in time linear in the keys already on the lease
+// when auth is on and the user is not root (etcd-io/etcd#15993), so no
+// lease holds more than a few keys: markers go on leases of markerLeaseKeys
+// keys at most, registrations on leases of regLeaseKeys, and a new lease is
+// granted when every one is full (as Cilium's kvstore lease manager does).
+// A lease is made when a key first needs it and again after one is lost;
+// a marker outlives a term given up on Stop until its run ends, and dies
+// with the lease of a replica cut off.
+//
+// Cost: a lease granted per markerLeaseKeys runs in progress at once (kept
+// for the next crowded tick) and per regLeaseKeys jobs, each kept alive
+// every TTL/3; no put checks more than that many keys.
 //
 // Granting a lease waits for etcd, up to etcdTimeout when it is
 // unreachable, so it is done under grant only: mu must stay free for the
-// claims that read the session.
+// claims that read the leases.
 type runnerSession struct {
 	co  *coordinator
 	ttl *ttlRefusal // etcd's refusal of the TTL, which no retry mends
 
-	grant sync.Mutex // held while the session is replaced; never taken under mu
-	mu    sync.Mutex
-	sess  *election.Session
+	grant   sync.Mutex // held while a lease is granted; never taken under mu
+	mu      sync.Mutex
+	markers []*pooledLease
+	regs    []*pooledLease
+	regOf   map[string]*pooledLease // job → the lease its registration is on
+	gen     uint64                  // leases found lost so far
+	made    bool                    // a lease was granted since the last close
 
 	// expired, set by tests only, stands for a session whose safe deadline
 	// has passed while the session's own timer waits to be served.
 	expired func() bool
 }
 
-func newRunnerSession(co *coordinator) *runnerSession {
-	return &runnerSession{co: co, ttl: newTTLRefusal(co)}
+// pooledLease is one lease of the pool and the keys it holds now.
+type pooledLease struct {
+	sess *election.Session
+	keys int
 }
 
-// current returns the session live now, if any, and whether there was one.
-func (s *runnerSession) current() (*election.Session, bool) {
+func newRunnerSession(co *coordinator) *runnerSession {
+	return &runnerSession{co: co, ttl: newTTLRefusal(co), regOf: map[string]*pooledLease{}}
+}
+
+// generation counts the leases found lost; had says whether any lease was
+// granted. A claim made at a later generation than its tick was fired at
+// follows an etcd outage.
+func (s *runnerSession) generation() (gen uint64, had bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sess == nil {
-		return nil, false
-	}
-	if s.sess.Context().Err() != nil {
-		return nil, true
-	}
-	return s.sess, true
+	s.pruneLocked()
+	return s.gen, s.made
 }
 
 // holds is nil while sess, a claim's session, holds, and otherwise why it
@@ -55,60 +73,200 @@ func (s *runnerSession) holds(sess *election.Session) error {
 	return sess.Err()
 }
 
-// get returns the session, making a new one when there is none or the last
-// was lost.
+// get returns a lease's session for a key that is not counted: a trigger's
+// marker.
 func (s *runnerSession) get(ctx context.Context) (*election.Session, error) {
+	p, _, err := s.take(ctx, &s.markers, markerLeaseKeys, false)
+	if err != nil {
+		return nil, err
+	}
+	return p.sess, nil
+}
+
+// reserve returns the session of a lease with room for one more marker,
+// counted on it until put, and the generation it was taken at.
+func (s *runnerSession) reserve(ctx context.Context) (*election.Session, uint64, error) {
+	p, gen, err := s.take(ctx, &s.markers, markerLeaseKeys, true)
+	if err != nil {
+		return nil, 0, err
+	}
+	return p.sess, gen, nil
+}
+
+// put uncounts a marker reserved on sess: released, given back, or never
+// written.
+func (s *runnerSession) put(sess *election.Session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.markers {
+		if p.sess == sess {
+			p.keys = max(p.keys-1, 0)
+			return
+		}
+	}
+}
+
+// register returns the lease job's registration goes on, and whether the
+// registration is there already: on a live lease, it need not be written
+// again.
+func (s *runnerSession) register(ctx context.Context, job string) (clientv3.LeaseID, bool, error) {
+	s.mu.Lock()
+	s.pruneLocked()
+	if p, ok := s.regOf[job]; ok {
+		s.mu.Unlock()
+		return p.sess.Lease(), true, nil
+	}
+	s.mu.Unlock()
+	p, _, err := s.take(ctx, &s.regs, regLeaseKeys, true)
+	if err != nil {
+		return 0, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q, ok := s.regOf[job]; ok { // registered meanwhile
+		p.keys--
+		return q.sess.Lease(), true, nil
+	}
+	s.regOf[job] = p
+	return p.sess.Lease(), false, nil
+}
+
+// registered returns the lease of job's registration, if it has one.
+func (s *runnerSession) registered(job string) (clientv3.LeaseID, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.regOf[job]
+	if !ok || p.sess.Context().Err() != nil {
+		return 0, false
+	}
+	return p.sess.Lease(), true
+}
+
+// unregister forgets job's registration, deleted or never written: the
+// next register writes it again.
+func (s *runnerSession) unregister(job string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.regOf[job]; ok {
+		p.keys = max(p.keys-1, 0)
+		delete(s.regOf, job)
+	}
+}
+
+// take returns a lease of pool with fewer than limit keys, counting one
+// more on it if count, granting one when none has room.
+func (s *runnerSession) take(ctx context.Context, pool *[]*pooledLease, limit int, count bool) (*pooledLease, uint64, error) {
+	if p, gen := s.roomIn(pool, limit, count); p != nil {
+		return p, gen, nil
+	}
 	s.grant.Lock()
 	defer s.grant.Unlock()
-	s.mu.Lock()
-	old := s.sess
-	s.mu.Unlock()
-	if old != nil && old.Context().Err() == nil {
-		return old, nil
+	// Another caller may have granted one while this one waited.
+	if p, gen := s.roomIn(pool, limit, count); p != nil {
+		return p, gen, nil
 	}
 	co := s.co
 	if err := s.ttl.refusal(); err != nil {
-		return nil, err
-	}
-	if old != nil {
-		// The lost session's lease is not revoked: a job of a run under it
-		// may not have returned yet, since its context ended, and its
-		// marker must stay until the server expires the lease, at least
-		// the margin after the safe deadline, lest another run of a Forbid
-		// job start beside it. The keepalives ended with the session.
-		s.mu.Lock()
-		s.sess = nil // mutation:lost-not-revoked
-		s.mu.Unlock()
+		return nil, 0, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
 	sess, err := election.NewSession(sctx, co.conn.etcd(), co.eopts...)
 	if err != nil {
-		return nil, s.ttl.note(err)
+		return nil, 0, s.ttl.note(err)
+	}
+	p := &pooledLease{sess: sess}
+	if count {
+		p.keys = 1
 	}
 	s.mu.Lock()
-	s.sess = sess
+	*pool = append(*pool, p)
+	s.made = true
+	gen := s.gen
 	s.mu.Unlock()
 	co.rep.watchSession(sess)
-	if old != nil {
-		// The registrations of this replica's jobs went with the old lease.
-		co.specs.publishAll()
-	}
-	return sess, nil
+	return p, gen, nil
 }
 
-// close closes the session, once no run holds a marker.
+// roomIn returns a live lease of pool with room, counting a key on it if
+// count; nil if none has room.
+func (s *runnerSession) roomIn(pool *[]*pooledLease, limit int, count bool) (*pooledLease, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pruneLocked()
+	for _, p := range *pool {
+		if p.keys < limit || !count { // mutation:lease-keys
+			if count {
+				p.keys++
+			}
+			return p, s.gen
+		}
+	}
+	return nil, s.gen
+}
+
+// pruneLocked drops the leases found lost, with the registrations they
+// held, which are to be written again.
+func (s *runnerSession) pruneLocked() {
+	lost := false
+	keep := func(pool []*pooledLease) []*pooledLease {
+		kept := pool[:0]
+		for _, p := range pool {
+			if p.sess.Context().Err() == nil {
+				kept = append(kept, p)
+				continue
+			}
+			// A lost lease is not revoked: a job of a run under it may not
+			// have returned yet, since its context ended, and its marker
+			// must stay until the server expires the lease, at least the
+			// margin after the safe deadline, lest another run of a Forbid
+			// job start beside it. The keepalives ended with the session.
+			lost = true // mutation:lost-not-revoked
+		}
+		clear(pool[len(kept):])
+		return kept
+	}
+	s.markers = keep(s.markers)
+	n := len(s.regs)
+	s.regs = keep(s.regs)
+	if !lost {
+		return
+	}
+	s.gen++
+	if len(s.regs) != n {
+		for job, p := range s.regOf {
+			if p.sess.Context().Err() != nil {
+				delete(s.regOf, job)
+			}
+		}
+		// The registrations went with the lease; the publisher, which
+		// registers under its own lock, is asked from a goroutine.
+		co := s.co
+		co.work.add()
+		go func() {
+			defer co.work.done()
+			co.specs.publishAll()
+		}()
+	}
+}
+
+// close closes every lease, once no run holds a marker.
 func (s *runnerSession) close() {
 	s.grant.Lock()
 	defer s.grant.Unlock()
 	s.mu.Lock()
-	sess := s.sess
-	s.sess = nil
+	pools := append(s.markers, s.regs...)
+	s.markers, s.regs = nil, nil
+	clear(s.regOf)
+	s.made = false
 	s.mu.Unlock()
 	s.ttl.reset()
-	if sess != nil {
-		closeQuietly(sess)
+	// At once: each waits up to closeTimeout when etcd does not answer.
+	var wg sync.WaitGroup
+	for _, p := range pools {
+		wg.Go(func() { closeQuietly(p.sess) })
 	}
+	wg.Wait()
 }
 
 // closeQuietly closes s, revoking its lease, within closeTimeout.

@@ -35,6 +35,11 @@ func (cl *claimer) triage(r *run, err error) {
 	case errors.Is(err, errSuperseded):
 		reason = ReasonOvertaken
 		co.logger.Info("cronx: skipped: "+err.Error(), "job", r.job.name, "tick", r.tick)
+	case errors.As(err, &ce) && r.catchUp && r.term != nil && ce.Seq == ce.Want && co.lost.recent(r.tick): // mutation:runner-lost
+		// A term before this one claimed the tick this term catches up:
+		// whether it ran is known once its runner has recorded it, or its
+		// marker has lapsed with the runner.
+		co.lost.check(r.job.name, r.tick)
 	case errors.Is(err, errTriggerTaken):
 		// Another replica took the request, or this one ran it already.
 	case errors.Is(err, election.ErrClaimed), errors.Is(err, claims.ErrNeverClaimed):

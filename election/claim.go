@@ -112,17 +112,23 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 		}
 		orElse = append(orElse, clientv3.OpGet(a.Key, opts...))
 	}
+	if o.Known != nil {
+		orElse = append(orElse, clientv3.OpGet(o.Known.Key, clientv3.WithKeysOnly()))
+	}
 
 	// A value compare fails on a missing key, so a key that does not exist
 	// yet is claimed by comparing its absence; if another claim creates it
 	// between two tries, the value is compared again.
 	exists := true
 	for range 3 {
-		cmp := clientv3.Compare(clientv3.Value(key), "<", bound)
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "<", bound)}
 		if !exists {
-			cmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+			cmps = []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}
+			if o.Known != nil {
+				cmps = append(cmps, o.Known.Cmps()...)
+			}
 		}
-		resp, err := client.Txn(ctx).If(append([]clientv3.Cmp{cmp}, conds...)...).Then(then...).Else(orElse...).Commit()
+		resp, err := client.Txn(ctx).If(append(cmps, conds...)...).Then(then...).Else(orElse...).Commit()
 		if err != nil {
 			return Claim{}, fmt.Errorf("election: claim %s seq %d: %w", key, seq, err)
 		}
@@ -159,10 +165,18 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 			}
 			i++
 		}
-		// Only the key's existence can have changed: try the other compare.
+		// Only the key's existence (or, never claimed, what vouches for
+		// it) can have changed: try the other compare.
 		exists = len(last) > 0
 		if !exists && o.NeverClaimed != nil {
-			return Claim{}, fmt.Errorf("claim %s seq %d: %w", key, seq, o.NeverClaimed)
+			known := false
+			if o.Known != nil {
+				kvs := rs[i].GetResponseRange().Kvs
+				known = len(kvs) > 0 && o.Known.Holds(kvs[0].CreateRevision)
+			}
+			if !known {
+				return Claim{}, fmt.Errorf("claim %s seq %d: %w", key, seq, o.NeverClaimed)
+			}
 		}
 	}
 	return Claim{}, fmt.Errorf("election: claim %s seq %d: the key changed under every try", key, seq)

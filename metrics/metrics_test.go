@@ -178,7 +178,7 @@ func TestEveryReasonIsALabel(t *testing.T) {
 		}
 		seen[s] = true
 	}
-	if fmt.Sprint(len(seen)) != "8" {
-		t.Errorf("%d reasons, want 8", len(seen))
+	if fmt.Sprint(len(seen)) != "9" {
+		t.Errorf("%d reasons, want 9", len(seen))
 	}
 }

@@ -114,8 +114,8 @@ func TestSeriesExistFromRegistration(t *testing.T) {
 		scheduler, job string
 		reasons        []string
 	}{
-		{"lead", "plain", append([]string{"no_leader"}, common...)},
-		{"lead", "forbid", append([]string{"no_leader", "overlap"}, common...)},
+		{"lead", "plain", append([]string{"no_leader", "runner_lost"}, common...)},
+		{"lead", "forbid", append([]string{"no_leader", "runner_lost", "overlap"}, common...)},
 		{"claim", "plain", append([]string{"claimed_elsewhere"}, common...)},
 		{"claim", "replace", append([]string{"claimed_elsewhere"}, common...)},
 		{"", "", nil},

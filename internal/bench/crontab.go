@@ -73,7 +73,7 @@ func (h *harness) startCrontabCluster(ctx context.Context, dir, name, crontab st
 func (c *crontabCluster) startReplica(id string) (*proc, error) {
 	args := append([]string{"crontab", "--endpoints", c.etcd.endpoint, "--id", id, "--name", c.name, "--log-level", "info"}, c.args...)
 	args = append(args, c.file)
-	p, err := c.h.start(c.dir, id, c.h.baton, nil, args...)
+	p, err := c.h.start(c.dir, id, c.h.baton, etcdAuth.env(), args...)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,29 @@ type etcdProc struct {
 	endpoint string
 }
 
+// credentials are an etcd user's name and password; the zero value is no
+// auth.
+type credentials struct {
+	Username, Password string
+}
+
+// benchUser is the app's user of a member run with -auth: `baton etcd`
+// creates it with a role on the default prefix, as it does for an app.
+var benchUser = credentials{Username: "bench", Password: "bench-secret"}
+
+// etcdAuth is what every client of the harness and its workers logs in
+// with: benchUser under -auth, else nothing.
+var etcdAuth credentials
+
+// env is the environment that makes `baton etcd` turn auth on with c as
+// the app's user, and makes a baton client log in as c.
+func (c credentials) env() []string {
+	if c.Username == "" {
+		return nil
+	}
+	return []string{"BATON_ETCD_USERNAME=" + c.Username, "BATON_ETCD_PASSWORD=" + c.Password}
+}
+
 // startEtcd runs a one-member `baton etcd` with its data under dir and
 // returns once it reports itself healthy.
 func (h *harness) startEtcd(ctx context.Context, dir string) (*etcdProc, error) {
@@ -33,7 +56,7 @@ func (h *harness) startEtcd(ctx context.Context, dir string) (*etcdProc, error) 
 		return nil, err
 	}
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	p, err := h.start(dir, "etcd", h.baton, nil, "etcd",
+	p, err := h.start(dir, "etcd", h.baton, etcdAuth.env(), "etcd",
 		"--name", "bench",
 		"--data-dir", filepath.Join(dir, "etcd-data"),
 		"--listen-client-urls", endpoint,
@@ -86,6 +109,8 @@ func freePorts(n int) ([]int, error) {
 func newClient(endpoint string) (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{
 		Endpoints:            []string{endpoint},
+		Username:             etcdAuth.Username,
+		Password:             etcdAuth.Password,
 		DialTimeout:          5 * time.Second,
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,

@@ -59,6 +59,7 @@ type config struct {
 	baton   string // a prebuilt baton binary; empty: build one
 	verbose bool
 	keep    bool
+	auth    bool // etcd as `baton etcd` ships it: auth on, a non-root user
 
 	handovers int
 
@@ -114,6 +115,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.baton, "baton", "", "a prebuilt baton `binary` (default: go build ./convox/cmd/baton into a temporary directory)")
 	fs.BoolVar(&cfg.verbose, "v", false, "print the output of baton processes and workers on standard error")
+	fs.BoolVar(&cfg.auth, "auth", false, "run etcd as `baton etcd` ships it, with auth on, and measure as its app's user, a non-root role on the prefix")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the working directory (logs, ledgers, etcd data) and print its path")
 	fs.IntVar(&cfg.handovers, "handovers", cfg.handovers, "handover: how many SIGTERM handovers")
 	intList(fs, &cfg.failoverTTLs, "failover-ttls", "failover: session TTLs in seconds, a comma-separated `list`")
@@ -203,6 +205,9 @@ func run(ctx context.Context, cfg config, chosen []figure, stdout, stderr io.Wri
 		return err
 	}
 	defer h.close()
+	if cfg.auth {
+		etcdAuth = benchUser
+	}
 	fmt.Fprintln(stdout, describeMachine())
 	var failed []string
 	for _, f := range chosen {

@@ -86,6 +86,9 @@ func (c config) argsFor(name string) []string {
 			args = append(args, "-"+flagName+"="+value)
 		}
 	}
+	if c.auth {
+		args = append(args, "-auth")
+	}
 	switch name {
 	case "handover":
 		add("handovers", c.handovers != d.handovers, strconv.Itoa(c.handovers))

@@ -30,6 +30,7 @@ type workerRequest struct {
 	Endpoint string
 	EtcdPID  int
 	Result   string
+	Auth     credentials
 	Params   json.RawMessage
 }
 
@@ -72,6 +73,7 @@ func runWorker(ctx context.Context, req workerRequest) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("no worker %q", req.Kind)
 	}
+	etcdAuth = req.Auth
 	w := &worker{endpoint: req.Endpoint, etcdPID: req.EtcdPID,
 		logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	return f(ctx, w, req.Params)
@@ -85,7 +87,7 @@ func (h *harness) runWorker(ctx context.Context, dir, kind string, etcd *etcdPro
 		return err
 	}
 	resFile := fmt.Sprintf("%s/%s-%d.json", dir, kind, time.Now().UnixNano())
-	req, err := json.Marshal(workerRequest{Kind: kind, Endpoint: etcd.endpoint, EtcdPID: etcd.pid(), Result: resFile, Params: p})
+	req, err := json.Marshal(workerRequest{Kind: kind, Endpoint: etcd.endpoint, EtcdPID: etcd.pid(), Result: resFile, Auth: etcdAuth, Params: p})
 	if err != nil {
 		return err
 	}
@@ -257,6 +259,8 @@ func countingClient(endpoint string, c *rpcCounter) (*clientv3.Client, error) {
 	}
 	return clientv3.New(clientv3.Config{
 		Endpoints:            []string{endpoint},
+		Username:             etcdAuth.Username,
+		Password:             etcdAuth.Password,
 		DialTimeout:          5 * time.Second,
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,

@@ -27,6 +27,31 @@ type Options struct {
 	// NeverClaimed, when set, is the error of a claim that finds nothing
 	// ever claimed at its key.
 	NeverClaimed error
+	// Known, with NeverClaimed, lets a claim that finds nothing ever claimed
+	// at its key commit all the same while Known's key was created before
+	// its revision.
+	Known *Known
+}
+
+// Known is a key whose creation before Revision vouches for a claim of a
+// key never claimed: the thing claimed existed before then.
+type Known struct {
+	Key      string
+	Revision int64
+}
+
+// Cmps hold while the key exists and was created before the revision.
+func (k Known) Cmps() []clientv3.Cmp {
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(k.Key), ">", 0),
+		clientv3.Compare(clientv3.CreateRevision(k.Key), "<", k.Revision),
+	}
+}
+
+// Holds reports whether a read of the key found it created before the
+// revision.
+func (k Known) Holds(createRevision int64) bool {
+	return createRevision > 0 && createRevision < k.Revision
 }
 
 // Term is the key and create revision of a term (an election.Fence).

@@ -156,3 +156,46 @@ func TestWithdrawGivesAClaimBack(t *testing.T) {
 		t.Fatalf("the successor's claim became %d by %q", seq, holder)
 	}
 }
+
+// TestIfClaimedOrKnownBefore: a key never claimed is claimed only while the
+// known key was created before the revision given; a key claimed before is
+// claimed as with IfClaimedBefore.
+func TestIfClaimedOrKnownBefore(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	ctx := deadlineCtx(t, 10*time.Second)
+	put := func(key string) int64 {
+		t.Helper()
+		resp, err := cli.Put(ctx, key, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	put("/k/early/spec")
+	term := put("/k/term")
+	put("/k/late/spec")
+	claim := func(job string) error {
+		_, err := election.ClaimSeq(ctx, cli, "/k/"+job+"/last", 10, IfClaimedOrKnownBefore("/k/"+job+"/spec", term))
+		return err
+	}
+	if err := claim("early"); err != nil {
+		t.Errorf("never claimed, spec before the term: %v, want a claim", err)
+	}
+	if err := claim("early"); !errors.Is(err, election.ErrClaimed) {
+		t.Errorf("claimed again: %v, want ErrClaimed", err)
+	}
+	if err := claim("late"); !errors.Is(err, ErrNeverClaimed) {
+		t.Errorf("never claimed, spec after the term: %v, want ErrNeverClaimed", err)
+	}
+	if err := claim("none"); !errors.Is(err, ErrNeverClaimed) {
+		t.Errorf("never claimed, no spec: %v, want ErrNeverClaimed", err)
+	}
+	if _, err := election.ClaimSeq(ctx, cli, "/k/late/last", 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := claim("late"); err != nil {
+		t.Errorf("claimed before, spec after the term: %v, want a claim", err)
+	}
+}

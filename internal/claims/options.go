@@ -35,6 +35,18 @@ func IfClaimedBefore() election.ClaimOption {
 	return func(o *claimcond.Options) { o.NeverClaimed = ErrNeverClaimed }
 }
 
+// IfClaimedOrKnownBefore is IfClaimedBefore, except that a key never
+// claimed is claimed all the same while known was created before revision
+// rev. cronx catches up a job that never ran when its spec was published
+// before the term that catches up began: the job was scheduled in the
+// cluster, and its tick came due with nobody to run it.
+func IfClaimedOrKnownBefore(known string, rev int64) election.ClaimOption {
+	return func(o *claimcond.Options) {
+		o.NeverClaimed = ErrNeverClaimed
+		o.Known = &claimcond.Known{Key: known, Revision: rev} // mutation:catch-up-never-run
+	}
+}
+
 // UnlessExists makes the claim fail with err while key exists; cronx uses it
 // for a job's pause flag.
 func UnlessExists(key string, err error) election.ClaimOption {

@@ -21,6 +21,36 @@ var mutations = []mutation{
 		Tests: []tests{{Pkg: "cronx", Run: "^TestCrashedLeadersMissedTickRunsOnceLate$"}},
 	},
 	{
+		Name:   "catch-up-never-run",
+		Breaks: "G3/G4: a successor does not catch up the tick of a job that never ran, given up at a Stop or left by a crash",
+		Edits:  []edit{{Marker: "catch-up-never-run", Old: "o.Known = &claimcond.Known{Key: known, Revision: rev}", New: "_ = known"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^(TestNeverRunJobsTickStoppedInItsJitterRunsOnTheSuccessor|TestStopRightAfterACrowdedFirstTickMissesNone|TestCrowdedFirstTickOfACutOffLeaderRunsOnItsSuccessor)$"}},
+	},
+	{
+		Name:   "runner-lost-unreported",
+		Breaks: "G4: a tick claimed by a leader lost before it started the run is neither run nor counted as not run",
+		Edits:  []edit{{Marker: "runner-lost", Old: "errors.As(err, &ce) && r.catchUp", New: "false && errors.As(err, &ce) && r.catchUp"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestTicksALostLeaderClaimedAreCountedNotRun$"}},
+	},
+	{
+		Name:   "gap-never-run-uncounted",
+		Breaks: "G4: under Skip, the tick of a job that never ran, fallen while nobody led, is not counted as not run",
+		Edits:  []edit{{Marker: "gap-never-run", Old: "resp.Responses[2*i+1].GetResponseRange().Count > 0", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestNeverRunJobsTickInAGapIsCountedUnderSkip$"}},
+	},
+	{
+		Name:   "lease-keys-unbounded",
+		Breaks: "cost: every marker and registration goes on one lease, whose every put etcd with auth on checks key by key",
+		Edits:  []edit{{Marker: "lease-keys", Old: "p.keys < limit || !count", New: "true"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoLeaseHoldsManyKeys$"}},
+	},
+	{
+		Name:   "claimeach-term-removed",
+		Breaks: "G1: a batch of claims commits after its term ended",
+		Edits:  []edit{{Marker: "claimeach-term", Old: "txn = txn.If(term.Cmp())", New: ""}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestClaimEachTellsEachOutcome$"}},
+	},
+	{
 		Name:   "forbid-leader-mode",
 		Breaks: "Forbid: in leader mode, a tick starts while a run of the job is in progress",
 		Edits:  []edit{{Marker: "forbid", Old: "r.job.policy.overlap == Forbid", New: "r.job.policy.overlap == Forbid && ts == nil"}},
@@ -49,7 +79,7 @@ var mutations = []mutation{
 		Breaks: "G1: a claim made under a term commits after the term ended",
 		Edits: []edit{
 			{Marker: "claim-term", Old: "conds = append(conds, o.Term.Cmp())", New: ""},
-			{Marker: "claimall-term", Old: `add(fmt.Sprintf("term %s %d", o.Term.Key, o.Term.Revision), o.Term.Cmp())`, New: ""},
+			{Marker: "claimeach-term", Old: "txn = txn.If(term.Cmp())", New: ""},
 		},
 		Tests: []tests{{Pkg: "cronx", Run: "^TestDeposedLeadersClaimIsRefused$"}},
 	},
@@ -254,7 +284,7 @@ var mutations = []mutation{
 	{
 		Name:   "lost-session-revoked",
 		Breaks: "G2: a replica whose session was lost revokes its lease as it makes a new one, and a Forbid job's next tick starts beside a run whose job has not returned, inside the margin",
-		Edits:  []edit{{Marker: "lost-not-revoked", Old: "s.sess = nil", New: "s.sess = nil; go closeQuietly(old)"}},
+		Edits:  []edit{{Marker: "lost-not-revoked", Old: "lost = true", New: "lost = true; go closeQuietly(p.sess)"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestLostSessionKeepsItsMarkersUntilTheServerExpiresThem$"}},
 	},
 	{

@@ -36,7 +36,7 @@ scheduler (or the one --scheduler names) each job's schedule, whether it
 is paused, its last run, who ran it and how it ended, where it runs now and
 when it runs next, and how many of its ticks no replica ran over the last
 day, by reason (NOT RUN (1D): no_leader, misfire_skipped, overlap,
-paused, overtaken, etcd_unavailable, etcd_refused; see cronx.Reason). A job appears once
+paused, overtaken, etcd_unavailable, etcd_refused, runner_lost; see cronx.Reason). A job appears once
 a replica has published it: the leader does so when elected, and in claim
 mode every replica.
 

@@ -1,0 +1,323 @@
+package cronx
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
+	"github.com/batonhq/baton/internal/clock"
+	"github.com/batonhq/baton/internal/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// tickLedger records the ticks each job ran, for the tests of a successor's
+// catch-up.
+type tickLedger struct {
+	mu  sync.Mutex
+	ran map[string][]time.Time
+}
+
+func (l *tickLedger) job(name string) Job {
+	return ContextFunc(func(ctx context.Context) error {
+		info, _ := InfoFrom(ctx)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.ran == nil {
+			l.ran = map[string][]time.Time{}
+		}
+		l.ran[name] = append(l.ran[name], info.Tick)
+		return nil
+	})
+}
+
+// ranOnce fails t unless, within d, each of jobs ran tick and nothing else.
+func (l *tickLedger) ranOnce(t *testing.T, d time.Duration, tick time.Time, jobs ...string) {
+	t.Helper()
+	eventually(t, d, func() (bool, string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		n := 0
+		for _, j := range jobs {
+			if len(l.ran[j]) > 0 {
+				n++
+			}
+		}
+		return n == len(jobs), fmt.Sprintf("%d of %d jobs ran", n, len(jobs))
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for name, ticks := range l.ran {
+		if !slices.Equal(ticks, []time.Time{tick}) {
+			t.Errorf("%s ran %v, want %v once", name, ticks, tick)
+		}
+	}
+}
+
+// waitPublished waits until the spec of each of jobs is in etcd.
+func waitPublished(t *testing.T, cli *clientv3.Client, scheduler string, jobs ...string) {
+	t.Helper()
+	keys := newLayout(election.DefaultPrefix, scheduler)
+	eventually(t, 15*time.Second, func() (bool, string) {
+		for _, j := range jobs {
+			resp, err := cli.Get(context.Background(), keys.spec(j), clientv3.WithCountOnly())
+			if err != nil || resp.Count == 0 {
+				return false, fmt.Sprintf("%s's spec not published (%v)", j, err)
+			}
+		}
+		return true, ""
+	})
+}
+
+// TestNeverRunJobsTickStoppedInItsJitterRunsOnTheSuccessor is G3 for a job
+// that never ran: a Stop while its first tick waits for its jitter gives the
+// tick up, and the successor catches it up, as it would a job's that ran
+// before.
+func TestNeverRunJobsTickStoppedInItsJitterRunsOnTheSuccessor(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	var l tickLedger
+	replica := func(id string, fake *clock.Fake) *Cron {
+		c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+			WithEtcd(srv.Client(t)), WithName("fresh-jitter"),
+			WithElection(election.WithIdentity(id), election.WithTTL(stallTTL)))
+		mustAdd(t, c, "*/10 * * * * *", Named("fresh", l.job("fresh"), WithJitter(5*time.Second)))
+		c.Start()
+		t.Cleanup(func() { shutdown(t, c, id) })
+		return c
+	}
+	fakeA, fakeB := clock.NewFake(t0), clock.NewFake(t0)
+	a := replica("a", fakeA)
+	eventually(t, wait, func() (bool, string) { return a.coord.scheduling(), "a does not lead" })
+	waitPublished(t, srv.Client(t), "fresh-jitter", "fresh")
+	b := replica("b", fakeB)
+	waitCandidates(t, srv.Client(t), "fresh-jitter", 2)
+	tick := t0.Add(10 * time.Second)
+	if !fakeA.WaitDueBy(tick, wait) {
+		t.Fatal("a armed no timer for the tick")
+	}
+	fakeA.Set(tick)
+	fakeB.Set(tick)
+	// The run waits for its jitter (under 5 s): a timer due after the tick.
+	if !fakeA.WaitDueBy(tick.Add(5*time.Second), wait) {
+		t.Fatal("a's run armed no jitter timer")
+	}
+	<-a.Stop().Done()
+	eventually(t, 15*time.Second, func() (bool, string) { return b.coord.scheduling(), "b did not lead after a stopped" })
+	if !fakeB.WaitDueBy(tick.Add(5*time.Second), wait) {
+		t.Fatal("b's catch-up armed no jitter timer")
+	}
+	fakeB.Set(tick.Add(5 * time.Second))
+	l.ranOnce(t, 15*time.Second, tick, "fresh")
+}
+
+// TestTicksALostLeaderClaimedAreCountedNotRun is G4 for a crowded tick a
+// leader claimed and was lost before starting: etcd holds each job's claim
+// of the tick and its marker on the lost runner's lease, which lapses. The
+// successor does not run the ticks again (their runs may have started), and
+// reports each one not in its job's history as ReasonRunnerLost, once the
+// marker has lapsed: to the observers and in the NotRun count.
+func TestTicksALostLeaderClaimedAreCountedNotRun(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const jobs = 80
+	names := make([]string, jobs)
+	for i := range names {
+		names[i] = fmt.Sprintf("job-%02d", i)
+	}
+	// Near the wall clock: Status counts the last day's ticks by it.
+	tick := time.Now().UTC().Truncate(10 * time.Second)
+	keys := newLayout(election.DefaultPrefix, "lost")
+	// The lost leader's claims: its runner's lease is kept alive by
+	// nobody, as after a crash. job-00 ran and was recorded.
+	lease, err := cli.Grant(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		c, err := election.ClaimSeq(ctx, cli, keys.last(name), tick.UnixNano(), election.ClaimedBy("lost"),
+			claims.WithMarker(keys.tickMarker(name, tick.UnixNano()), lease.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "job-00" {
+			if err := claims.Release(ctx, cli, c); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cli.Put(ctx, keys.history(name), encodeHistory(nil, Record{Tick: tick, Instance: "lost", Start: tick})); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	l := newEventLog()
+	var ran tickLedger
+	fake := clock.NewFake(tick.Add(time.Second))
+	b := New(append(observed(l), WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(srv.Client(t)), WithName("lost"),
+		WithElection(election.WithIdentity("b"), election.WithTTL(stallTTL)))...)
+	for _, name := range names {
+		mustAdd(t, b, "*/10 * * * * *", Named(name, ran.job(name)))
+	}
+	b.Start()
+	t.Cleanup(func() { shutdown(t, b, "b") })
+	eventually(t, 20*time.Second, func() (bool, string) {
+		for _, name := range names[1:] {
+			if len(l.notRun(name, ReasonRunnerLost)) != 1 {
+				return false, fmt.Sprintf("%s reported %d times as runner_lost, want once", name, len(l.notRun(name, ReasonRunnerLost)))
+			}
+		}
+		return true, ""
+	})
+	counts := waitNotRunCount(t, b, names[jobs-1], ReasonRunnerLost, 1)
+	if counts[ReasonRunnerLost] != 1 {
+		t.Errorf("%s's NotRun: %v, want 1 runner_lost", names[jobs-1], counts)
+	}
+	idleWithin(t, b, 10*time.Second, "b's catch-up")
+	if got := l.notRun("job-00", ReasonRunnerLost); len(got) != 0 {
+		t.Errorf("job-00, recorded, reported not run: %v", got)
+	}
+	ran.mu.Lock()
+	defer ran.mu.Unlock()
+	if len(ran.ran) != 0 {
+		t.Errorf("the successor ran ticks the lost leader claimed: %v", ran.ran)
+	}
+}
+
+// TestNeverRunJobsTickInAGapIsCountedUnderSkip is G4 for a job that never
+// ran, under misfire Skip: a term before published it, its first tick fell
+// while nobody led, and the next leader counts the tick as no_leader, as it
+// would a job's that ran before; a job nobody published is not counted.
+func TestNeverRunJobsTickInAGapIsCountedUnderSkip(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tick := time.Now().UTC().Truncate(10 * time.Second) // Status counts by the wall clock
+	keys := newLayout(election.DefaultPrefix, "fresh-skip")
+	// The spec a lost leader published; "unpublished" has none.
+	if _, err := cli.Put(ctx, keys.spec("fresh"), "*/10 * * * * *"); err != nil {
+		t.Fatal(err)
+	}
+	l := newEventLog()
+	var ran tickLedger
+	fake := clock.NewFake(tick.Add(3 * time.Second))
+	b := New(append(observed(l), WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(srv.Client(t)), WithName("fresh-skip"), WithMisfire(Skip, 0),
+		WithElection(election.WithIdentity("b"), election.WithTTL(stallTTL)))...)
+	mustAdd(t, b, "*/10 * * * * *", Named("fresh", ran.job("fresh")))
+	mustAdd(t, b, "*/10 * * * * *", Named("unpublished", ran.job("unpublished")))
+	b.Start()
+	t.Cleanup(func() { shutdown(t, b, "b") })
+	e := waitNotRun(t, l, "fresh", ReasonNoLeader, 15*time.Second)
+	if !e.Tick.Equal(tick) {
+		t.Errorf("fresh's tick not run: %v, want %v", e.Tick, tick)
+	}
+	waitNotRunCount(t, b, "fresh", ReasonNoLeader, 1)
+	if got := l.notRun("unpublished", ReasonNoLeader); len(got) != 0 {
+		t.Errorf("a job nobody published reported not run: %v", got)
+	}
+	ran.mu.Lock()
+	defer ran.mu.Unlock()
+	if len(ran.ran) != 0 {
+		t.Errorf("ticks ran under Skip: %v", ran.ran)
+	}
+}
+
+// TestCrowdedFirstTickOfACutOffLeaderRunsOnItsSuccessor is G4 for a crowded
+// tick of jobs that never ran: the leader is cut off a moment before it, as
+// by a crash, and the successor runs each job's tick once, late, since a
+// term before its own published the jobs.
+func TestCrowdedFirstTickOfACutOffLeaderRunsOnItsSuccessor(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
+	const jobs = 120
+	srv := etcdtest.Shared(t)
+	proxy := etcdtest.NewProxy(t, srv.Addr())
+	var l tickLedger
+	names := make([]string, jobs)
+	for i := range names {
+		names[i] = fmt.Sprintf("job-%03d", i)
+	}
+	replica := func(id string, fake *clock.Fake, endpoint string) *Cron {
+		c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+			WithEtcd(srv.NewClient(t, endpoint)), WithName("crowded-first"),
+			WithElection(election.WithIdentity(id), election.WithTTL(5*time.Second)))
+		for _, name := range names {
+			mustAdd(t, c, "*/10 * * * * *", Named(name, l.job(name)))
+		}
+		c.Start()
+		t.Cleanup(func() { shutdown(t, c, id) })
+		return c
+	}
+	fakeA, fakeB := clock.NewFake(t0), clock.NewFake(t0)
+	a := replica("a", fakeA, proxy.Endpoint())
+	eventually(t, wait, func() (bool, string) { return a.coord.scheduling(), "a does not lead" })
+	waitPublished(t, srv.Client(t), "crowded-first", names...)
+	b := replica("b", fakeB, srv.Endpoint())
+	waitCandidates(t, srv.Client(t), "crowded-first", 2)
+	tick := t0.Add(10 * time.Second)
+	fakeA.Set(tick.Add(-time.Second))
+	fakeB.Set(tick.Add(-time.Second))
+	if !fakeA.WaitDueBy(tick, wait) {
+		t.Fatalf("a armed no timer for the tick (a leads: %v)", a.coord.scheduling())
+	}
+	proxy.Blackhole()
+	fakeA.Set(tick)
+	fakeB.Set(tick)
+	eventually(t, 15*time.Second, func() (bool, string) { return b.coord.scheduling(), "b did not lead after a was cut off" })
+	l.ranOnce(t, 15*time.Second, tick, names...)
+	idleWithin(t, b, 10*time.Second, "b's catch-up")
+}
+
+// TestStopRightAfterACrowdedFirstTickMissesNone is G3 for a crowded tick of
+// jobs that never ran: the leader stops as the tick fires, with most claims
+// not sent or not answered yet, and every job runs the tick once, on the
+// leader or, given back or never claimed, on its successor.
+func TestStopRightAfterACrowdedFirstTickMissesNone(t *testing.T) {
+	t.Parallel()
+	const jobs = 600
+	srv := etcdtest.Shared(t)
+	var l tickLedger
+	names := make([]string, jobs)
+	for i := range names {
+		names[i] = fmt.Sprintf("job-%03d", i)
+	}
+	replica := func(id string, fake *clock.Fake) *Cron {
+		c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+			WithEtcd(srv.Client(t)), WithName("stop-first"),
+			WithElection(election.WithIdentity(id), election.WithTTL(stallTTL)))
+		for _, name := range names {
+			mustAdd(t, c, "*/10 * * * * *", Named(name, l.job(name)))
+		}
+		c.Start()
+		t.Cleanup(func() { shutdown(t, c, id) })
+		return c
+	}
+	fakeA, fakeB := clock.NewFake(t0), clock.NewFake(t0)
+	a := replica("a", fakeA)
+	eventually(t, wait, func() (bool, string) { return a.coord.scheduling(), "a does not lead" })
+	waitPublished(t, srv.Client(t), "stop-first", names...)
+	b := replica("b", fakeB)
+	waitCandidates(t, srv.Client(t), "stop-first", 2)
+	tick := t0.Add(10 * time.Second)
+	if !fakeA.WaitDueBy(tick, wait) {
+		t.Fatal("a armed no timer for the tick")
+	}
+	fakeB.Set(tick)
+	fakeA.Set(tick)
+	stopped := a.Stop()
+	eventually(t, 15*time.Second, func() (bool, string) { return b.coord.scheduling(), "b did not lead after a stopped" })
+	<-stopped.Done()
+	l.ranOnce(t, 20*time.Second, tick, names...)
+	idleWithin(t, b, 10*time.Second, "b's catch-up")
+}

@@ -1,0 +1,145 @@
+package cronx
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A leader claims a tick at its time and starts the run a moment later; one
+// that crashes or is cut off in between leaves the tick claimed and never
+// run. Its successor's catch-up finds the tick claimed, and cannot claim it
+// again: the run may have started, and G1 forbids a second. What it can tell
+// is whether the run was recorded: once the claim's marker has lapsed with
+// the lost runner's lease (or been released), a tick not in the job's
+// history is reported as ReasonRunnerLost, so that OnTickNotRun and the
+// NotRun count say what happened to it.
+//
+// Cost: only a new term's catch-ups that find their tick claimed by another
+// term, within two TTLs before (recent), are checked, lostBatch jobs to a
+// read of their markers and histories; a marker still there is read again
+// every lostRecheck until it lapses, within the TTL and its expiry check.
+
+// errRunnerLost is what a tick reported as ReasonRunnerLost says.
+var errRunnerLost = errors.New("claimed by a leader that was lost before it recorded a run of the tick; it may not have started")
+
+// lostTick is a tick another term claimed, to check.
+type lostTick struct {
+	job     string
+	tick    time.Time
+	waiting time.Time // when its marker was first found; zero before
+}
+
+// lostClaims checks, from one goroutine at a time, the ticks a new term
+// found claimed by a term before it.
+type lostClaims struct {
+	co *coordinator
+
+	mu       sync.Mutex
+	pending  []lostTick
+	checking bool
+}
+
+// recent reports whether tick is recent enough to have been claimed by a
+// leader lost before this term: one lost at most a TTL and its expiry ago,
+// whose claims of a crowded tick took up to another TTL. Older ticks ran
+// under a term that ended well, and are not read again.
+func (lc *lostClaims) recent(tick time.Time) bool {
+	co := lc.co
+	return tick.After(co.clock.Now().Add(-2*co.ttl - lostExpiry))
+}
+
+// check queues a tick of job to check; it never waits for etcd.
+func (lc *lostClaims) check(job string, tick time.Time) {
+	lc.mu.Lock()
+	lc.pending = append(lc.pending, lostTick{job: job, tick: tick})
+	start := !lc.checking
+	lc.checking = true
+	lc.mu.Unlock()
+	if start {
+		lc.co.work.add() // the client outlives the checker
+		go lc.run(lc.co.runCtx())
+	}
+}
+
+// run checks the queued ticks until none is left, or the Cron stops.
+func (lc *lostClaims) run(ctx context.Context) {
+	defer lc.co.work.done()
+	var waiting []lostTick
+	for {
+		lc.mu.Lock()
+		todo := append(lc.pending, waiting...)
+		lc.pending = nil
+		if len(todo) == 0 || ctx.Err() != nil {
+			lc.checking = false
+			lc.mu.Unlock()
+			return
+		}
+		lc.mu.Unlock()
+		waiting = waiting[:0]
+		for len(todo) > 0 && ctx.Err() == nil {
+			n := min(len(todo), lostBatch)
+			left, err := lc.read(ctx, todo[:n])
+			if err != nil {
+				left = todo[:n] // etcd did not answer: again, later
+			}
+			waiting = append(waiting, left...)
+			todo = todo[n:]
+		}
+		if len(waiting) > 0 {
+			sleep(ctx, lostRecheck) // etcd's pace: real time
+		}
+	}
+}
+
+// read reads the markers and histories of batch, reports each tick whose
+// marker is gone and whose run is not in the history, and returns those
+// whose marker is still there (a run going, or a lost runner's lease not
+// expired yet). A marker that outlives the TTL and its expiry check is a
+// live runner's: its run goes on.
+func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, error) {
+	co := lc.co
+	gets := make([]clientv3.Op, 0, 2*len(batch))
+	for _, l := range batch {
+		gets = append(gets, clientv3.OpGet(co.keys.tickMarker(l.job, l.tick.UnixNano()), clientv3.WithCountOnly()),
+			clientv3.OpGet(co.keys.history(l.job)))
+	}
+	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+	resp, err := co.conn.etcd().Txn(rctx).Then(gets...).Commit()
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var left []lostTick
+	for i, l := range batch {
+		if resp.Responses[2*i].GetResponseRange().Count > 0 {
+			if l.waiting.IsZero() {
+				l.waiting = now
+			}
+			if now.Sub(l.waiting) < co.ttl+lostExpiry {
+				left = append(left, l)
+			}
+			continue
+		}
+		hist, _ := decodeHistory(resp.Responses[2*i+1].GetResponseRange().Kvs)
+		if !ranTick(hist, l.tick) {
+			co.logger.Error(errRunnerLost, "cronx: tick not run", "job", l.job, "tick", l.tick)
+			co.rep.notRun(l.job, l.tick, ReasonRunnerLost, errRunnerLost)
+		}
+	}
+	return left, nil
+}
+
+// ranTick reports whether hist holds a run of tick (not a triggered run).
+func ranTick(hist []Record, tick time.Time) bool {
+	for _, h := range hist {
+		if !h.Triggered && h.Tick.Equal(tick) {
+			return true
+		}
+	}
+	return false
+}

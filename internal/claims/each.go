@@ -1,0 +1,169 @@
+package claims
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claimcond"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// ClaimItem is one claim of ClaimEach.
+type ClaimItem struct {
+	Key  string
+	Seq  int64
+	Opts []election.ClaimOption
+}
+
+// MaxEach is how many items one ClaimEach transaction takes within etcd's
+// default --max-txn-ops of 128: a nested transaction per item at the top,
+// and each item's own few compares within what is left.
+const MaxEach = 100
+
+// ClaimEach claims every item in one transaction, each on its own: an item
+// whose conditions fail leaves the others to commit. Each item checks what
+// election.ClaimSeq would check for it, and an item's error is the one
+// ClaimSeq would return (ErrClaimed as a *election.ClaimedError, ErrBusy,
+// an Absence's error, ErrNeverClaimed); an item whose key is missing is
+// claimed by comparing its absence. Items may share one term, given by the
+// first item's UnderTerm: when the term has ended nothing commits and
+// every item fails with ErrNotLeader. A new term's catch-up of thousands of
+// jobs and a crowded tick's claims are a request per MaxEach jobs.
+//
+// The error returned is etcd's (nothing is known to have committed) or a
+// bad item; the items' outcomes are in errs.
+func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) (claims []election.Claim, errs []error, err error) {
+	if client == nil {
+		return nil, nil, errors.New("election: nil etcd client")
+	}
+	if len(items) > MaxEach {
+		return nil, nil, fmt.Errorf("election: %d claims in one transaction; etcd takes %d", len(items), MaxEach)
+	}
+	var term *claimcond.Term
+	opts := make([]claimcond.Options, len(items))
+	ops := make([]clientv3.Op, len(items))
+	for i, it := range items {
+		if it.Key == "" || it.Seq < 0 {
+			return nil, nil, fmt.Errorf("election: claim %q seq %d: want a key and a sequence of 0 or more", it.Key, it.Seq)
+		}
+		o := claimcond.Apply(it.Opts)
+		if i == 0 {
+			term = o.Term
+		} else if (o.Term == nil) != (term == nil) || o.Term != nil && *o.Term != *term {
+			return nil, nil, fmt.Errorf("election: claim %q: items of one ClaimEach share one term", it.Key)
+		}
+		opts[i] = o
+		ops[i] = eachOp(it, o)
+	}
+	txn := client.Txn(ctx)
+	if term != nil {
+		txn = txn.If(term.Cmp()) // mutation:claimeach-term
+	}
+	resp, err := txn.Then(ops...).Commit()
+	if err != nil {
+		return nil, nil, fmt.Errorf("election: claim %d items: %w", len(items), err)
+	}
+	claims = make([]election.Claim, len(items))
+	errs = make([]error, len(items))
+	for i, it := range items {
+		if !resp.Succeeded {
+			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrNotLeader)
+			continue
+		}
+		outer := resp.Responses[i].GetResponseTxn()
+		inner := outer.Responses[0].GetResponseTxn()
+		if inner.Succeeded {
+			claims[i] = election.Claim{Seq: it.Seq, Revision: resp.Header.Revision}
+			if opts[i].Marker != "" {
+				claims[i].Fence = election.Fence{Key: opts[i].Marker, Revision: resp.Header.Revision}
+			}
+			continue
+		}
+		errs[i] = whyNot(it, opts[i], !outer.Succeeded, inner.Responses)
+	}
+	return claims, errs, nil
+}
+
+// eachOp is one item's claim: a transaction that tells whether the key
+// exists, in which a transaction claims it by its value, or by its absence
+// (when it may be claimed never claimed before), and reads back what failed.
+func eachOp(it ClaimItem, o claimcond.Options) clientv3.Op {
+	var conds []clientv3.Cmp
+	for _, a := range o.Absent {
+		c := clientv3.Compare(clientv3.CreateRevision(a.Key), "=", 0)
+		if a.Prefix {
+			c = c.WithPrefix()
+		}
+		conds = append(conds, c)
+	}
+	val := claimcond.Value(it.Seq, o.Holder)
+	then := []clientv3.Op{clientv3.OpPut(it.Key, val)}
+	if o.Marker != "" {
+		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(o.Marker), "=", 0))
+		then = append(then, clientv3.OpPut(o.Marker, val, clientv3.WithLease(o.Lease)))
+	}
+	reads := []clientv3.Op{clientv3.OpGet(it.Key)}
+	for _, a := range o.Absent {
+		opts := []clientv3.OpOption{clientv3.WithCountOnly()}
+		if a.Prefix {
+			opts = append(opts, clientv3.WithPrefix())
+		}
+		reads = append(reads, clientv3.OpGet(a.Key, opts...))
+	}
+	if o.Marker != "" {
+		reads = append(reads, clientv3.OpGet(o.Marker, clientv3.WithCountOnly()))
+	}
+	exists := append([]clientv3.Cmp{clientv3.Compare(clientv3.Value(it.Key), "<", claimcond.Bound(it.Seq))}, conds...)
+	absent := append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.Key), "=", 0)}, conds...)
+	if o.NeverClaimed != nil {
+		if o.Known != nil {
+			absent = append(absent, o.Known.Cmps()...)
+		} else {
+			// Never claimed: nothing may commit. A compare that cannot
+			// hold keeps the reads that say so.
+			absent = append(absent, clientv3.Compare(clientv3.CreateRevision(it.Key), "!=", 0))
+		}
+	}
+	return clientv3.OpTxn(
+		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.Key), ">", 0)},
+		[]clientv3.Op{clientv3.OpTxn(exists, then, reads)},
+		[]clientv3.Op{clientv3.OpTxn(absent, then, reads)})
+}
+
+// whyNot is the error of an item that did not commit, from its reads: the
+// key, each absence and the marker, as eachOp reads them.
+func whyNot(it ClaimItem, o claimcond.Options, absent bool, rs []*etcdserverpb.ResponseOp) error {
+	last := rs[0].GetResponseRange().Kvs
+	if len(last) > 0 {
+		done, holder, err := claimcond.Parse(string(last[0].Value))
+		if err != nil {
+			return fmt.Errorf("claim %s seq %d: %w (%v)", it.Key, it.Seq, election.ErrClaimed, err)
+		}
+		if done >= it.Seq {
+			return &election.ClaimedError{Key: it.Key, Want: it.Seq, Seq: done, Holder: holder}
+		}
+	}
+	i := 1
+	for _, a := range o.Absent {
+		if rs[i].GetResponseRange().Count > 0 {
+			return fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, a.Err)
+		}
+		i++
+	}
+	if o.Marker != "" && rs[i].GetResponseRange().Count > 0 {
+		return fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrBusy)
+	}
+	if absent && o.NeverClaimed != nil {
+		return fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, o.NeverClaimed)
+	}
+	// The transaction reads what it compared, so only a value that is no
+	// claim's, which the compare cannot order, is left.
+	return fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, errNotAClaim)
+}
+
+// errNotAClaim is the outcome of an item whose key holds a value that is
+// not a claim's.
+var errNotAClaim = errors.New("election: the claim key holds no claim")
