@@ -265,7 +265,10 @@ func (c *Cron) start() {
 // successor, which takes over once this replica has resigned). A claim on
 // the wire when Stop comes is awaited, for up to half a second: if it
 // holds, its job is called before Stop returns; one that comes back later
-// still is given back. A leader then resigns at once.
+// still is given back. A leader then resigns at once, and Stop returns
+// once it has: when etcd does not answer, after at most 3 s (half a second
+// more if a claim was on the wire), so that a process that exits after Stop
+// has resigned and its successor need not wait out the TTL.
 //
 // A Cron coordinated through a client of the caller's (WithEtcd,
 // WithElector) uses it a moment longer, to record the runs and revoke its
