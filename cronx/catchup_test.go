@@ -135,9 +135,11 @@ func TestTicksALostLeaderClaimedAreCountedNotRun(t *testing.T) {
 	// Near the wall clock: Status counts the last day's ticks by it.
 	tick := time.Now().UTC().Truncate(10 * time.Second)
 	keys := newLayout(election.DefaultPrefix, "lost")
-	// The lost leader's claims: its runner's lease is kept alive by
-	// nobody, as after a crash. job-00 ran and was recorded.
-	lease, err := cli.Grant(ctx, 2)
+	// The lost leader's claims, on its runner's lease, which lapses once
+	// the successor has started, as after a crash (revoked then: a TTL
+	// short enough to wait out could lapse before the claims are made).
+	// job-00 ran and was recorded.
+	lease, err := cli.Grant(ctx, 60)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +169,9 @@ func TestTicksALostLeaderClaimedAreCountedNotRun(t *testing.T) {
 	}
 	b.Start()
 	t.Cleanup(func() { shutdown(t, b, "b") })
+	if _, err := cli.Revoke(ctx, lease.ID); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, 20*time.Second, func() (bool, string) {
 		for _, name := range names[1:] {
 			if len(l.notRun(name, ReasonRunnerLost)) != 1 {
