@@ -52,6 +52,9 @@ type runs struct {
 	stopping bool // Stop came: no run starts that had not
 	changed  chan struct{}
 	idlers   []context.CancelFunc // contexts of Stop, done when nothing is left
+	// hooks are the contexts of the hooks being called (hooks.go), which
+	// Shutdown ends as it does the runs that started.
+	hooks map[*context.CancelCauseFunc]struct{}
 }
 
 func newRuns() *runs {
@@ -233,7 +236,8 @@ func (rs *runs) remove(id EntryID) {
 	}
 }
 
-// interrupt cancels the runs that started, with ErrShutdown.
+// interrupt cancels the runs that started, and the hooks being called,
+// with ErrShutdown.
 func (rs *runs) interrupt() {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -241,6 +245,26 @@ func (rs *runs) interrupt() {
 		if r.stage == stageStarted {
 			r.cancel(ErrShutdown)
 		}
+	}
+	for cancel := range rs.hooks {
+		(*cancel)(ErrShutdown)
+	}
+}
+
+// hookCalled takes in the cancel function of a hook's context, for
+// Shutdown, until the returned function is called.
+func (rs *runs) hookCalled(cancel context.CancelCauseFunc) (returned func()) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.hooks == nil {
+		rs.hooks = map[*context.CancelCauseFunc]struct{}{}
+	}
+	key := &cancel
+	rs.hooks[key] = struct{}{}
+	return func() {
+		rs.mu.Lock()
+		defer rs.mu.Unlock()
+		delete(rs.hooks, key)
 	}
 }
 

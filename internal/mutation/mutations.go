@@ -158,6 +158,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestTimeoutEndsTheRunAndRecordsIt$"}},
 	},
 	{
+		Name:   "hook-timeout-ignored",
+		Breaks: "a hook that hangs is never ended nor reported",
+		Edits:  []edit{{Marker: "hook-timeout", Old: "cancel(ErrHookTimeout)", New: "_ = ErrHookTimeout"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestHooksRunOncePerRunAndAreBounded$"}},
+	},
+	{
 		Name:   "retry-after-claim-lost",
 		Breaks: "a failed run is retried after its claim or term ended (the runner stopped in the backoff)",
 		Edits: []edit{
