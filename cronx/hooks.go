@@ -157,9 +157,9 @@ func callHook(r *run, info Info, err error) {
 	if d == 0 {
 		d = DefaultHookTimeout
 	}
-	co.work.add()
+	co.work.add() // mutation:hook-awaited
 	go func() {
-		defer co.work.done()
+		defer co.work.done() // mutation:hook-awaited-done
 		ctx, cancel := context.WithCancelCause(context.Background())
 		defer cancel(nil)
 		defer r.rs.hookCalled(cancel)()

@@ -54,7 +54,8 @@ type runs struct {
 	idlers   []context.CancelFunc // contexts of Stop, done when nothing is left
 	// hooks are the contexts of the hooks being called (hooks.go), which
 	// Shutdown ends as it does the runs that started.
-	hooks map[*context.CancelCauseFunc]struct{}
+	hooks       map[*context.CancelCauseFunc]struct{}
+	interrupted bool // Shutdown's context ended: a hook called from now on starts ended
 }
 
 func newRuns() *runs {
@@ -76,7 +77,7 @@ func (rs *runs) fire(r *run) bool {
 func (rs *runs) restart() {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.stopping = false
+	rs.stopping, rs.interrupted = false, false
 }
 
 // send moves r to sent before its claim goes out, and reports false if r
@@ -249,13 +250,18 @@ func (rs *runs) interrupt() {
 	for cancel := range rs.hooks {
 		(*cancel)(ErrShutdown)
 	}
+	rs.interrupted = true
 }
 
 // hookCalled takes in the cancel function of a hook's context, for
-// Shutdown, until the returned function is called.
+// Shutdown, until the returned function is called; after Shutdown's
+// context ended, it cancels it at once.
 func (rs *runs) hookCalled(cancel context.CancelCauseFunc) (returned func()) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	if rs.interrupted {
+		cancel(ErrShutdown)
+	}
 	if rs.hooks == nil {
 		rs.hooks = map[*context.CancelCauseFunc]struct{}{}
 	}

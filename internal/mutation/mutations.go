@@ -161,7 +161,17 @@ var mutations = []mutation{
 		Name:   "hook-timeout-ignored",
 		Breaks: "a hook that hangs is never ended nor reported",
 		Edits:  []edit{{Marker: "hook-timeout", Old: "cancel(ErrHookTimeout)", New: "_ = ErrHookTimeout"}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^TestHooksRunOncePerRunAndAreBounded$"}},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestHooksRunOncePerRunAndAreBounded$"},
+			{Pkg: "convox/cmd/baton", Run: "^TestCrontabHooksRunOncePerRun$"}},
+	},
+	{
+		Name:   "hook-not-awaited",
+		Breaks: "Stop returns, and baton exits, while a hook still runs",
+		Edits: []edit{
+			{Marker: "hook-awaited", Old: "co.work.add()", New: ""},
+			{Marker: "hook-awaited-done", Old: "defer co.work.done()", New: ""},
+		},
+		Tests: []tests{{Pkg: "convox/cmd/baton", Run: "^TestCrontabHooksRunOncePerRun$"}},
 	},
 	{
 		Name:   "retry-after-claim-lost",
