@@ -30,6 +30,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"oneLine":  oneLine,
 	"outcome":  func(j Job) outcomeView { return newOutcome(j) },
 	"notEmpty": func(s []string) bool { return len(s) > 0 },
+	"strip":    func(j Job, now time.Time) template.HTML { return newStrip(j, now).svg() },
 }).Parse(pageHTML))
 
 type outcomeView struct {
@@ -149,7 +150,7 @@ li{white-space:nowrap}
 <section class="scheduler" data-scheduler="{{.Name}}">
 <p><b>{{.Name}}</b>: {{if .Leader}}led by <span class="leader">{{.Leader}}</span>{{if not .LeaderSince.IsZero}} since {{stamp .LeaderSince}} ({{when .LeaderSince $now}}){{end}}{{else}}<span class="leader none">no leader</span> (claim mode, or between leaders){{end}}</p>
 <div class="scroll"><table>
-<thead><tr><th>Job</th><th>Schedule</th><th>State</th><th>Next tick</th><th>Last runs</th><th>Not run, last day</th></tr></thead>
+<thead><tr><th>Job</th><th>Schedule</th><th>State</th><th>Next tick</th><th>Last runs</th><th>Not run, last day</th><th>Last day</th></tr></thead>
 <tbody>
 {{range .Jobs}}{{$o := outcome .}}
 <tr class="job" data-job="{{.Name}}">
@@ -160,11 +161,13 @@ li{white-space:nowrap}
 <td class="runs">{{if $o.Outcome}}{{if not $o.Run}}<ul><li>{{stamp $o.Tick}} {{$o.By}} <b>{{$o.Outcome}}</b></li></ul>{{end}}{{end}}
 {{with latest .History}}<ul>{{range .}}<li class="run">{{stamp .Tick}} · {{.Instance}} · {{if .Error}}<span class="failed">failed: {{oneLine 60 .Error}}</span>{{else}}<span class="ok">ok</span>{{end}} · {{dur .Duration}}{{if .Triggered}} · triggered{{else}} · {{dur .Lateness}} late{{end}}</li>{{end}}</ul>{{else}}{{if not $o.Outcome}}<span class="none">no run yet</span>{{end}}{{end}}</td>
 <td class="notrun">{{with .NotRunByReason}}<ul>{{range .}}<li><span class="failed">{{.Count}}</span> {{.Reason}}</li>{{end}}</ul>{{else}}<span class="none">none</span>{{end}}</td>
+<td class="day">{{strip . $now}}</td>
 </tr>
-{{else}}<tr><td colspan="6" class="none">no jobs</td></tr>{{end}}
+{{else}}<tr><td colspan="7" class="none">no jobs</td></tr>{{end}}
 </tbody></table></div>
 </section>
 {{else}}<p class="none">No scheduler has published jobs under {{$.Prefix}}.</p>{{end}}
+{{if .Schedulers}}<p class="meta" id="strip-legend">Last day: the 24 hours up to now, oldest left; a mark for each run kept in the history (green ok, red failed), amber over an hour with ticks that did not run. Hover for the run or the reasons.</p>{{end}}
 {{with .Ignored}}<div class="warn" id="ignored-keys">Ignored, as no scheduler wrote them:<ul>{{range .}}
 <li class="ignored">{{if gt .Keys 1}}{{.Keys}} keys under {{else}}key {{end}}<code>{{.Key}}</code>: {{.Why}}</li>{{end}}</ul></div>{{end}}
 
