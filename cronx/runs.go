@@ -248,7 +248,7 @@ func (rs *runs) interrupt() {
 		}
 	}
 	for cancel := range rs.hooks {
-		(*cancel)(ErrShutdown)
+		(*cancel)(ErrShutdown) // mutation:hook-shutdown
 	}
 	rs.interrupted = true
 }

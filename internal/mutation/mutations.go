@@ -174,6 +174,12 @@ var mutations = []mutation{
 		Tests: []tests{{Pkg: "convox/cmd/baton", Run: "^TestCrontabHooksRunOncePerRun$"}},
 	},
 	{
+		Name:   "hook-outlives-shutdown",
+		Breaks: "Shutdown does not end the hooks being called, so baton's stop waits out their timeout or leaves them",
+		Edits:  []edit{{Marker: "hook-shutdown", Old: "(*cancel)(ErrShutdown)", New: "_ = cancel"}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestCrontabHooksRunOncePerRun$"}},
+	},
+	{
 		Name:   "retry-after-claim-lost",
 		Breaks: "a failed run is retried after its claim or term ended (the runner stopped in the backoff)",
 		Edits: []edit{
