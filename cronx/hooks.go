@@ -44,14 +44,15 @@ const (
 )
 
 // WithOnFailure calls h at the end of each of the job's runs that failed:
-// a ContextJob that returned an error (a timeout, a lost claim or Shutdown
-// included), after its last attempt when it has WithRetries. The replica
-// that ran the tick calls it, once, so a cluster calls it once per run. It
-// is called once the run is handed to its record, in a goroutine of its
-// own, so it delays neither the job's next tick nor the history. Stop's
-// context is done once the hooks called have returned; Shutdown ends
-// their contexts, as it does the runs', with ErrShutdown. Hooks are part
-// of coordinated runs: a Cron without etcd calls none.
+// a ContextJob that returned an error (a timeout, a lost claim, a
+// replacement or Shutdown included), after its last attempt when it has
+// WithRetries. The replica that ran the tick calls it, once, so a cluster
+// calls it once per run. It is called once the run is handed to its
+// record, in a goroutine of its own, so it delays neither the job's next
+// tick nor the history. Stop's context is done once the hooks called have
+// returned; Shutdown ends their contexts, as it does the runs', with
+// ErrShutdown. Hooks are part of coordinated runs: a Cron without etcd
+// calls none.
 func WithOnFailure(h Hook) JobOption {
 	return withHook(OnFailure, h)
 }
