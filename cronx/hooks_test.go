@@ -138,3 +138,45 @@ func noHook(t *testing.T, ch <-chan hookCall, d time.Duration, what string) {
 	case <-time.After(d):
 	}
 }
+
+// TestHookFollowsTheLastAttempt: a job whose first attempt fails and whose
+// retry succeeds calls its success hook once, with the second attempt's
+// Info, and its failure hook never: a hook is told of the run, not of each
+// attempt.
+func TestHookFollowsTheLastAttempt(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 3, 2, 10, 0, 30, 0, time.UTC)
+	tick := start.Truncate(time.Minute).Add(time.Minute)
+	runs := make(chan started, 16)
+	calls := make(chan hookCall, 16)
+	job := ContextFunc(func(ctx context.Context) error {
+		info, _ := InfoFrom(ctx)
+		runs <- started{info, ctx}
+		if info.Attempt == 1 {
+			return errors.New("first attempt failed")
+		}
+		return nil
+	})
+	record := func(kind HookKind) Hook {
+		return func(ctx context.Context, info Info, err error) error {
+			calls <- hookCall{kind, info, err, ctx}
+			return nil
+		}
+	}
+	pc := newPolicyCluster(t, "hookretry", start, LeaderMode, func(id string, c *Cron) {
+		mustAdd(t, c, "* * * * *", Named("flaky", job, WithRetries(2, 30*time.Second)))
+	}, WithJobOptions(WithOnFailure(record(OnFailure)), WithOnSuccess(record(OnSuccess))))
+	pc.ready(tick)
+	pc.set(tick)
+	first := waitStart(t, runs, "first attempt")
+	noHook(t, calls, 300*time.Millisecond, "a hook after the first attempt, with a retry to come")
+	runner := pc.fake(first.info.Instance)
+	pc.waitDue(runner, tick.Add(30*time.Second), "the backoff")
+	pc.set(tick.Add(30 * time.Second))
+	waitStart(t, runs, "second attempt")
+	c := waitHook(t, calls, "the success hook after the second attempt")
+	if c.kind != OnSuccess || c.err != nil || c.info.Attempt != 2 || !c.info.Tick.Equal(tick) || c.info.Instance != first.info.Instance {
+		t.Errorf("hook %s with %+v, %v; want on_success of attempt 2 of %v on %s", c.kind, c.info, c.err, tick, first.info.Instance)
+	}
+	noHook(t, calls, 300*time.Millisecond, "a second hook of the run")
+}
