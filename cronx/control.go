@@ -157,6 +157,9 @@ type JobStatus struct {
 	// reasons are zero. ReasonClaimedElsewhere is never counted: that tick
 	// ran on another replica.
 	NotRun map[Reason]int
+	// NotRunHours are the same ticks by the hour they fell in, oldest
+	// first; hours with none are left out.
+	NotRunHours []NotRunHour
 }
 
 // Status reads the scheduler's state: one read of its keys and one of its
@@ -211,7 +214,8 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 		case leaf == "history":
 			j.History = parseHistory(kv.Value)
 		case leaf == "notrun":
-			j.NotRun = parseNotRun(kv.Value).counts(time.Now())
+			v, now := parseNotRun(kv.Value), time.Now()
+			j.NotRun, j.NotRunHours = v.counts(now), v.hours(now)
 		case strings.HasPrefix(leaf, "running/"):
 			j.Running = append(j.Running, markerHolder(string(kv.Value)))
 		}

@@ -213,6 +213,9 @@ type JobAdded struct {
 	// Reasons are those its ticks can be reported with, given the mode and
 	// the job's overlap policy (package documentation, "Observing a Cron").
 	Reasons []Reason
+	// Hooks are the job's hooks (WithOnFailure, WithOnSuccess), whose
+	// failures can be reported; none for a Cron without etcd.
+	Hooks []HookKind
 }
 
 // EtcdRefusal is etcd refusing this replica's claims, or accepting writes
@@ -234,6 +237,9 @@ func jobAdded(sc *scope, name string, p *jobPolicy) JobAdded {
 		ev.Scheduler, ev.Coordinated, ev.Mode = sc.name, true, sc.mode
 	}
 	ev.Reasons = reasonsOf(ev.Coordinated, ev.Mode, p.overlap)
+	if ev.Coordinated {
+		ev.Hooks = p.hooks.kinds()
+	}
 	return ev
 }
 

@@ -10,8 +10,8 @@ import (
 // Observer receives the events of a Cron: jobs added, runs started and
 // ended, ticks not run and why, leadership gained and lost, the etcd session
 // lost and regained, etcd refusing writes and accepting them again, etcd
-// found empty. Each field is optional; a nil one ignores its
-// events. The metrics package builds Prometheus metrics on an Observer.
+// found empty, a job's hook failed. Each field is optional; a nil one
+// ignores its events. The metrics package builds Prometheus metrics on an Observer.
 //
 // An observer cannot slow the scheduler. Each observer given to
 // WithObserver has a queue of QueueSize events (DefaultObserverQueue when
@@ -37,6 +37,7 @@ type Observer struct {
 	OnEtcdRefused      func(EtcdRefusal)
 	OnEtcdAccepted     func(EtcdRefusal)
 	OnEtcdEmpty        func(EtcdEmpty)
+	OnHookFailed       func(HookFailed)
 	// OnDropped is told the number of events dropped because the queue was
 	// full since it was last called.
 	OnDropped func(n int)
@@ -195,6 +196,8 @@ func (o *Observer) call(ev any) observerCall {
 		return bind("OnEtcdAccepted", o.OnEtcdAccepted, EtcdRefusal(ev))
 	case EtcdEmpty:
 		return bind("OnEtcdEmpty", o.OnEtcdEmpty, ev)
+	case HookFailed:
+		return bind("OnHookFailed", o.OnHookFailed, ev)
 	}
 	return observerCall{}
 }

@@ -68,6 +68,7 @@ func runAttempts(r *run, c held, latency time.Duration) {
 			co.rep.emit(runEnded(started, end, err))
 		}
 		if !again {
+			callHook(r, r.info(c, attempt), err)
 			return
 		}
 		co.logger.Info("cronx: run failed; retrying", "job", r.job.name, "tick", r.tick, "attempt", attempt, "in", wait, "err", err)
@@ -77,6 +78,7 @@ func runAttempts(r *run, c held, latency time.Duration) {
 			rctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 			co.rec.release(rctx, it)
 			cancel()
+			callHook(r, r.info(c, attempt), err)
 			return
 		}
 		wait *= 2

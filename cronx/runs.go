@@ -58,6 +58,10 @@ type runs struct {
 
 	changed chan struct{}
 	idlers  []context.CancelFunc // contexts of Stop, done when nothing is left
+	// hooks are the contexts of the hooks being called (hooks.go), which
+	// Shutdown ends as it does the runs that started.
+	hooks       map[*context.CancelCauseFunc]struct{}
+	interrupted bool // Shutdown's context ended: a hook called from now on starts ended
 }
 
 func newRuns() *runs {
@@ -79,7 +83,7 @@ func (rs *runs) fire(r *run) bool {
 func (rs *runs) restart() {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.stopping = false
+	rs.stopping, rs.interrupted = false, false
 }
 
 // send moves r to sent before its claim goes out, and reports false if r
@@ -342,7 +346,8 @@ func (rs *runs) remove(id EntryID) {
 	}
 }
 
-// interrupt cancels the runs that started, with ErrShutdown.
+// interrupt cancels the runs that started, and the hooks being called,
+// with ErrShutdown.
 func (rs *runs) interrupt() {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -350,6 +355,31 @@ func (rs *runs) interrupt() {
 		if r.stage == stageStarted {
 			r.cancel(ErrShutdown)
 		}
+	}
+	for cancel := range rs.hooks {
+		(*cancel)(ErrShutdown) // mutation:hook-shutdown
+	}
+	rs.interrupted = true
+}
+
+// hookCalled takes in the cancel function of a hook's context, for
+// Shutdown, until the returned function is called; after Shutdown's
+// context ended, it cancels it at once.
+func (rs *runs) hookCalled(cancel context.CancelCauseFunc) (returned func()) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.interrupted {
+		cancel(ErrShutdown)
+	}
+	if rs.hooks == nil {
+		rs.hooks = map[*context.CancelCauseFunc]struct{}{}
+	}
+	key := &cancel
+	rs.hooks[key] = struct{}{}
+	return func() {
+		rs.mu.Lock()
+		defer rs.mu.Unlock()
+		delete(rs.hooks, key)
 	}
 }
 

@@ -30,6 +30,8 @@
 //	                                                     (out of space, permission denied, request too large)
 //	                                                     until it accepts writes again, else 0
 //	baton_etcd_found_empty_total{scheduler}              counter: times etcd was found to have lost its data
+//	baton_job_hook_failures_total{scheduler,job,hook}    counter: calls of a job's hook ("on_failure", "on_success")
+//	                                                     that returned an error, panicked or outlived their timeout
 //	baton_observer_events_dropped_total                  counter: events dropped because this observer's
 //	                                                     queue was full (see cronx.Observer)
 //
@@ -37,6 +39,7 @@
 // a job is added (cronx.Observer.OnJobAdded), so that increase() sees the
 // first failure and the first tick not run: each of the job's outcomes,
 // each reason its ticks can be reported with (cronx.JobAdded.Reasons), the
+// failures of each of its hooks (cronx.JobAdded.Hooks), the
 // histograms of its scheduler and, for a scheduler with etcd, its refused
 // gauge, its empty-etcd counter and, in leader mode, its leader gauge and
 // leadership changes. The session gauge appears once the session is known.

@@ -33,7 +33,8 @@ func families(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs.OnJobAdded(cronx.JobAdded{Scheduler: "s", Job: "j", Coordinated: true, Mode: cronx.LeaderMode, Reasons: cronx.Reasons()})
+	obs.OnJobAdded(cronx.JobAdded{Scheduler: "s", Job: "j", Coordinated: true, Mode: cronx.LeaderMode, Reasons: cronx.Reasons(),
+		Hooks: []cronx.HookKind{cronx.OnFailure, cronx.OnSuccess}})
 	started := cronx.RunStarted{Scheduler: "s", Job: "j", Fence: election.Fence{Key: "k", Revision: 1}}
 	obs.OnRunStarted(started)
 	obs.OnRunEnded(cronx.RunEnded{RunStarted: started})
@@ -43,6 +44,7 @@ func families(t *testing.T) map[string]string {
 	obs.OnSessionLost(cronx.Session{Scheduler: "s"})
 	obs.OnEtcdRefused(cronx.EtcdRefusal{Scheduler: "s"})
 	obs.OnEtcdEmpty(cronx.EtcdEmpty{Scheduler: "s"})
+	obs.OnHookFailed(cronx.HookFailed{Scheduler: "s", Job: "j", Hook: cronx.OnFailure})
 	obs.OnDropped(1)
 	gathered, err := reg.Gather()
 	if err != nil {

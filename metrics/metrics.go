@@ -30,6 +30,7 @@ type collectors struct {
 	session  *prometheus.GaugeVec
 	refused  *prometheus.GaugeVec
 	empty    *prometheus.CounterVec
+	hooks    *prometheus.CounterVec
 	dropped  prometheus.Counter
 }
 
@@ -72,6 +73,9 @@ func New(reg prometheus.Registerer) (cronx.Observer, error) {
 		empty: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_etcd_found_empty_total", Help: "Times etcd was found to have come back without its data.",
 		}, []string{"scheduler"}),
+		hooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_job_hook_failures_total", Help: "Calls of a job's hook on this replica that returned an error, panicked or outlived their timeout.",
+		}, []string{"scheduler", "job", "hook"}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "baton_observer_events_dropped_total", Help: "Events dropped because the metrics observer's queue was full.",
 		}),
@@ -87,7 +91,8 @@ func New(reg prometheus.Registerer) (cronx.Observer, error) {
 func register(reg prometheus.Registerer, c *collectors) error {
 	return errors.Join(
 		use(reg, &c.runs), use(reg, &c.notRun), use(reg, &c.duration), use(reg, &c.lateness), use(reg, &c.claim),
-		use(reg, &c.leader), use(reg, &c.changes), use(reg, &c.session), use(reg, &c.refused), use(reg, &c.empty), use(reg, &c.dropped))
+		use(reg, &c.leader), use(reg, &c.changes), use(reg, &c.session), use(reg, &c.refused), use(reg, &c.empty), use(reg, &c.hooks),
+		use(reg, &c.dropped))
 }
 
 func use[T prometheus.Collector](reg prometheus.Registerer, c *T) error {
@@ -139,6 +144,7 @@ func (c collectors) observer() cronx.Observer {
 		OnEtcdRefused:     func(e cronx.EtcdRefusal) { c.refused.WithLabelValues(e.Scheduler).Set(1) },
 		OnEtcdAccepted:    func(e cronx.EtcdRefusal) { c.refused.WithLabelValues(e.Scheduler).Set(0) },
 		OnEtcdEmpty:       func(e cronx.EtcdEmpty) { c.empty.WithLabelValues(e.Scheduler).Inc() },
+		OnHookFailed:      func(e cronx.HookFailed) { c.hooks.WithLabelValues(e.Scheduler, e.Job, string(e.Hook)).Inc() },
 		OnDropped:         func(n int) { c.dropped.Add(float64(n)) },
 	}
 }
@@ -147,13 +153,16 @@ func (c collectors) observer() cronx.Observer {
 // events will update, each at 0 and none set: a counter that appears at its
 // first increment shows no increase(), so an alert on a job's first failure
 // or first tick not run would not fire. Only the reasons that can happen to
-// the job are made; a gauge already set keeps its value.
+// the job, and its hooks, are made; a gauge already set keeps its value.
 func (c collectors) jobAdded(e cronx.JobAdded) {
 	for _, o := range []cronx.Outcome{cronx.Succeeded, cronx.Failed} {
 		c.runs.WithLabelValues(e.Scheduler, e.Job, o.String())
 	}
 	for _, r := range e.Reasons {
 		c.notRun.WithLabelValues(e.Scheduler, e.Job, r.String())
+	}
+	for _, h := range e.Hooks {
+		c.hooks.WithLabelValues(e.Scheduler, e.Job, string(h))
 	}
 	c.duration.WithLabelValues(e.Scheduler)
 	c.lateness.WithLabelValues(e.Scheduler)

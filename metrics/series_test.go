@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -76,7 +77,8 @@ func waitSeries(t *testing.T, reg *prometheus.Registry, name string, match map[s
 // with is a series at 0, and so are its scheduler's gauges and counters,
 // so that increase() sees the first failure, the first tick not run. The
 // reasons are those of its mode and overlap policy: no_leader in leader
-// mode, claimed_elsewhere in claim mode, overlap under Forbid.
+// mode, claimed_elsewhere in claim mode, overlap under Forbid; a job's
+// hooks are series of their failures.
 func TestSeriesExistFromRegistration(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Shared(t)
@@ -100,6 +102,7 @@ func TestSeriesExistFromRegistration(t *testing.T) {
 		{leader, "forbid", []cronx.JobOption{cronx.WithOverlap(cronx.Forbid)}},
 		{claim, "plain", nil},
 		{claim, "replace", []cronx.JobOption{cronx.WithOverlap(cronx.Replace)}},
+		{leader, "hooked", []cronx.JobOption{cronx.WithOnFailure(func(context.Context, cronx.Info, error) error { return nil })}},
 	} {
 		if _, err := add.c.AddJob("@yearly", cronx.Named(add.name, cronx.FuncJob(func() {}), add.opts...)); err != nil {
 			t.Fatal(err)
@@ -124,6 +127,9 @@ func TestSeriesExistFromRegistration(t *testing.T) {
 		waitSeries(t, reg, "baton_job_runs_total", job, "outcome", atZero("success", "failure"))
 		waitSeries(t, reg, "baton_job_ticks_not_run_total", job, "reason", atZero(tc.reasons...))
 	}
+	// A job's hooks are series of their failures; a job without is none.
+	waitSeries(t, reg, "baton_job_hook_failures_total", map[string]string{"scheduler": "lead", "job": "hooked"}, "hook", atZero("on_failure"))
+	waitSeries(t, reg, "baton_job_hook_failures_total", map[string]string{"scheduler": "lead", "job": "plain"}, "hook", nil)
 	for _, s := range []string{"lead", "claim", ""} {
 		for _, h := range []string{"baton_job_run_duration_seconds", "baton_job_tick_lateness_seconds"} {
 			waitSeries(t, reg, h, map[string]string{"scheduler": s}, "scheduler", atZero(s))

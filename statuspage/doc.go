@@ -6,7 +6,7 @@
 // A Snapshot holds every election and lock under the prefix with who leads
 // or holds it and since when, and every scheduler with its leader and each
 // job's schedule, pause, next tick, latest runs (instance, lateness,
-// duration, outcome) and ticks not run. It is read with a few reads of
+// duration, outcome) and ticks not run, in all and by hour. It is read with a few reads of
 // etcd, decoded by the election and cronx readers that own the values.
 // Reads are separate, so a snapshot taken while leadership changes hands
 // may show a scheduler's jobs from just before or after the change. A key
@@ -21,8 +21,10 @@
 //	page, err := statuspage.New(client, "/baton")
 //	mux.Handle("GET /baton/", http.StripPrefix("/baton", page))
 //
-// The page is plain HTML with no script: it reloads itself with a meta
-// refresh, fits a phone's screen, and escapes everything read from etcd.
+// The page is plain HTML with no script: each job's last day is an inline
+// SVG drawn on the server, a mark at each run the history keeps and a band
+// over each hour with ticks not run, whose details are SVG <title>s shown
+// on hover. It reloads itself with a meta refresh, fits a phone's screen, and escapes everything read from etcd.
 // It is read-only (pause, resume and trigger stay in the CLI and the API),
 // and it shows no credential, environment value or command line: only
 // identities, job names, specs, lease ids and run errors. Put it behind the

@@ -108,6 +108,8 @@ type Job struct {
 	// (cronx.Reason's String: "no_leader", "paused", ...); reasons with no
 	// tick are left out.
 	NotRun map[string]int `json:"not_run,omitempty"`
+	// NotRunHours are the same ticks by hour, oldest first (strip.go).
+	NotRunHours []NotRunHour `json:"not_run_hours,omitempty"`
 }
 
 // NotRunCount is one reason's count of ticks not run.
@@ -346,6 +348,7 @@ func newJob(j cronx.JobStatus, now time.Time) Job {
 			r.NotRun[reason.String()] = n
 		}
 	}
+	r.NotRunHours = notRunHours(j.NotRunHours)
 	r.Next = NextRun(j.Spec, j.LastTick, now)
 	return r
 }

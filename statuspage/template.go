@@ -30,6 +30,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"oneLine":  oneLine,
 	"outcome":  func(j Job) outcomeView { return newOutcome(j) },
 	"notEmpty": func(s []string) bool { return len(s) > 0 },
+	"strip":    func(j Job, now time.Time) template.HTML { return newStrip(j, now).svg() },
 }).Parse(pageHTML))
 
 type outcomeView struct {
@@ -136,6 +137,7 @@ li{white-space:nowrap}
 .warn li{white-space:normal}
 .err{background:#fdecee;border:1px solid #e08a95;padding:8px 10px;margin:12px 0}
 .none{color:#777}
+.day{line-height:0;margin:2px 0 4px}
 </style>
 </head>
 <body>
@@ -157,7 +159,7 @@ li{white-space:nowrap}
 <td><code>{{.Spec}}</code></td>
 <td class="state">{{if .Paused}}<span class="paused">paused</span>{{if .PausedBy}} by {{.PausedBy}}{{end}}{{else}}active{{end}}{{if notEmpty .Running}}<br>running on {{join .Running ", "}}{{end}}</td>
 <td class="next">{{if .Next.IsZero}}-{{else}}{{stamp .Next}}<br><span class="meta">{{when .Next $now}}{{if .Paused}}, if resumed{{end}}</span>{{end}}</td>
-<td class="runs">{{if $o.Outcome}}{{if not $o.Run}}<ul><li>{{stamp $o.Tick}} {{$o.By}} <b>{{$o.Outcome}}</b></li></ul>{{end}}{{end}}
+<td class="runs"><div class="day">{{strip . $now}}</div>{{if $o.Outcome}}{{if not $o.Run}}<ul><li>{{stamp $o.Tick}} {{$o.By}} <b>{{$o.Outcome}}</b></li></ul>{{end}}{{end}}
 {{with latest .History}}<ul>{{range .}}<li class="run">{{stamp .Tick}} · {{.Instance}} · {{if .Error}}<span class="failed">failed: {{oneLine 60 .Error}}</span>{{else}}<span class="ok">ok</span>{{end}} · {{dur .Duration}}{{if .Triggered}} · triggered{{else}} · {{dur .Lateness}} late{{end}}</li>{{end}}</ul>{{else}}{{if not $o.Outcome}}<span class="none">no run yet</span>{{end}}{{end}}</td>
 <td class="notrun">{{with .NotRunByReason}}<ul>{{range .}}<li><span class="failed">{{.Count}}</span> {{.Reason}}</li>{{end}}</ul>{{else}}<span class="none">none</span>{{end}}</td>
 </tr>
@@ -165,6 +167,7 @@ li{white-space:nowrap}
 </tbody></table></div>
 </section>
 {{else}}<p class="none">No scheduler has published jobs under {{$.Prefix}}.</p>{{end}}
+{{if .Schedulers}}<p class="meta" id="strip-legend">Above each job's last runs, its last day: the 24 hours up to now, oldest left; a mark for each run kept in the history (green ok, red failed), amber over an hour with ticks that did not run. Hover for the run or the reasons.</p>{{end}}
 {{with .Ignored}}<div class="warn" id="ignored-keys">Ignored, as no scheduler wrote them:<ul>{{range .}}
 <li class="ignored">{{if gt .Keys 1}}{{.Keys}} keys under {{else}}key {{end}}<code>{{.Key}}</code>: {{.Why}}</li>{{end}}</ul></div>{{end}}
 

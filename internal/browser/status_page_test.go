@@ -135,17 +135,50 @@ func waitText(t *testing.T, ctx context.Context, sel, what string, d time.Durati
 	}
 }
 
+// waitEval evaluates js, an expression of a string, in the page as it is
+// now until ok accepts its value or d passes; the page reloads itself, so
+// a node may be missing for a moment.
+func waitEval(t *testing.T, ctx context.Context, js, what string, d time.Duration, ok func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var last string
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		s, err := chromedp.Run(rctx, chromedp.Evaluate[string](js))
+		cancel()
+		if err == nil {
+			last = s
+			if ok(s) {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
+			t.Fatalf("after %v: %s; %s is %q; the page:\n%s", d, what, js, last, html)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// stripTitles is the expression of the hover texts (the <title>s) of the
+// shapes of class cls in job's strip, one a line.
+func stripTitles(job, cls string) string {
+	return `Array.from(document.querySelectorAll('tr[data-job="` + job + `"] .day svg.strip rect.strip-` + cls + ` > title')).map(n => n.textContent).join("\n")`
+}
+
 // TestStatusPageInABrowser: three replicas of a crontab on one etcd; the
 // page of one of them shows the jobs, a new run without anyone reloading
 // it, the next leader after the leader's SIGTERM, and a pause with the
-// ticks it keeps from running.
+// ticks it keeps from running; each job's strip of its last day marks its
+// runs, ok and failed, and the hour of its paused ticks, with the details
+// in each shape's hover text.
 func TestStatusPageInABrowser(t *testing.T) {
 	browserPath := chromium(t)
 	dir := t.TempDir()
 	bin := buildBaton(t)
 	etcd := etcdtest.Start(t)
 	tab := filepath.Join(dir, "crontab")
-	os.WriteFile(tab, []byte("tick: */2 * * * * * echo tick\nreport: 0 0 3 * * * echo report\n"), 0o644)
+	os.WriteFile(tab, []byte("tick: */2 * * * * * echo tick\nreport: 0 0 3 * * * echo report\nflaky: */3 * * * * * exit 3\n"), 0o644)
 	env := []string{"BATON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "TZ=UTC"}
 
 	replicas := map[string]*replica{}
@@ -190,6 +223,19 @@ func TestStatusPageInABrowser(t *testing.T) {
 	firstRun := waitText(t, ctx, `tr[data-job="tick"] li.run`, "a run of tick", 20*time.Second, func(s string) bool { return strings.Contains(s, " ok ") })
 	waitText(t, ctx, `tr[data-job="tick"] li.run`, "a newer run of tick", 20*time.Second, func(s string) bool { return s != firstRun && strings.Contains(s, " ok ") })
 
+	// The strips: a green mark for each run of tick, a red one for each of
+	// flaky, whose hover text says how it failed; none for report.
+	waitEval(t, ctx, stripTitles("tick", "ok"), "tick's runs marked ok on its strip", 10*time.Second,
+		func(s string) bool { return strings.Count(s, " · ok · ") >= 2 })
+	waitEval(t, ctx, stripTitles("flaky", "failed"), "flaky's runs marked failed on its strip", 20*time.Second,
+		func(s string) bool { return strings.Contains(s, " · failed: exit status 3 · ") })
+	if s := waitEval(t, ctx, stripTitles("flaky", "ok")+` + "|" + `+stripTitles("report", "ok")+` + "|" + `+stripTitles("report", "failed"),
+		"the other strips", 5*time.Second, func(string) bool { return true }); s != "||" {
+		t.Errorf("flaky's strip has ok marks, or report's any: %q", s)
+	}
+	waitEval(t, ctx, `document.querySelector('tr[data-job="report"] svg.strip').getAttribute("aria-label")`, "report's empty day", 5*time.Second,
+		func(s string) bool { return s == "last day: 0 ran, 0 failed (of the runs kept), 0 not run" })
+
 	// SIGTERM of the leader: the page shows the next one.
 	replicas[leader].cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -211,6 +257,17 @@ func TestStatusPageInABrowser(t *testing.T) {
 	waitText(t, ctx, `tr[data-job="report"] .state`, "report still active", 5*time.Second, func(s string) bool { return strings.HasPrefix(s, "active") })
 	// Its ticks from then on are counted as not run, with their reason.
 	waitText(t, ctx, `tr[data-job="tick"] td.notrun`, "tick's paused ticks counted", 20*time.Second, func(s string) bool { return strings.Contains(s, " paused") })
+	// ... and on its strip, as an amber band over this hour, whose hover
+	// text gives the count by reason.
+	waitEval(t, ctx, stripTitles("tick", "notrun"), "tick's paused ticks on its strip", 20*time.Second,
+		func(s string) bool {
+			return regexp.MustCompile(`(?m)^\d\d:\d\d–\d\d:\d\d: \d+ not run: (.+, )?paused \d+`).MatchString(s)
+		})
+	band, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const r = document.querySelector('tr[data-job="tick"] rect.strip-notrun').getBoundingClientRect(); `+
+		`const s = document.querySelector('tr[data-job="tick"] svg.strip').getBoundingClientRect(); return (r.width > 0 && r.right <= s.right + 0.5 && r.right >= s.right - 13) + ""; })()`))
+	if err != nil || band != "true" {
+		t.Errorf("tick's band of paused ticks is not drawn at the strip's right end, the current hour: %q, %v", band, err)
+	}
 
 	// On a phone's width the page itself does not scroll sideways: only
 	// the tables do, inside their boxes.
@@ -231,7 +288,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 
 	if out := os.Getenv("BATON_SCREENSHOT"); out != "" {
 		if err := chromedp.Do(ctx,
-			chromedp.EmulateViewport(1100, 720),
+			chromedp.EmulateViewport(1300, 720),
 			chromedp.Reload(),
 			chromedp.WaitVisible(chromedp.CSS(`tr[data-job="tick"]`)),
 		); err != nil {

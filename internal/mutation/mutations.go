@@ -194,6 +194,28 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestTimeoutEndsTheRunAndRecordsIt$"}},
 	},
 	{
+		Name:   "hook-timeout-ignored",
+		Breaks: "a hook that hangs is never ended nor reported",
+		Edits:  []edit{{Marker: "hook-timeout", Old: "cancel(ErrHookTimeout)", New: "_ = ErrHookTimeout"}},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestHooksRunOncePerRunAndAreBounded$"},
+			{Pkg: "convox/cmd/baton", Run: "^TestCrontabHooksRunOncePerRun$"}},
+	},
+	{
+		Name:   "hook-not-awaited",
+		Breaks: "Stop returns, and baton exits, while a hook still runs",
+		Edits: []edit{
+			{Marker: "hook-awaited", Old: "co.work.add()", New: ""},
+			{Marker: "hook-awaited-done", Old: "defer co.work.done()", New: ""},
+		},
+		Tests: []tests{{Pkg: "convox/cmd/baton", Run: "^TestCrontabHooksRunOncePerRun$"}},
+	},
+	{
+		Name:   "hook-outlives-shutdown",
+		Breaks: "Shutdown does not end the hooks being called, so baton's stop waits out their timeout or leaves them",
+		Edits:  []edit{{Marker: "hook-shutdown", Old: "(*cancel)(ErrShutdown)", New: "_ = cancel"}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestCrontabHooksRunOncePerRun$"}},
+	},
+	{
 		Name:   "retry-after-claim-lost",
 		Breaks: "a failed run is retried after its claim or term ended (the runner stopped in the backoff)",
 		Edits: []edit{

@@ -88,6 +88,11 @@ schedule are an error: they would be read as the schedule or the command):
   backoff=DURATION               as --retry-backoff
   jitter=DURATION                as --jitter
   dst=robfig|once                as --dst
+  on-failure=COMMAND             as --on-failure; on-failure="" for none
+  on-success=COMMAND             as --on-success; on-success="" for none
+  hook-timeout=DURATION          as --hook-timeout
+
+A VALUE with spaces or commas is quoted: [on-failure="./bin/alert --to ops"].
 
 With --overlap replace, a tick that comes while a run of the job is in
 progress on any replica stops that run (SIGTERM, then SIGKILL after
@@ -122,6 +127,21 @@ with every claim and stays valid until the run ends, also after a SIGTERM's
 resignation) in its environment, and its output is printed a line at a
 time with a "[JOB] " prefix; a line over 64 KiB is printed as several, each
 with its prefix, so that concurrent jobs' lines never mix.
+
+With --on-failure or --on-success (or an entry's on-failure= or
+on-success=), a command runs with sh -c after each run of a job that
+failed (a non-zero exit, after the last attempt, a timeout included) or
+succeeded: once per run in the cluster, on the replica that ran it, beside
+the job's next tick, never delaying it. It gets the run's environment
+(BATON_JOB, BATON_TICK, BATON_ID, BATON_FENCE, BATON_ATTEMPT), plus
+BATON_HOOK (on-failure or on-success), BATON_EXIT (the command's exit
+status; empty for a run that had none, as when it could not start) and
+BATON_ERROR (how the run failed, empty on success); its output has a
+"[JOB on-failure] " prefix. It runs under a supervisor as a command does,
+and at --hook-timeout (a minute by default) or baton's stop it gets SIGTERM
+and, --grace later, SIGKILL; a hook due once baton is stopping is not
+started. A hook that exits non-zero, or is stopped, is logged and counted
+(baton_job_hook_failures_total with --http).
 
 On SIGHUP baton reads FILE again and replaces every job with the file's:
 a job that keeps its name and schedule keeps its claims and history and
@@ -175,6 +195,10 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	retryBackoff := fs.Duration("retry-backoff", 10*time.Second, "the wait before a command's second attempt, doubled before each next one")
 	jitter := fs.Duration("jitter", 0, "start each run up to this long after its tick, by a hash of the job and the tick that every replica computes alike (0: at the tick)")
 	dst := fs.String("dst", "robfig", "on daylight-saving nights: robfig (a skipped time does not run, a repeated one runs twice) or once (a skipped time runs at the transition, a repeated one once)")
+	var hooks hookFlags
+	fs.StringVar(&hooks.onFailure, "on-failure", "", "a command run with sh -c after each run that failed, once in the cluster, by the replica that ran it (an entry's on-failure= wins)")
+	fs.StringVar(&hooks.onSuccess, "on-success", "", "a command run with sh -c after each run that succeeded, as --on-failure")
+	fs.DurationVar(&hooks.timeout, "hook-timeout", cronx.DefaultHookTimeout, "end a hook after this long: SIGTERM, then SIGKILL after --grace")
 	timeout := fs.Duration("timeout", 0, "end each run after this long: SIGTERM, then SIGKILL after --grace; recorded as timed out (0: no timeout)")
 	misfire := fs.String("misfire", "run-once", "a tick missed while no replica led: run-once (within --misfire-grace) or skip")
 	misfireGrace := fs.Duration("misfire-grace", cronx.DefaultMisfireGrace, "how late a missed tick may still run")
@@ -215,6 +239,9 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	}
 	if *attempts < 1 {
 		return usageError(env, fs, "--attempts %d: want 1 or more", *attempts)
+	}
+	if err := hooks.check(); err != nil {
+		return usageError(env, fs, "%v", err)
 	}
 
 	// Every flag is checked before the file is read, also for --check;
@@ -356,6 +383,7 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		for _, e := range entries {
 			job := crontabJob{entry: e, shell: *shell, env: env, grace: *grace, stopping: &stopping, logger: logger, baseEnv: baseEnv}
 			opts := append([]cronx.JobOption{e.retry.retries(*attempts, *retryBackoff)}, e.opts...)
+			opts = append(opts, job.hookOptions(hooks)...)
 			id, err := c.AddJob(e.spec, cronx.Named(e.name, job, opts...))
 			if err != nil {
 				return ids, fmt.Errorf("%s:%d: %w", file, e.line, err)

@@ -28,6 +28,7 @@ import (
 //	@every 30s curl -fsS http://localhost:3000/ping
 //	TZ=Asia/Tokyo 30 4 * * * ./bin/tokyo   a zone for one entry (TZ= or CRON_TZ=)
 //	nightly: [timeout=1h] 0 2 * * * ./bin/nightly   options for one entry
+//	sync: [on-failure="./bin/alert sync"] @hourly ./bin/sync
 //
 // An entry is an optional name ending in ':', optional options in brackets
 // (crontab_options.go), an optional zone, a spec (five
@@ -47,6 +48,7 @@ type crontabEntry struct {
 	env     []string // NAME=value lines above the entry
 	opts    []cronx.JobOption
 	retry   retrySetting
+	hooks   hookSetting
 	options string // the options as written, normalized; "" when none
 	// jitter is the entry's own jitter=, nil if none; gap the shortest
 	// time between two of its ticks.
@@ -185,17 +187,17 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 		}
 		if i < len(toks) && text[toks[i][0]] == '[' {
 			from := toks[i][0]
-			end := strings.IndexByte(text[from:], ']')
+			end := closingBracket(text[from:])
 			if end < 0 {
 				bad(n, "%q: options opened with '[' are not closed with ']'", text)
 				continue
 			}
-			opts, rs, norm, err := entryOptions(text[from+1 : from+end])
+			opts, rs, hs, norm, err := entryOptions(text[from+1 : from+end])
 			if err != nil {
 				bad(n, "%v", err)
 				continue
 			}
-			e.opts, e.retry, e.options, e.jitter = opts, rs, norm, rs.jitter
+			e.opts, e.retry, e.hooks, e.options, e.jitter = opts, rs, hs, norm, rs.jitter
 			for i < len(toks) && toks[i][0] < from+end+1 {
 				i++
 			}

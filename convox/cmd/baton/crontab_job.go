@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -40,16 +39,8 @@ func (j crontabJob) Run() { _ = j.RunContext(context.Background()) }
 
 func (j crontabJob) RunContext(ctx context.Context) error {
 	info, _ := cronx.InfoFrom(ctx)
-	env := append(slices.Clip(j.baseEnv), j.entry.env...)
-	env = append(env,
-		"BATON_JOB="+j.entry.name,
-		"BATON_TICK="+info.Tick.Format(time.RFC3339Nano),
-		"BATON_ID="+info.Instance,
-		"BATON_FENCE="+strconv.FormatInt(info.Fence.Revision, 10),
-		"BATON_ATTEMPT="+strconv.Itoa(max(info.Attempt, 1)),
-	)
 	started := time.Now()
-	p, err := startProc([]string{j.shell, "-c", j.entry.command}, env, nil, j.env.stdout, j.env.stderr, "["+j.entry.name+"] ")
+	p, err := startProc([]string{j.shell, "-c", j.entry.command}, j.runEnv(info), nil, j.env.stdout, j.env.stderr, "["+j.entry.name+"] ")
 	if err != nil {
 		j.logger.Error("baton crontab: the command could not be started", "job", j.entry.name, "tick", info.Tick, "err", err)
 		return err
@@ -75,9 +66,22 @@ func (j crontabJob) RunContext(ctx context.Context) error {
 	}
 	if p.code != 0 {
 		j.logger.Warn("baton crontab: the command failed", "job", j.entry.name, "tick", info.Tick, "status", p.code)
-		return fmt.Errorf("exit status %d", p.code)
+		return exitError(p.code)
 	}
 	return nil
+}
+
+// runEnv is the environment of the command of the run info, and of its
+// hooks.
+func (j crontabJob) runEnv(info cronx.Info) []string {
+	env := append(slices.Clip(j.baseEnv), j.entry.env...)
+	return append(env,
+		"BATON_JOB="+j.entry.name,
+		"BATON_TICK="+info.Tick.Format(time.RFC3339Nano),
+		"BATON_ID="+info.Instance,
+		"BATON_FENCE="+strconv.FormatInt(info.Fence.Revision, 10),
+		"BATON_ATTEMPT="+strconv.Itoa(max(info.Attempt, 1)),
+	)
 }
 
 // stopGracefully ends a command as baton stops: SIGTERM once the command has

@@ -14,8 +14,9 @@ import (
 //
 //	report: [timeout=10m overlap=forbid] 0 3 * * * node report.js
 //
-// Options are KEY=VALUE, separated by spaces or commas; every one is
-// checked when the file is read.
+// Options are KEY=VALUE, separated by spaces or commas; a VALUE with spaces
+// or commas in it is quoted ("..." or '...'): on-failure="./alert --to ops".
+// Every one is checked when the file is read.
 
 // retrySetting is an entry's attempts= and backoff=, each unset (nil)
 // unless given: they combine with the flags into one cronx.WithRetries.
@@ -39,13 +40,34 @@ func (s retrySetting) retries(attempts int, backoff time.Duration) cronx.JobOpti
 }
 
 // entryOption reads one KEY=VALUE of an entry's options into its JobOption
-// or, for attempts= and backoff=, into rs.
-func entryOption(kv string, rs *retrySetting) (cronx.JobOption, error) {
+// or, for attempts= and backoff=, into rs, and for the hooks into hs.
+func entryOption(kv string, rs *retrySetting, hs *hookSetting) (cronx.JobOption, error) {
 	key, value, ok := strings.Cut(kv, "=")
 	if !ok || value == "" {
 		return nil, fmt.Errorf("option %q: want KEY=VALUE, KEY one of %s", kv, optionKeys)
 	}
 	switch key {
+	case "on-failure", "on-success":
+		command := unquote(value)
+		if err := checkArgs("option "+key+" command", []string{command}); err != nil {
+			return nil, fmt.Errorf("%v: it could never start; put it in a script", err)
+		}
+		if key == "on-failure" {
+			hs.onFailure = &command
+		} else {
+			hs.onSuccess = &command
+		}
+		return nil, nil
+	case "hook-timeout":
+		d, err := time.ParseDuration(value)
+		if err == nil && d <= 0 {
+			err = fmt.Errorf("%s: want a duration above 0", value)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("option %s: %w", kv, err)
+		}
+		hs.timeout = &d
+		return nil, nil
 	case "overlap":
 		o, err := parseOverlap(value)
 		if err != nil {
@@ -90,33 +112,92 @@ func entryOption(kv string, rs *retrySetting) (cronx.JobOption, error) {
 }
 
 // optionKeys lists the keys entryOption knows, for its errors.
-const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst"
+const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, on-failure, on-success, hook-timeout"
 
 // entryOptions reads the options between an entry's brackets, and returns
 // them and their text as --check prints it.
-func entryOptions(inner string) ([]cronx.JobOption, retrySetting, string, error) {
-	var rs retrySetting
-	words := strings.FieldsFunc(inner, func(r rune) bool { return r == ' ' || r == '\t' || r == ',' })
+func entryOptions(inner string) ([]cronx.JobOption, retrySetting, hookSetting, string, error) {
+	var (
+		rs retrySetting
+		hs hookSetting
+	)
+	words, err := optionWords(inner)
+	if err != nil {
+		return nil, rs, hs, "", err
+	}
 	if len(words) == 0 {
-		return nil, rs, "", fmt.Errorf("empty options []: write KEY=VALUE inside the brackets, or leave them out")
+		return nil, rs, hs, "", fmt.Errorf("empty options []: write KEY=VALUE inside the brackets, or leave them out")
 	}
 	var opts []cronx.JobOption
 	given := map[string]string{}
 	for _, w := range words {
 		key, _, _ := strings.Cut(w, "=")
 		if prev, ok := given[key]; ok {
-			return nil, rs, "", fmt.Errorf("option %s given twice (%s and %s): give each option once", key, prev, w)
+			return nil, rs, hs, "", fmt.Errorf("option %s given twice (%s and %s): give each option once", key, prev, w)
 		}
 		given[key] = w
-		opt, err := entryOption(w, &rs)
+		opt, err := entryOption(w, &rs, &hs)
 		if err != nil {
-			return nil, rs, "", err
+			return nil, rs, hs, "", err
 		}
 		if opt != nil {
 			opts = append(opts, opt)
 		}
 	}
-	return opts, rs, "[" + strings.Join(words, " ") + "]", nil
+	return opts, rs, hs, "[" + strings.Join(words, " ") + "]", nil
+}
+
+// optionWords splits the options between an entry's brackets at spaces,
+// tabs and commas outside quotes.
+func optionWords(inner string) ([]string, error) {
+	var (
+		words []string
+		word  strings.Builder
+		quote rune // the open quote, 0 outside
+	)
+	for _, r := range inner {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '"' || r == '\'':
+			quote = r
+		case r == ' ' || r == '\t' || r == ',':
+			if word.Len() > 0 {
+				words = append(words, word.String())
+				word.Reset()
+			}
+			continue
+		}
+		word.WriteRune(r)
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("options [%s]: a %c is not closed", inner, quote)
+	}
+	if word.Len() > 0 {
+		words = append(words, word.String())
+	}
+	return words, nil
+}
+
+// closingBracket is the index in s, which opens an entry's options with
+// '[', of the ']' that closes them, outside quotes; -1 if none does.
+func closingBracket(s string) int {
+	var quote rune
+	for i, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '"' || r == '\'':
+			quote = r
+		case r == ']':
+			return i
+		}
+	}
+	return -1
 }
 
 // parseOverlap reads an overlap policy, as --overlap and overlap= take it.

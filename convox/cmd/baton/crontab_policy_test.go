@@ -33,6 +33,15 @@ func TestParseCrontabOptions(t *testing.T) {
 		entries[0].retry.attempts != nil || entries[1].spec != "CRON_TZ=Europe/Berlin */5 * * * *" || entries[1].command != "./bin/sweep" {
 		t.Fatalf("entries %+v", entries)
 	}
+	// A quoted value keeps its spaces, commas and brackets; "" is none.
+	hooked, err := parseCrontab(strings.NewReader(`a: [on-failure="./alert --to ops,dev [x]", on-success='' hook-timeout=5s] * * * * * x`+"\n"), "crontab", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := hooked[0].hooks; h.onFailure == nil || *h.onFailure != "./alert --to ops,dev [x]" || h.onSuccess == nil || *h.onSuccess != "" ||
+		h.timeout == nil || *h.timeout != 5*time.Second || hooked[0].command != "x" {
+		t.Errorf("hooks %+v of %+v", h, hooked[0])
+	}
 	// A jitter shorter than the ticks' interval is fine, and so is a
 	// command that starts with the shell's [ (test).
 	if _, err := parseCrontab(strings.NewReader("a: [jitter=59s] * * * * * [ -f x ] && y\n"), "crontab", false); err != nil {
@@ -63,6 +72,10 @@ func TestParseCrontabOptions(t *testing.T) {
 		{"a: [jitter=1m] */1 * * * * x", "[jitter=1m0s] is not shorter than the 1m0s between the job's ticks"},
 		{"j: @every 1m [timeout=1m] x", "options after the schedule would be part of the command: write them before the schedule ([timeout=1m] @every 1m"},
 		{"TZ=Asia/Tokyo [timeout=1m] 0 3 * * * x", "options after TZ=Asia/Tokyo: write them before it"},
+		{"a: [hook-timeout=0s] * * * * * x", "want a duration above 0"},
+		{`a: [on-failure="./alert --to ops] * * * * * x`, `options opened with '[' are not closed`},
+		{"a: [on-failure=x on-failure=y] * * * * * x", "option on-failure given twice"},
+		{"a: [on-succes=x] * * * * * x", `option "on-succes": unknown`},
 	} {
 		_, err := parseCrontab(strings.NewReader("\n"+tc.line+"\n"), "crontab", false)
 		if err == nil || !strings.Contains(err.Error(), "crontab:2: ") || !strings.Contains(err.Error(), tc.want) {

@@ -200,6 +200,7 @@ func TestCrontabCheckValidatesTheFlags(t *testing.T) {
 		{down, []string{"--ttl", "0"}, exitUsage, `--ttl: TTL "0"`},
 		{down, []string{"--check"}, exitOK, file + ":2\tj\t* * * * *\ttrue"},
 		{nil, []string{"--check", "--jitter", "59s"}, exitOK, file + ":2\tj"},
+		{nil, []string{"--check", "--hook-timeout", "0s"}, exitUsage, "--hook-timeout 0s: want a duration above 0"},
 	} {
 		p := startBaton(t, tc.env, append(append([]string{"crontab"}, tc.args...), file)...)
 		if code := p.wait(10 * time.Second); code != tc.code || !strings.Contains(p.out.String(), tc.want) {

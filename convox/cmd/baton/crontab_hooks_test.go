@@ -1,0 +1,164 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/internal/etcdtest"
+)
+
+// hookLine is one line a command or a hook appended to the ledger:
+// what ("run", "on-failure", "on-success") job tick id fence exit pid error.
+type hookLine struct {
+	what, job, tick, id, fence, exit, err string
+	pid                                   int
+}
+
+func readHookLines(t *testing.T, path string) []hookLine {
+	t.Helper()
+	var out []hookLine
+	for _, l := range readLines(path) {
+		f := strings.Split(l, "|")
+		if len(f) != 8 {
+			t.Fatalf("ledger line %q: want 8 fields", l)
+		}
+		pid, err := strconv.Atoi(f[6])
+		if err != nil {
+			t.Fatalf("ledger line %q: %v", l, err)
+		}
+		out = append(out, hookLine{what: f[0], job: f[1], tick: f[2], id: f[3], fence: f[4], exit: f[5], pid: pid, err: f[7]})
+	}
+	return out
+}
+
+// alive reports whether process pid exists.
+func alive(pid int) bool { return syscall.Kill(pid, 0) != syscall.ESRCH }
+
+// TestCrontabHooksRunOncePerRun runs three replicas of a crontab whose jobs
+// fail or succeed every two seconds, with a crontab-wide --on-failure, an
+// entry's own on-success=, an entry that turns the hook off, and hooks that
+// outlive their timeout or hold on through baton's stop. Each run's hook
+// runs once in the cluster, on the replica that ran it, with the run's
+// facts in its environment; one past its timeout is killed (SIGTERM, then
+// SIGKILL after --grace) and logged; and a hook's processes have ended when
+// the baton that started it exits.
+func TestCrontabHooksRunOncePerRun(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	etcd := etcdtest.Shared(t)
+	dir := t.TempDir()
+	ledger := filepath.Join(dir, "ledger")
+	file := filepath.Join(dir, "crontab")
+	run := `echo "run|$BATON_JOB|$BATON_TICK|$BATON_ID|$BATON_FENCE||$$|" >> ` + ledger
+	hook := `echo "$BATON_HOOK|$BATON_JOB|$BATON_TICK|$BATON_ID|$BATON_FENCE|$BATON_EXIT|$$|$BATON_ERROR" >> ` + ledger
+	os.WriteFile(file, []byte(strings.Join([]string{
+		`bad: */2 * * * * * ` + run + `; exit 3`,
+		`good: [on-success='` + hook + `'] */2 * * * * * ` + run,
+		`quiet: [on-failure=""] */2 * * * * * ` + run + `; exit 1`,
+		`hang: [hook-timeout=1s, on-failure='` + hook + `; exec sleep 30'] */2 * * * * * exit 1`,
+		`linger: [hook-timeout=1m on-failure='` + hook + `; trap "" TERM; sleep 30'] */2 * * * * * exit 1`,
+	}, "\n")+"\n"), 0o644)
+	replicas := map[string]*process{}
+	for _, id := range []string{"r1", "r2", "r3"} {
+		replicas[id] = startBaton(t, append(etcd.Env(), "BATON_ID="+id), "crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL),
+			"--grace", "1s", "--on-failure", hook, file)
+	}
+	// --check reads the same file and flags.
+	if code, out := runBaton(t, nil, "crontab", "--seconds", "--check", "--on-failure", hook, file); code != 0 || !strings.Contains(out, "\tlinger\t") {
+		t.Fatalf("--check: exit %d, output:\n%s", code, out)
+	}
+
+	count := func(lines []hookLine, what, job string) int {
+		n := 0
+		for _, l := range lines {
+			if l.what == what && l.job == job {
+				n++
+			}
+		}
+		return n
+	}
+	var lines []hookLine
+	until(t, 40*time.Second, "three failure hooks of bad and of hang, and a success hook of good", func() bool {
+		lines = readHookLines(t, ledger)
+		return count(lines, "on-failure", "bad") >= 3 && count(lines, "on-failure", "hang") >= 3 && count(lines, "on-success", "good") >= 1
+	})
+
+	// Every run of bad and good up to the latest hook seen has its hook,
+	// once, with the run's facts; quiet has none.
+	type key struct{ job, tick string }
+	hooks := map[key][]hookLine{}
+	latest := map[string]string{}
+	for _, l := range lines {
+		if l.what != "run" {
+			hooks[key{l.job, l.tick}] = append(hooks[key{l.job, l.tick}], l)
+			latest[l.job] = max(latest[l.job], l.tick)
+		}
+	}
+	for _, l := range lines {
+		if l.what != "run" || l.job == "quiet" || l.tick > latest[l.job] {
+			if l.what != "run" && l.job == "quiet" {
+				t.Errorf("quiet, whose on-failure is \"\", ran a hook: %+v", l)
+			}
+			continue
+		}
+		want := hookLine{what: "on-failure", job: l.job, tick: l.tick, id: l.id, fence: l.fence, exit: "3", err: "exit status 3"}
+		if l.job == "good" {
+			want.what, want.exit, want.err = "on-success", "0", ""
+		}
+		got := hooks[key{l.job, l.tick}]
+		if len(got) != 1 {
+			t.Errorf("run of %s at %s on %s: hooks %+v, want one", l.job, l.tick, l.id, got)
+			continue
+		}
+		got[0].pid = 0
+		if got[0] != want {
+			t.Errorf("run of %s at %s: hook %+v, want %+v", l.job, l.tick, got[0], want)
+		}
+	}
+	for k, hs := range hooks {
+		if len(hs) != 1 {
+			t.Errorf("%s at %s: %d hooks, want one: %+v", k.job, k.tick, len(hs), hs)
+		}
+	}
+
+	// A hook past its timeout is stopped, and its failure logged.
+	var hung hookLine
+	for _, l := range lines {
+		if l.job == "hang" {
+			hung = l
+			break
+		}
+	}
+	until(t, 10*time.Second, "the hook past its 1s timeout to be killed", func() bool { return !alive(hung.pid) })
+	replicas[hung.id].waitOutput("a hook failed", 10*time.Second)
+	if out := replicas[hung.id].out.String(); !strings.Contains(out, "job=hang") || !strings.Contains(out, "hook timed out") {
+		t.Errorf("%s's log names no timed-out hook of hang:\n%s", hung.id, out)
+	}
+
+	// A hook that ignores SIGTERM has ended when its baton exits.
+	var held hookLine
+	until(t, 20*time.Second, "a failure hook of linger to hold on", func() bool {
+		for _, l := range readHookLines(t, ledger) {
+			if l.what == "on-failure" && l.job == "linger" && alive(l.pid) {
+				held = l
+				return true
+			}
+		}
+		return false
+	})
+	p := replicas[held.id]
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(15 * time.Second); code != 0 {
+		t.Errorf("baton exited %d on SIGTERM, want 0", code)
+	}
+	if alive(held.pid) {
+		t.Errorf("the hook of linger at %s (pid %d) outlived %s", held.tick, held.pid, held.id)
+	}
+}
