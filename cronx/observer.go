@@ -37,6 +37,9 @@ type Observer struct {
 	OnEtcdRefused      func(EtcdRefusal)
 	OnEtcdAccepted     func(EtcdRefusal)
 	OnEtcdEmpty        func(EtcdEmpty)
+	// OnJobOutcome is told a job's outcome (JobOutcome) each time this
+	// replica records one of its runs.
+	OnJobOutcome func(JobOutcome)
 	// OnDropped is told the number of events dropped because the queue was
 	// full since it was last called.
 	OnDropped func(n int)
@@ -195,6 +198,8 @@ func (o *Observer) call(ev any) observerCall {
 		return bind("OnEtcdAccepted", o.OnEtcdAccepted, EtcdRefusal(ev))
 	case EtcdEmpty:
 		return bind("OnEtcdEmpty", o.OnEtcdEmpty, ev)
+	case JobOutcome:
+		return bind("OnJobOutcome", o.OnJobOutcome, ev)
 	}
 	return observerCall{}
 }

@@ -9,8 +9,8 @@ import (
 
 // jobPolicy is what a job does beyond running on its schedule: whether its
 // runs may overlap, how long a run may take, how a failed run is retried,
-// how far its start is spread, and what it does on the nights the clocks
-// change. The Cron's WithJobOptions set it for every job; a job's own
+// how far its start is spread, what it does on the nights the clocks
+// change, and after how many failures in a row it pauses. The Cron's WithJobOptions set it for every job; a job's own
 // options, given to Named, are applied after them and win.
 //
 // A policy does not change once made, and the entries with the same policy
@@ -22,6 +22,8 @@ type jobPolicy struct {
 	dst     DST
 	jitter  time.Duration // 0: none
 	retry   retryPolicy
+	// pauseAfter is WithPauseAfter's failures; 0: never (pauseafter.go).
+	pauseAfter int
 }
 
 // policyDraft is a policy while options are applied to it.

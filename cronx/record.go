@@ -37,6 +37,7 @@ type finishItem struct {
 	timedOut   bool
 	attempt    int  // recorded when the job has retries
 	keep       bool // another attempt follows: the marker stays
+	policy     *jobPolicy
 }
 
 // finishQueue holds ended runs for at most maxFinishes recorders, in the
@@ -147,6 +148,7 @@ func (rc *recorder) recordAll(batch []finishItem) {
 	for i, it := range batch {
 		gets[i] = clientv3.OpGet(rc.co.keys.history(it.job))
 	}
+	gets = append(gets, rc.outcomeGets(batch)...)
 	cli := rc.co.conn.etcd()
 	read, err := cli.Txn(ctx).Then(gets...).Commit()
 	if err != nil {
@@ -157,16 +159,19 @@ func (rc *recorder) recordAll(batch []finishItem) {
 	}
 	var ops []clientv3.Op
 	var history []int // index in ops of each run's history write
+	outcomes := make([]outcome, len(batch))
 	for i, it := range batch {
 		if f := it.claim.Fence; f.Key != "" && !it.keep {
 			ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil))
 		}
 		key := rc.co.keys.history(it.job)
 		hist, rev := decodeHistory(read.Responses[i].GetResponseRange().Kvs)
+		next, also := rc.outcomeOps(it, read.Responses[len(batch)+i])
+		outcomes[i] = next
 		history = append(history, len(ops))
 		ops = append(ops, clientv3.OpTxn(
 			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)},
-			[]clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, rc.record1(it)))}, nil))
+			append([]clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, rc.record1(it)))}, also...), nil))
 	}
 	wrote, err := cli.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
@@ -182,7 +187,9 @@ func (rc *recorder) recordAll(batch []finishItem) {
 			actx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 			rc.appendHistory(actx, it)
 			cancel()
+			continue
 		}
+		rc.outcomeRecorded(it, outcomes[i])
 	}
 }
 
@@ -259,24 +266,26 @@ func (rc *recorder) appendHistory(ctx context.Context, it finishItem) {
 	rec := rc.record1(it)
 	key := rc.co.keys.history(it.job)
 	for range 3 {
-		resp, err := rc.co.conn.etcd().Get(ctx, key)
+		resp, err := rc.co.conn.etcd().Txn(ctx).Then(clientv3.OpGet(key), rc.outcomeGets([]finishItem{it})[0]).Commit()
 		if err != nil {
 			rc.co.logger.Error(err, "cronx: record run", "job", it.job)
 			return
 		}
-		hist, rev := decodeHistory(resp.Kvs)
+		hist, rev := decodeHistory(resp.Responses[0].GetResponseRange().Kvs)
 		for _, h := range hist {
 			if h.Tick.Equal(rec.Tick) && h.Instance == rec.Instance && h.Start.Equal(rec.Start) && h.Triggered == rec.Triggered {
 				return
 			}
 		}
+		next, also := rc.outcomeOps(it, resp.Responses[1])
 		tr, err := rc.co.conn.etcd().Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-			Then(clientv3.OpPut(key, encodeHistory(hist, rec))).Commit()
+			Then(append([]clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, rec))}, also...)...).Commit()
 		if err != nil {
 			rc.co.logger.Error(err, "cronx: record run", "job", it.job)
 			return
 		}
 		if tr.Succeeded {
+			rc.outcomeRecorded(it, next)
 			return
 		}
 	}
