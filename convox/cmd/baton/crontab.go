@@ -72,6 +72,9 @@ schedule are an error: they would be read as the schedule or the command):
   backoff=DURATION               as --retry-backoff
   jitter=DURATION                as --jitter
   dst=robfig|once                as --dst
+  pause-after=N                  pause the job, cluster-wide, once N of its
+                                 runs in a row have failed; baton status
+                                 shows why until baton resume
 
 With --overlap replace, a tick that comes while a run of the job is in
 progress on any replica stops that run (SIGTERM, then SIGKILL after

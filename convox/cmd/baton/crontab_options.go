@@ -79,6 +79,12 @@ func entryOption(kv string, rs *retrySetting) (cronx.JobOption, error) {
 		}
 		rs.jitter = &d
 		return cronx.WithJitter(d), nil
+	case "pause-after":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("option %s: want a whole number of failures of 1 or more", kv)
+		}
+		return cronx.WithPauseAfter(n), nil
 	case "dst":
 		rule, err := parseDST(value)
 		if err != nil {
@@ -90,7 +96,7 @@ func entryOption(kv string, rs *retrySetting) (cronx.JobOption, error) {
 }
 
 // optionKeys lists the keys entryOption knows, for its errors.
-const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst"
+const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, pause-after"
 
 // entryOptions reads the options between an entry's brackets, and returns
 // them and their text as --check prints it.
