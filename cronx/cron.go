@@ -146,7 +146,7 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 		if c.coord != nil {
 			sc = c.coord.scope
 		}
-		c.observers.emit(jobAdded(sc, name, policy))
+		c.observers.emit(jobAdded(sc, name, policy, schedule, c.clock.Now()))
 	}
 	if c.running {
 		c.loop.add <- e
