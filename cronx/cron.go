@@ -150,6 +150,9 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 	}
 	if c.running {
 		c.loop.add <- e
+		if c.coord != nil && name != "" {
+			c.coord.loadOutcomes([]string{name})
+		}
 	} else {
 		c.loop.entries = append(c.loop.entries, e)
 	}

@@ -86,6 +86,9 @@ const (
 	// recordBatch is the runs one transaction records: two nested
 	// transactions each.
 	recordBatch = 32
+	// outcomeLoadBatch is the jobs whose outcome keys one read of
+	// loadOutcomes takes, at a Start.
+	outcomeLoadBatch = 128
 	// specBatch is the jobs whose specs one transaction compares and writes.
 	specBatch = 64
 )

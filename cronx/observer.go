@@ -40,7 +40,7 @@ type Observer struct {
 	OnEtcdAccepted     func(EtcdRefusal)
 	OnEtcdEmpty        func(EtcdEmpty)
 	// OnJobOutcome is told a job's outcome (JobOutcome) each time this
-	// replica records one of its runs.
+	// replica records one of its runs, and etcd's at each Start.
 	OnJobOutcome func(JobOutcome)
 	// OnObserverPanic is told that a function of an observer of the Cron
 	// panicked.

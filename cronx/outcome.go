@@ -1,7 +1,9 @@
 package cronx
 
 import (
+	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -30,8 +32,9 @@ type outcome struct {
 }
 
 // JobOutcome is a job's last success, last failure and consecutive
-// failures, cluster-wide, as a replica wrote them in etcd after a run it
-// recorded.
+// failures, cluster-wide, as this replica wrote them in etcd with a run it
+// recorded, or read them from etcd when it started (or the job was added
+// while it ran). A job's outcomes are told in the order etcd has them.
 type JobOutcome struct {
 	Scheduler string
 	Job       string
@@ -105,10 +108,84 @@ func (rc *recorder) outcomeOps(it finishItem, read *etcdserverpb.ResponseOp) (ne
 }
 
 // outcomeRecorded tells the observers the outcome that the record of it
-// wrote.
-func (rc *recorder) outcomeRecorded(it finishItem, o outcome) {
+// wrote at revision rev.
+func (rc *recorder) outcomeRecorded(it finishItem, o outcome, rev int64) {
 	if it.keep || !rc.co.rep.observed() {
 		return
 	}
-	rc.co.rep.emit(JobOutcome{Scheduler: rc.co.name, Job: it.job, LastSuccess: o.LastSuccess, LastFailure: o.LastFailure, ConsecutiveFailures: o.Failures})
+	rc.co.rep.outcomes.tell(rc.co.rep, it.job, o, rev)
+}
+
+// loadOutcomes tells the observers the outcome etcd has of each of jobs,
+// so that a replica that has just started, or a job just added, shows what
+// the cluster recorded before rather than nothing: in the background, one
+// read per outcomeLoadBatch jobs, at each Start and for a job added while
+// the Cron runs; nothing when nobody observes. A job with no outcome yet is
+// not told.
+func (co *coordinator) loadOutcomes(jobs []string) {
+	cli := co.conn.etcd()
+	if !co.rep.observed() || len(jobs) == 0 || cli == nil {
+		return
+	}
+	ctx := co.runCtx()
+	co.work.add() // the client outlives the read
+	go func() {
+		defer co.work.done()
+		for len(jobs) > 0 {
+			batch := jobs[:min(len(jobs), outcomeLoadBatch)]
+			jobs = jobs[len(batch):]
+			gets := make([]clientv3.Op, len(batch))
+			for i, job := range batch {
+				gets[i] = clientv3.OpGet(co.keys.outcome(job))
+			}
+			rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+			resp, err := cli.Txn(rctx).Then(gets...).Commit()
+			cancel()
+			if err != nil {
+				co.logger.Error(err, "cronx: read the jobs' outcomes", "scheduler", co.name)
+				return
+			}
+			for i, job := range batch {
+				if kvs := resp.Responses[i].GetResponseRange().GetKvs(); len(kvs) > 0 {
+					co.rep.outcomes.tell(co.rep, job, decodeOutcome(kvs), kvs[0].ModRevision)
+				}
+			}
+		}
+	}()
+}
+
+// outcomesTold holds, per job, the etcd revision of the last outcome told
+// to the observers: a read at a Start that a record overtook must not tell
+// an older outcome after a newer one.
+type outcomesTold struct {
+	mu  sync.Mutex
+	rev map[string]int64
+}
+
+// tell tells the observers of rp job's outcome o, written at revision rev,
+// unless a later one was told.
+func (t *outcomesTold) tell(rp *reporter, job string, o outcome, rev int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if rev < t.rev[job] {
+		return
+	}
+	if t.rev == nil {
+		t.rev = map[string]int64{}
+	}
+	t.rev[job] = rev
+	// Emitted under the mutex, so that the observers get them in the
+	// order of their revisions.
+	rp.emit(JobOutcome{Scheduler: rp.sc.name, Job: job, LastSuccess: o.LastSuccess, LastFailure: o.LastFailure, ConsecutiveFailures: o.Failures})
+}
+
+// namesOf is the names of the named entries.
+func namesOf(entries []Entry) []string {
+	var names []string
+	for _, e := range entries {
+		if e.name != "" {
+			names = append(names, e.name)
+		}
+	}
+	return names
 }

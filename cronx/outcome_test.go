@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/etcdtest"
 )
 
@@ -89,5 +90,87 @@ func TestOutcomeOutlivesTheHistory(t *testing.T) {
 	}
 	if last.Scheduler != "outcome" || !last.LastSuccess.Equal(end(203)) || last.ConsecutiveFailures != 0 {
 		t.Errorf("last told %+v", last)
+	}
+}
+
+// TestOutcomeToldAtStart: a replica that starts tells its observers the
+// outcomes etcd has of its jobs, recorded by another replica before it
+// started, and of a job added while it runs; a job never run is not told.
+func TestOutcomeToldAtStart(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	ctx := context.Background()
+	first := New(WithEtcd(cli), WithName("told"), WithElection(election.WithIdentity("a")), WithLogger(testLogger{t, "a"}))
+	for _, job := range []string{"report", "sweep"} {
+		mustAdd(t, first, "@yearly", Named(job, ContextFunc(func(context.Context) error { return nil })))
+	}
+	mustAdd(t, first, "@yearly", Named("idle", FuncJob(func() {})))
+	first.Start()
+	var recorded JobStatus
+	deadline := time.Now().Add(15 * time.Second)
+	for _, job := range []string{"report", "sweep"} {
+		for {
+			if err := first.Trigger(ctx, job); err == nil {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for {
+		st, err := first.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, j := range st.Jobs {
+			if !j.LastSuccess.IsZero() {
+				n++
+				recorded = j
+			}
+		}
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the triggered runs not recorded within 15s: %+v", st.Jobs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	shutdown(t, first, "a")
+
+	told := make(chan JobOutcome, 8)
+	second := New(WithEtcd(cli), WithName("told"), WithElection(election.WithIdentity("b")), WithLogger(testLogger{t, "b"}),
+		WithObserver(Observer{OnJobOutcome: func(o JobOutcome) { told <- o }}))
+	mustAdd(t, second, "@yearly", Named(recorded.Name, FuncJob(func() {})))
+	mustAdd(t, second, "@yearly", Named("idle", FuncJob(func() {})))
+	second.Start()
+	defer shutdown(t, second, "b")
+	other := "report"
+	if recorded.Name == "report" {
+		other = "sweep"
+	}
+	for _, want := range []string{recorded.Name, other} {
+		select {
+		case o := <-told:
+			if o.Job != want || o.Scheduler != "told" || o.LastSuccess.IsZero() || o.ConsecutiveFailures != 0 {
+				t.Errorf("told %+v, want the success of %s", o, want)
+			}
+			if o.Job == recorded.Name && !o.LastSuccess.Equal(recorded.LastSuccess) {
+				t.Errorf("told %s's last success %v, want %v", o.Job, o.LastSuccess, recorded.LastSuccess)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s's outcome not told within 10s", want)
+		}
+		if want == recorded.Name {
+			mustAdd(t, second, "@yearly", Named(other, FuncJob(func() {})))
+		}
+	}
+	select {
+	case o := <-told:
+		t.Errorf("told %+v", o)
+	case <-time.After(200 * time.Millisecond):
 	}
 }

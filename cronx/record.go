@@ -189,7 +189,7 @@ func (rc *recorder) recordAll(batch []finishItem) {
 			cancel()
 			continue
 		}
-		rc.outcomeRecorded(it, outcomes[i])
+		rc.outcomeRecorded(it, outcomes[i], wrote.Header.Revision)
 	}
 }
 
@@ -285,7 +285,7 @@ func (rc *recorder) appendHistory(ctx context.Context, it finishItem) {
 			return
 		}
 		if tr.Succeeded {
-			rc.outcomeRecorded(it, next)
+			rc.outcomeRecorded(it, next, tr.Header.Revision)
 			return
 		}
 	}

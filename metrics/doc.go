@@ -60,9 +60,9 @@
 //
 // A job's outcome is etcd's, whichever replica ran the job: each record of
 // a run writes it (see cronx.JobStatus.LastSuccess), and the replica that
-// wrote it sets the gauges to what it wrote. A replica that has not
-// recorded a run of the job since it started shows 0, and one that stopped
-// recording it shows what was true when it last did: take max by
+// wrote it sets the gauges to what it wrote; a replica that starts sets
+// them to what etcd has (0 for a job never run). A replica that stopped
+// recording the job shows what was true when it last did: take max by
 // (scheduler, job) over the replicas for the last success and failure,
 // which only move forward, and read a 0 as not known, as
 // docs/alerts.rules.yml does. The failures in a row are the cluster's on
