@@ -37,7 +37,8 @@ type finishItem struct {
 	timedOut   bool
 	attempt    int  // recorded when the job has retries
 	keep       bool // another attempt follows: the marker stays
-	policy     *jobPolicy
+	// policy is the job's: whether its failures pause it (pauseafter.go).
+	policy *jobPolicy
 }
 
 // finishQueue holds ended runs for at most maxFinishes recorders, in the
