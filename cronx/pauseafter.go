@@ -39,7 +39,7 @@ func (rc *recorder) pauseOps(it finishItem, o outcome) []clientv3.Op {
 	key := rc.co.keys.paused(it.job)
 	reason := fmt.Sprintf("%d consecutive failures; the last: %s", o.Failures, boundedError(it.err.Error()))
 	return []clientv3.Op{clientv3.OpTxn(
-		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
+		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}, // mutation:pause-after-kept
 		[]clientv3.Op{clientv3.OpPut(key, encodePaused(rc.co.identity, reason))}, nil)}
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/internal/etcdtest"
 )
 
 // TestPauseAfterFailures: a job of three replicas that fails every tick,
@@ -76,5 +78,47 @@ func TestPauseAfterFailures(t *testing.T) {
 	step(tick.Add(3*time.Minute), 3)
 	if j := paused(); !strings.Contains(j.PausedReason, "3 consecutive failures") {
 		t.Errorf("paused again because %q, want 3 failures", j.PausedReason)
+	}
+}
+
+// TestPauseAfterKeepsAPauseByHand: a job paused by hand before its n-th
+// failure keeps who paused it; one paused by its failures says who and
+// why, in the runs' two ways of being recorded (one by one, in a batch).
+func TestPauseAfterKeepsAPauseByHand(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	prefix := srv.BatonPrefix("/baton")
+	sc := &scope{name: "kept", identity: "web-2", keys: newLayout(prefix, "kept"), logger: testLogger{t, "web-2"}}
+	rc := newRecorder(&coordinator{scope: sc, conn: &connection{sc: sc, client: cli}, rep: &reporter{sc: sc}}, &runs{})
+	policy := &jobPolicy{pauseAfter: 2}
+	base := time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC)
+	fail := func(job string, i int) finishItem {
+		at := base.Add(time.Duration(i) * time.Minute)
+		return finishItem{job: job, tick: at, start: at, end: at, err: fmt.Errorf("exit status %d", i), policy: policy}
+	}
+	ctx := context.Background()
+	k, err := NewControl(cli, prefix, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, sc.keys.paused("by-hand"), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	rc.appendHistory(ctx, fail("by-hand", 1))
+	rc.appendHistory(ctx, fail("itself", 1))
+	rc.recordAll([]finishItem{fail("by-hand", 2), fail("itself", 2)})
+	st, err := k.status(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{"by-hand": {"alice", ""}, "itself": {"web-2", "2 consecutive failures; the last: exit status 2"}}
+	for _, j := range st.Jobs {
+		if w := want[j.Name]; !j.Paused || j.PausedBy != w[0] || j.PausedReason != w[1] {
+			t.Errorf("%s: paused %v by %q because %q; want by %q because %q", j.Name, j.Paused, j.PausedBy, j.PausedReason, w[0], w[1])
+		}
+	}
+	if by, paused, err := k.Paused(ctx, "itself"); err != nil || !paused || by != "web-2" {
+		t.Errorf("Paused: %q, %v, %v; want web-2", by, paused, err)
 	}
 }

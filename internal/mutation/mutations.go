@@ -45,6 +45,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestPauseAfterFailures$"}},
 	},
 	{
+		Name:   "pause-after-overwrites",
+		Breaks: "a job's failures overwrite who paused it by hand",
+		Edits:  []edit{{Marker: "pause-after-kept", Old: `clientv3.Compare(clientv3.CreateRevision(key), "=", 0)`, New: `clientv3.Compare(clientv3.CreateRevision(key), ">=", 0)`}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestPauseAfterKeepsAPauseByHand$"}},
+	},
+	{
 		Name:   "last-success-forgotten",
 		Breaks: "a job's last success is not recorded, so an alert on it fires for a job that succeeds",
 		Edits:  []edit{{Marker: "last-success", Old: "o.LastSuccess, o.Failures = it.end, 0", New: "o.Failures = 0"}},
