@@ -151,7 +151,7 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 	if c.running {
 		c.loop.add <- e
 		if c.coord != nil && name != "" {
-			c.coord.loadOutcomes([]string{name})
+			c.coord.loadOutcomes(func() []string { return []string{name} })
 		}
 	} else {
 		c.loop.entries = append(c.loop.entries, e)

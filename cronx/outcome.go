@@ -121,17 +121,19 @@ func (rc *recorder) outcomeRecorded(it finishItem, o outcome, rev int64) {
 // the cluster recorded before rather than nothing: in the background, one
 // read per outcomeLoadBatch jobs, at each Start and for a job added while
 // the Cron runs; nothing when nobody observes. A job with no outcome yet is
-// not told.
-func (co *coordinator) loadOutcomes(jobs []string) {
+// not told. names is read in the background too: the Cron's entries are
+// behind the mutex that Start and Stop hold.
+func (co *coordinator) loadOutcomes(names func() []string) {
 	cli := co.conn.etcd()
-	if !co.rep.observed() || len(jobs) == 0 || cli == nil {
+	if !co.rep.observed() || cli == nil {
 		return
 	}
 	ctx := co.runCtx()
 	co.work.add() // the client outlives the read
 	go func() {
 		defer co.work.done()
-		for len(jobs) > 0 {
+		jobs := names()
+		for len(jobs) > 0 && ctx.Err() == nil {
 			batch := jobs[:min(len(jobs), outcomeLoadBatch)]
 			jobs = jobs[len(batch):]
 			gets := make([]clientv3.Op, len(batch))
@@ -142,7 +144,9 @@ func (co *coordinator) loadOutcomes(jobs []string) {
 			resp, err := cli.Txn(rctx).Then(gets...).Commit()
 			cancel()
 			if err != nil {
-				co.logger.Error(err, "cronx: read the jobs' outcomes", "scheduler", co.name)
+				if ctx.Err() == nil {
+					co.logger.Error(err, "cronx: read the jobs' outcomes", "scheduler", co.name)
+				}
 				return
 			}
 			for i, job := range batch {
@@ -179,8 +183,9 @@ func (t *outcomesTold) tell(rp *reporter, job string, o outcome, rev int64) {
 	rp.emit(JobOutcome{Scheduler: rp.sc.name, Job: job, LastSuccess: o.LastSuccess, LastFailure: o.LastFailure, ConsecutiveFailures: o.Failures})
 }
 
-// namesOf is the names of the named entries.
-func namesOf(entries []Entry) []string {
+// namesOf is the names of the named entries of h.
+func namesOf(h host) []string {
+	entries := h.Entries()
 	var names []string
 	for _, e := range entries {
 		if e.name != "" {
