@@ -139,8 +139,11 @@ type JobStatus struct {
 	// Spec is the job's schedule as its replicas registered it.
 	Spec   string
 	Paused bool
-	// PausedBy is who paused the job, as Pause recorded it.
-	PausedBy string
+	// PausedBy is who paused the job, as Pause recorded it, or the replica
+	// that paused it after its failures (WithPauseAfter); PausedReason is
+	// why it paused itself, empty for a pause by hand.
+	PausedBy     string
+	PausedReason string
 	// LastTick is the nominal time of the last claimed tick and LastBy the
 	// replica that claimed it; zero and empty before the first run.
 	LastTick time.Time
@@ -160,6 +163,13 @@ type JobStatus struct {
 	// NotRunHours are the same ticks by the hour they fell in, oldest
 	// first; hours with none are left out.
 	NotRunHours []NotRunHour
+	// LastSuccess and LastFailure are when the job's last successful and
+	// last failed runs ended, and ConsecutiveFailures the runs that failed
+	// since the last success, cluster-wide, however far back in its
+	// history (outcome.go); zero before the first.
+	LastSuccess         time.Time
+	LastFailure         time.Time
+	ConsecutiveFailures int
 }
 
 // Status reads the scheduler's state: one read of its keys and one of its
@@ -206,13 +216,17 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 		case leaf == "spec":
 			j.Spec = string(kv.Value)
 		case leaf == "paused":
-			j.Paused, j.PausedBy = true, string(kv.Value)
+			j.Paused = true
+			j.PausedBy, j.PausedReason = parsePaused(kv.Value)
 		case leaf == "last":
 			if seq, by, err := parseLast(string(kv.Value)); err == nil {
 				j.LastTick, j.LastBy = time.Unix(0, seq), by
 			}
 		case leaf == "history":
 			j.History = parseHistory(kv.Value)
+		case leaf == "outcome":
+			o := parseOutcome(kv.Value)
+			j.LastSuccess, j.LastFailure, j.ConsecutiveFailures = o.LastSuccess, o.LastFailure, o.Failures
 		case leaf == "notrun":
 			v, now := parseNotRun(kv.Value), time.Now()
 			j.NotRun, j.NotRunHours = v.counts(now), v.hours(now)

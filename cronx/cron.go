@@ -146,10 +146,13 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 		if c.coord != nil {
 			sc = c.coord.scope
 		}
-		c.observers.emit(jobAdded(sc, name, policy))
+		c.observers.emit(jobAdded(sc, name, policy, schedule, c.clock.Now()))
 	}
 	if c.running {
 		c.loop.add <- e
+		if c.coord != nil && name != "" {
+			c.coord.loadOutcomes(func() []string { return []string{name} })
+		}
 	} else {
 		c.loop.entries = append(c.loop.entries, e)
 	}

@@ -454,6 +454,15 @@
 // runs at most once, and its remaining attempts are lost. An Observer sees
 // each attempt as a run (OnRunStarted, OnRunEnded).
 //
+// WithPauseAfter(n) pauses the job, cluster-wide, once n of its runs in a
+// row have failed: the record of the n-th failure writes the pause key (as
+// Pause does, unless the job is paused already) in the transaction that
+// appends the run to the history, with the replica as who and the count and
+// the last error as why (JobStatus.PausedBy, JobStatus.PausedReason), until
+// Resume. The failures are counted from the last success, in the job's
+// outcome key, beside its history: JobStatus.LastSuccess, LastFailure and
+// ConsecutiveFailures, cluster-wide however far back in the history.
+//
 // # Observing a Cron
 //
 // WithObserver gives a Cron an Observer, a struct of callbacks, each
@@ -465,8 +474,10 @@
 // Reason), OnLeadershipGained and OnLeadershipLost, OnSessionLost and
 // OnSessionRegained (this replica's etcd session), OnEtcdRefused and
 // OnEtcdAccepted (etcd refusing this replica's claims, and accepting writes
-// again), and OnEtcdEmpty (etcd came back without its data). A Cron without
-// etcd reports its jobs and runs too. Package
+// again), OnEtcdEmpty (etcd came back without its data), OnJobOutcome (the
+// last success, last failure and failures in a row that the record of a
+// run wrote in etcd) and OnObserverPanic (a function of an observer
+// panicked). A Cron without etcd reports its jobs and runs too. Package
 // github.com/batonhq/baton/metrics turns them into Prometheus metrics.
 //
 // The reasons are a closed set, each reported by the replica that knows it:

@@ -216,6 +216,11 @@ type JobAdded struct {
 	// Hooks are the job's hooks (WithOnFailure, WithOnSuccess), whose
 	// failures can be reported; none for a Cron without etcd.
 	Hooks []HookKind
+	// Period is the time between the job's next two ticks, as its schedule
+	// has them when it is added (a day for "0 3 * * *"); 0 for a schedule
+	// with no two ticks ahead. An alert on a job's last success measures
+	// its silence in periods.
+	Period time.Duration
 }
 
 // EtcdRefusal is etcd refusing this replica's claims, or accepting writes
@@ -231,8 +236,8 @@ type EtcdRefusal struct {
 
 // jobAdded is the event of a job named name added with policy p, to the
 // scheduler sc (nil when the Cron is not coordinated).
-func jobAdded(sc *scope, name string, p *jobPolicy) JobAdded {
-	ev := JobAdded{Job: name}
+func jobAdded(sc *scope, name string, p *jobPolicy, s Schedule, now time.Time) JobAdded {
+	ev := JobAdded{Job: name, Period: period(s, now)}
 	if sc != nil {
 		ev.Scheduler, ev.Coordinated, ev.Mode = sc.name, true, sc.mode
 	}
@@ -241,6 +246,19 @@ func jobAdded(sc *scope, name string, p *jobPolicy) JobAdded {
 		ev.Hooks = p.hooks.kinds()
 	}
 	return ev
+}
+
+// period is the time between the next two ticks of s after now.
+func period(s Schedule, now time.Time) time.Duration {
+	next := s.Next(now)
+	if next.IsZero() {
+		return 0
+	}
+	after := s.Next(next)
+	if after.IsZero() {
+		return 0
+	}
+	return after.Sub(next)
 }
 
 // runEnded is the event of a run that started as started and returned err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/cronx"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Job policies hold for the whole cluster: every job of this Cron may run
@@ -34,4 +35,32 @@ func ExampleWithJobOptions() {
 	}
 	c.Start()
 	defer func() { <-c.Stop().Done() }()
+}
+
+// A job that fails three nights in a row pauses itself on every replica,
+// and Status says why until someone resumes it.
+func ExampleWithPauseAfter() {
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:2379"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := cronx.New(cronx.WithEtcd(client), cronx.WithName("reports"))
+	report := cronx.ContextFunc(func(ctx context.Context) error {
+		return errors.New("the warehouse is down")
+	})
+	if _, err := c.AddJob("0 3 * * *", cronx.Named("nightly-report", report, cronx.WithPauseAfter(3))); err != nil {
+		log.Fatal(err)
+	}
+	c.Start()
+	defer func() { <-c.Stop().Done() }()
+
+	st, err := c.Status(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, j := range st.Jobs {
+		if j.Paused && j.PausedReason != "" {
+			log.Printf("%s paused by %s: %s; last success %v", j.Name, j.PausedBy, j.PausedReason, j.LastSuccess)
+		}
+	}
 }

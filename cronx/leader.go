@@ -101,6 +101,7 @@ func (co *coordinator) start() {
 			<-prev
 		}
 		ownsClient := co.conn.connect(ctx, gen)
+		co.loadOutcomes(func() []string { return namesOf(co.host) })
 		defer co.rep.watchEmpty(ctx, co.conn.etcd())()
 		co.campaign(ctx)
 		close(a.resigned)

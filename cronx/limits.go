@@ -87,11 +87,15 @@ const (
 	// maxTxnOps is etcd's default limit itself: a user's etcd keeps it.
 	maxTxnOps = 128
 	// recordBatch is the runs one transaction records: a nested
-	// transaction each, within which few operations are left to each.
-	recordBatch = 100
+	// transaction each, within which few operations are left to each; the
+	// read before it takes two keys a run (history and outcome).
+	recordBatch = maxTxnOps / 2
 	// specBatch is the jobs whose specs one transaction compares and
 	// writes: a compare and a put each.
 	specBatch = maxTxnOps
+	// outcomeLoadBatch is the jobs whose outcome keys one read of
+	// loadOutcomes takes, at a Start.
+	outcomeLoadBatch = maxTxnOps
 )
 
 // Keys per lease (session.go). With auth on and a user that is not root,

@@ -24,7 +24,9 @@ import (
 // goroutine ends once the queue is empty, so none outlives the events of a
 // stopped Cron. A function that panics does not end the program: the panic
 // is logged as an error, with the function's name (OnRunStarted, ...) and
-// the stack, once per event, and the observer gets the events that follow.
+// the stack, once per event, and the observer gets the events that follow;
+// every observer's OnObserverPanic is told (ObserverPanic), except of a
+// panic of OnObserverPanic itself.
 type Observer struct {
 	OnJobAdded         func(JobAdded)
 	OnRunStarted       func(RunStarted)
@@ -38,6 +40,12 @@ type Observer struct {
 	OnEtcdAccepted     func(EtcdRefusal)
 	OnEtcdEmpty        func(EtcdEmpty)
 	OnHookFailed       func(HookFailed)
+	// OnJobOutcome is told a job's outcome (JobOutcome) each time this
+	// replica records one of its runs, and etcd's at each Start.
+	OnJobOutcome func(JobOutcome)
+	// OnObserverPanic is told that a function of an observer of the Cron
+	// panicked.
+	OnObserverPanic func(ObserverPanic)
 	// OnDropped is told the number of events dropped because the queue was
 	// full since it was last called.
 	OnDropped func(n int)
@@ -58,6 +66,13 @@ func WithObserver(obs ...Observer) Option {
 			q := newObserverQueue(o)
 			// Read at a panic, once every option has been applied.
 			q.logger = func() Logger { return c.logger }
+			q.panicked = func(fn string) {
+				ev := ObserverPanic{Function: fn}
+				if c.coord != nil {
+					ev.Scheduler = c.coord.name
+				}
+				c.observers.emit(ev)
+			}
 			c.observers = append(c.observers, q)
 		}
 	}
@@ -75,10 +90,12 @@ func (obs observers) emit(ev any) {
 
 // observerQueue delivers events to one observer.
 type observerQueue struct {
-	o       Observer
-	size    int
-	logger  func() Logger // where a panic of the observer is reported
-	dropped atomic.Int64  // dropped in all
+	o      Observer
+	size   int
+	logger func() Logger // where a panic of the observer is reported
+	// panicked tells the Cron's observers of a panic of the function fn.
+	panicked func(fn string)
+	dropped  atomic.Int64 // dropped in all
 
 	mu      sync.Mutex
 	items   []observerCall // the calls of the observer's functions, in order
@@ -161,6 +178,9 @@ func (q *observerQueue) deliver(call observerCall) {
 		}
 		logger.Error(fmt.Errorf("panic: %w", err), "cronx: an observer panicked; it gets the events that follow",
 			"observer", call.name, "stack", stack)
+		if q.panicked != nil && call.name != "OnObserverPanic" {
+			q.panicked(call.name)
+		}
 	}()
 	call.f()
 }
@@ -198,6 +218,10 @@ func (o *Observer) call(ev any) observerCall {
 		return bind("OnEtcdEmpty", o.OnEtcdEmpty, ev)
 	case HookFailed:
 		return bind("OnHookFailed", o.OnHookFailed, ev)
+	case JobOutcome:
+		return bind("OnJobOutcome", o.OnJobOutcome, ev)
+	case ObserverPanic:
+		return bind("OnObserverPanic", o.OnObserverPanic, ev)
 	}
 	return observerCall{}
 }
@@ -216,6 +240,14 @@ func bind[E any](name string, f func(E), ev E) observerCall {
 		return observerCall{}
 	}
 	return observerCall{name: name, f: func() { f(ev) }}
+}
+
+// ObserverPanic is a function of one of a Cron's observers that panicked,
+// named as its field is (OnRunEnded, ...); the panic and its stack are in
+// the log.
+type ObserverPanic struct {
+	Scheduler string // empty for a Cron without etcd
+	Function  string
 }
 
 // The events that share a type with their opposite, told apart in a queue.

@@ -10,7 +10,7 @@ import (
 // jobPolicy is what a job does beyond running on its schedule: whether its
 // runs may overlap, how long a run may take, how a failed run is retried,
 // how far its start is spread, what it does on the nights the clocks
-// change, and what is called at a run's end. The Cron's WithJobOptions set it for every job; a job's own
+// change, what is called at a run's end, and after how many failures in a row it pauses. The Cron's WithJobOptions set it for every job; a job's own
 // options, given to Named, are applied after them and win.
 //
 // A policy does not change once made, and the entries with the same policy
@@ -23,6 +23,8 @@ type jobPolicy struct {
 	jitter  time.Duration // 0: none
 	retry   retryPolicy
 	hooks   *hooks // nil: none (hooks.go)
+	// pauseAfter is WithPauseAfter's failures; 0: never (pauseafter.go).
+	pauseAfter int
 }
 
 // policyDraft is a policy while options are applied to it.

@@ -46,5 +46,6 @@ func (k *Control) Paused(ctx context.Context, job string) (by string, paused boo
 	if len(resp.Kvs) == 0 {
 		return "", false, nil
 	}
-	return string(resp.Kvs[0].Value), true, nil
+	by, _ = parsePaused(resp.Kvs[0].Value)
+	return by, true, nil
 }

@@ -37,6 +37,8 @@ type finishItem struct {
 	timedOut   bool
 	attempt    int  // recorded when the job has retries
 	keep       bool // another attempt follows: the marker stays
+	// policy is the job's: whether its failures pause it (pauseafter.go).
+	policy *jobPolicy
 }
 
 // finishQueue holds ended runs for at most maxFinishes recorders, in the
@@ -148,6 +150,7 @@ func (rc *recorder) recordAll(batch []finishItem) {
 	for i, it := range batch {
 		gets[i] = clientv3.OpGet(rc.co.keys.history(it.job))
 	}
+	gets = append(gets, rc.outcomeGets(batch)...)
 	cli := rc.co.conn.etcd()
 	read, err := cli.Txn(ctx).Then(gets...).Commit()
 	if err != nil {
@@ -158,10 +161,13 @@ func (rc *recorder) recordAll(batch []finishItem) {
 	// successor that finds neither marker nor record reports the tick as not
 	// run (lost.go).
 	ops := make([]clientv3.Op, len(batch))
+	outcomes := make([]outcome, len(batch))
 	for i, it := range batch {
 		key := rc.co.keys.history(it.job)
 		hist, rev := decodeHistory(read.Responses[i].GetResponseRange().Kvs)
-		write := []clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, rc.record1(it)))}
+		next, also := rc.outcomeOps(it, read.Responses[len(batch)+i])
+		outcomes[i] = next
+		write := append([]clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, rc.record1(it)))}, also...)
 		if f := it.claim.Fence; f.Key != "" && !it.keep {
 			write = append(write, clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil))
 		}
@@ -175,8 +181,10 @@ func (rc *recorder) recordAll(batch []finishItem) {
 	}
 	for i, it := range batch {
 		if !wrote.Responses[i].GetResponseTxn().Succeeded {
-			rc.finish(it)
+			rc.finish(it) // records the outcome too
+			continue
 		}
+		rc.outcomeRecorded(it, outcomes[i], wrote.Header.Revision)
 	}
 }
 
@@ -281,24 +289,26 @@ func (rc *recorder) appendHistory(ctx context.Context, it finishItem) {
 	rec := rc.record1(it)
 	key := rc.co.keys.history(it.job)
 	for range 3 {
-		resp, err := rc.co.conn.etcd().Get(ctx, key)
+		resp, err := rc.co.conn.etcd().Txn(ctx).Then(clientv3.OpGet(key), rc.outcomeGets([]finishItem{it})[0]).Commit()
 		if err != nil {
 			rc.co.logger.Error(err, "cronx: record run", "job", it.job)
 			return
 		}
-		hist, rev := decodeHistory(resp.Kvs)
+		hist, rev := decodeHistory(resp.Responses[0].GetResponseRange().Kvs)
 		for _, h := range hist {
 			if h.Tick.Equal(rec.Tick) && h.Instance == rec.Instance && h.Start.Equal(rec.Start) && h.Triggered == rec.Triggered {
 				return
 			}
 		}
+		next, also := rc.outcomeOps(it, resp.Responses[1])
 		tr, err := rc.co.conn.etcd().Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-			Then(clientv3.OpPut(key, encodeHistory(hist, rec))).Commit()
+			Then(append([]clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, rec))}, also...)...).Commit()
 		if err != nil {
 			rc.co.logger.Error(err, "cronx: record run", "job", it.job)
 			return
 		}
 		if tr.Succeeded {
+			rc.outcomeRecorded(it, next, tr.Header.Revision)
 			return
 		}
 	}

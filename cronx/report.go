@@ -21,6 +21,7 @@ type reporter struct {
 	obs         observers    // the Cron's
 	tally       *notRunTally // ticks not run, to count in etcd
 	refusals    *refusals    // whether etcd refuses this replica's claims
+	outcomes    outcomesTold // the jobs' outcomes told (outcome.go)
 	sessionDown atomic.Bool  // a session was lost and none regained since
 	// emptyCheck asks the empty-etcd watch to look again.
 	emptyCheck chan struct{}

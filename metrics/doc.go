@@ -34,6 +34,16 @@
 //	                                                     that returned an error, panicked or outlived their timeout
 //	baton_observer_events_dropped_total                  counter: events dropped because this observer's
 //	                                                     queue was full (see cronx.Observer)
+//	baton_observer_panics_total{scheduler}               counter: panics of the functions of the scheduler's
+//	                                                     observers, recovered and logged (cronx.ObserverPanic)
+//	baton_job_last_success_timestamp_seconds{scheduler,job}
+//	                                                     gauge: when the job's last successful run ended,
+//	                                                     cluster-wide (cronx.JobOutcome); 0 while none is known
+//	baton_job_last_failure_timestamp_seconds{scheduler,job}
+//	                                                     gauge: when its last failed run ended, likewise
+//	baton_job_consecutive_failures{scheduler,job}        gauge: its runs failed since its last success, likewise
+//	baton_job_period_seconds{scheduler,job}              gauge: the time between its ticks, as its schedule had
+//	                                                     them when it was added (cronx.JobAdded.Period)
 //
 // Every series an alert or a dashboard needs exists, at 0, from the moment
 // a job is added (cronx.Observer.OnJobAdded), so that increase() sees the
@@ -42,12 +52,29 @@
 // failures of each of its hooks (cronx.JobAdded.Hooks), the
 // histograms of its scheduler and, for a scheduler with etcd, its refused
 // gauge, its empty-etcd counter and, in leader mode, its leader gauge and
-// leadership changes. The session gauge appears once the session is known.
+// leadership changes; for a job of a scheduler with etcd, its outcome
+// gauges, at 0, and its period; the observer panics of each scheduler. The
+// session gauge appears once the session is known.
 // The series of a removed job stay until the process ends.
 //
 // Labels stay bounded: schedulers, job names, outcomes, reasons and
 // changes; never a tick time or an instance. The histograms are labelled by
 // scheduler only, so that their series do not grow with the number of jobs.
+//
+// A job's outcome is etcd's, whichever replica ran the job: each record of
+// a run writes it (see cronx.JobStatus.LastSuccess), and the replica that
+// wrote it sets the gauges to what it wrote; a replica that starts sets
+// them to what etcd has (0 for a job never run). A replica that stopped
+// recording the job shows what was true when it last did: take max by
+// (scheduler, job) over the replicas for the last success and failure,
+// which only move forward, and read a 0 as not known, as
+// docs/alerts.rules.yml does. The failures in a row are the cluster's on
+// the replica that recorded last; a replica that stopped recording the job
+// keeps its older count, so their max over replicas is an upper bound
+// until a success anywhere is recorded on each (it is exact while no
+// replica has seen a success, as for a job that never succeeded). So a
+// job that stops succeeding is seen whichever replica runs it next, and a
+// job that no replica runs at all is seen by its ticks not run.
 //
 // The counts are this replica's: in claim mode every replica reports a
 // paused tick, and a tick claimed elsewhere is one that ran on another

@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/batonhq/baton/cronx"
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +33,12 @@ type collectors struct {
 	empty    *prometheus.CounterVec
 	hooks    *prometheus.CounterVec
 	dropped  prometheus.Counter
+	// A job's outcome, cluster-wide (cronx.JobOutcome), and its period.
+	lastSuccess *prometheus.GaugeVec
+	lastFailure *prometheus.GaugeVec
+	failures    *prometheus.GaugeVec
+	period      *prometheus.GaugeVec
+	panics      *prometheus.CounterVec
 }
 
 // New registers baton's metrics on reg and returns the observer that
@@ -79,6 +86,21 @@ func New(reg prometheus.Registerer) (cronx.Observer, error) {
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "baton_observer_events_dropped_total", Help: "Events dropped because the metrics observer's queue was full.",
 		}),
+		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "baton_job_last_success_timestamp_seconds", Help: "When the job's last successful run ended, cluster-wide, as this replica last recorded it; 0 when none is known.",
+		}, []string{"scheduler", "job"}),
+		lastFailure: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "baton_job_last_failure_timestamp_seconds", Help: "When the job's last failed run ended, cluster-wide, as this replica last recorded it; 0 when none is known.",
+		}, []string{"scheduler", "job"}),
+		failures: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "baton_job_consecutive_failures", Help: "Runs of the job that failed since its last success, cluster-wide, as this replica last recorded it.",
+		}, []string{"scheduler", "job"}),
+		period: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "baton_job_period_seconds", Help: "The time between the job's ticks, as its schedule had them when it was added.",
+		}, []string{"scheduler", "job"}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_observer_panics_total", Help: "Panics of the functions of the scheduler's observers, recovered and logged.",
+		}, []string{"scheduler"}),
 	}
 	if err := register(reg, &c); err != nil {
 		return cronx.Observer{}, err
@@ -92,7 +114,7 @@ func register(reg prometheus.Registerer, c *collectors) error {
 	return errors.Join(
 		use(reg, &c.runs), use(reg, &c.notRun), use(reg, &c.duration), use(reg, &c.lateness), use(reg, &c.claim),
 		use(reg, &c.leader), use(reg, &c.changes), use(reg, &c.session), use(reg, &c.refused), use(reg, &c.empty), use(reg, &c.hooks),
-		use(reg, &c.dropped))
+		use(reg, &c.dropped), use(reg, &c.lastSuccess), use(reg, &c.lastFailure), use(reg, &c.failures), use(reg, &c.period), use(reg, &c.panics))
 }
 
 func use[T prometheus.Collector](reg prometheus.Registerer, c *T) error {
@@ -146,6 +168,8 @@ func (c collectors) observer() cronx.Observer {
 		OnEtcdEmpty:       func(e cronx.EtcdEmpty) { c.empty.WithLabelValues(e.Scheduler).Inc() },
 		OnHookFailed:      func(e cronx.HookFailed) { c.hooks.WithLabelValues(e.Scheduler, e.Job, string(e.Hook)).Inc() },
 		OnDropped:         func(n int) { c.dropped.Add(float64(n)) },
+		OnJobOutcome:      c.jobOutcome,
+		OnObserverPanic:   func(e cronx.ObserverPanic) { c.panics.WithLabelValues(e.Scheduler).Inc() },
 	}
 }
 
@@ -166,9 +190,15 @@ func (c collectors) jobAdded(e cronx.JobAdded) {
 	}
 	c.duration.WithLabelValues(e.Scheduler)
 	c.lateness.WithLabelValues(e.Scheduler)
+	c.panics.WithLabelValues(e.Scheduler)
 	if !e.Coordinated {
 		return
 	}
+	// A job's outcome is in etcd: the gauges of one without are not made.
+	c.period.WithLabelValues(e.Scheduler, e.Job).Set(e.Period.Seconds())
+	c.lastSuccess.WithLabelValues(e.Scheduler, e.Job)
+	c.lastFailure.WithLabelValues(e.Scheduler, e.Job)
+	c.failures.WithLabelValues(e.Scheduler, e.Job)
 	c.claim.WithLabelValues(e.Scheduler)
 	c.refused.WithLabelValues(e.Scheduler)
 	c.empty.WithLabelValues(e.Scheduler)
@@ -177,4 +207,19 @@ func (c collectors) jobAdded(e cronx.JobAdded) {
 		c.changes.WithLabelValues(e.Scheduler, "gained")
 		c.changes.WithLabelValues(e.Scheduler, "lost")
 	}
+}
+
+// jobOutcome sets a job's outcome gauges to what a record wrote in etcd: a
+// time not known is 0.
+func (c collectors) jobOutcome(e cronx.JobOutcome) {
+	c.lastSuccess.WithLabelValues(e.Scheduler, e.Job).Set(unixSeconds(e.LastSuccess))
+	c.lastFailure.WithLabelValues(e.Scheduler, e.Job).Set(unixSeconds(e.LastFailure))
+	c.failures.WithLabelValues(e.Scheduler, e.Job).Set(float64(e.ConsecutiveFailures))
+}
+
+func unixSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
 }

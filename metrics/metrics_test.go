@@ -112,6 +112,20 @@ func TestMetricsOfARealScheduler(t *testing.T) {
 	if v := value(t, reg, "baton_job_runs_total", map[string]string{"scheduler": "m", "job": "ok", "outcome": "failure"}); v > 0 {
 		t.Errorf("job ok counted %v failures", v)
 	}
+	// The outcomes etcd has, from the runs' records.
+	waitValue(t, reg, "baton_job_last_success_timestamp_seconds", map[string]string{"scheduler": "m", "job": "ok"}, "a time", func(v float64) bool { return v > 1e9 })
+	waitValue(t, reg, "baton_job_last_failure_timestamp_seconds", map[string]string{"scheduler": "m", "job": "bad"}, "a time", func(v float64) bool { return v > 1e9 })
+	waitValue(t, reg, "baton_job_consecutive_failures", map[string]string{"scheduler": "m", "job": "bad"}, "≥ 1", atLeast1)
+	for _, job := range []string{"ok", "bad"} {
+		if v := value(t, reg, "baton_job_period_seconds", map[string]string{"scheduler": "m", "job": job}); v != 1 {
+			t.Errorf("job %s: period %vs, want 1s", job, v)
+		}
+	}
+	for job, name := range map[string]string{"ok": "baton_job_last_failure_timestamp_seconds", "bad": "baton_job_last_success_timestamp_seconds"} {
+		if v := value(t, reg, name, map[string]string{"scheduler": "m", "job": job}); v != 0 {
+			t.Errorf("job %s: %s %v, want 0 (none)", job, name, v)
+		}
+	}
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", problems, err)
 	}
@@ -182,3 +196,26 @@ func TestEveryReasonIsALabel(t *testing.T) {
 		t.Errorf("%d reasons, want 9", len(seen))
 	}
 }
+
+// TestObserverPanicsAreCounted: a panic of another observer of the Cron is
+// counted, by scheduler.
+func TestObserverPanicsAreCounted(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	obs, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	panicky := cronx.Observer{OnJobAdded: func(cronx.JobAdded) { panic("boom") }}
+	c := cronx.New(cronx.WithObserver(obs, panicky), cronx.WithLogger(cronx.PrintfLogger(nopPrintf{})))
+	for _, spec := range []string{"@yearly", "@monthly"} {
+		if _, err := c.AddFunc(spec, func() {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitValue(t, reg, "baton_observer_panics_total", map[string]string{"scheduler": ""}, "2", func(v float64) bool { return v == 2 })
+}
+
+type nopPrintf struct{}
+
+func (nopPrintf) Printf(string, ...any) {}

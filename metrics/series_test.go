@@ -112,6 +112,7 @@ func TestSeriesExistFromRegistration(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	jobsOf := map[string][]string{"lead": {"forbid", "hooked", "plain"}, "claim": {"plain", "replace"}}
 	common := []string{"misfire_skipped", "paused", "overtaken", "etcd_unavailable", "etcd_refused"}
 	for _, tc := range []struct {
 		scheduler, job string
@@ -139,6 +140,19 @@ func TestSeriesExistFromRegistration(t *testing.T) {
 		for _, m := range []string{"baton_claim_latency_seconds", "baton_etcd_writes_refused", "baton_etcd_found_empty_total"} {
 			waitSeries(t, reg, m, map[string]string{"scheduler": s}, "scheduler", atZero(s))
 		}
+	}
+	// A coordinated job's outcome and period, from its registration; a
+	// job without etcd has no outcome.
+	for _, s := range []string{"lead", "claim"} {
+		for _, m := range []string{"baton_job_last_success_timestamp_seconds", "baton_job_last_failure_timestamp_seconds", "baton_job_consecutive_failures"} {
+			waitSeries(t, reg, m, map[string]string{"scheduler": s}, "job", atZero(jobsOf[s]...))
+		}
+		if v := value(t, reg, "baton_job_period_seconds", map[string]string{"scheduler": s, "job": "plain"}); v < 365*24*3600 || v > 366*24*3600 {
+			t.Errorf("scheduler %s: the period of a @yearly job is %vs", s, v)
+		}
+	}
+	for _, s := range []string{"lead", "claim", ""} {
+		waitSeries(t, reg, "baton_observer_panics_total", map[string]string{"scheduler": s}, "scheduler", atZero(s))
 	}
 	// Leadership is leader mode's only; the session is up or down once
 	// known, not before.

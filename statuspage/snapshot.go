@@ -91,13 +91,16 @@ type Scheduler struct {
 
 // Job is one job of a scheduler.
 type Job struct {
-	Name     string    `json:"name"`
-	Spec     string    `json:"spec"`
-	Paused   bool      `json:"paused"`
-	PausedBy string    `json:"paused_by,omitempty"`
-	LastTick time.Time `json:"last_tick,omitzero"`
-	LastBy   string    `json:"last_by,omitempty"`
-	LastRun  *Run      `json:"last_run,omitempty"`
+	Name     string `json:"name"`
+	Spec     string `json:"spec"`
+	Paused   bool   `json:"paused"`
+	PausedBy string `json:"paused_by,omitempty"`
+	// PausedReason is why the job paused itself after its failures
+	// (cronx.WithPauseAfter); empty for a pause by hand.
+	PausedReason string    `json:"paused_reason,omitempty"`
+	LastTick     time.Time `json:"last_tick,omitzero"`
+	LastBy       string    `json:"last_by,omitempty"`
+	LastRun      *Run      `json:"last_run,omitempty"`
 	// Running lists the replicas running the job now.
 	Running []string `json:"running"`
 	// Next is the next tick by the spec, after the last one or the
@@ -110,6 +113,13 @@ type Job struct {
 	NotRun map[string]int `json:"not_run,omitempty"`
 	// NotRunHours are the same ticks by hour, oldest first (strip.go).
 	NotRunHours []NotRunHour `json:"not_run_hours,omitempty"`
+	// LastSuccess and LastFailure are when the job's last successful and
+	// last failed runs ended, and ConsecutiveFailures the runs failed since
+	// the last success, however far back in its history; zero before the
+	// first.
+	LastSuccess         time.Time `json:"last_success,omitzero"`
+	LastFailure         time.Time `json:"last_failure,omitzero"`
+	ConsecutiveFailures int       `json:"consecutive_failures"`
 }
 
 // NotRunCount is one reason's count of ticks not run.
@@ -328,6 +338,8 @@ func readScheduler(ctx context.Context, client *clientv3.Client, prefix, name st
 func newJob(j cronx.JobStatus, now time.Time) Job {
 	r := Job{Name: j.Name, Spec: j.Spec, Paused: j.Paused, PausedBy: j.PausedBy,
 		LastTick: j.LastTick, LastBy: j.LastBy, Running: j.Running, History: []Run{}}
+	r.PausedReason = j.PausedReason
+	r.LastSuccess, r.LastFailure, r.ConsecutiveFailures = j.LastSuccess, j.LastFailure, j.ConsecutiveFailures
 	if r.Running == nil {
 		r.Running = []string{}
 	}

@@ -59,16 +59,19 @@ func (r *Snapshot) writeJobs(w io.Writer) {
 		fmt.Fprintf(w, "No scheduler has published jobs under %s.\n", printable(r.Prefix))
 		return
 	}
-	fmt.Fprintln(w, "SCHEDULER\tJOB\tSPEC\tPAUSED\tLAST RUN\tBY\tRESULT\tRUNNING ON\tNEXT RUN\tNOT RUN (1D)")
+	fmt.Fprintln(w, "SCHEDULER\tJOB\tSPEC\tPAUSED\tLAST RUN\tBY\tRESULT\tLAST SUCCESS\tLAST FAILURE\tFAILURES\tRUNNING ON\tNEXT RUN\tNOT RUN (1D)")
 	for _, s := range r.Schedulers {
 		if len(s.Jobs) == 0 {
-			fmt.Fprintf(w, "%s\t(no jobs)\t\t\t\t\t\t\t\t\n", printable(s.Name))
+			fmt.Fprintf(w, "%s\t(no jobs)\t\t\t\t\t\t\t\t\t\t\t\n", printable(s.Name))
 		}
 		for _, j := range s.Jobs {
 			paused := "no"
 			if j.Paused {
 				paused = "yes"
-				if j.PausedBy != "" {
+				switch {
+				case j.PausedReason != "":
+					paused += " (" + printable(dash(j.PausedBy)) + ": " + printable(oneLine(60, j.PausedReason)) + ")"
+				case j.PausedBy != "":
 					paused += " (" + printable(j.PausedBy) + ")"
 				}
 			}
@@ -85,8 +88,9 @@ func (r *Snapshot) writeJobs(w io.Writer) {
 				}
 				notRun = strings.Join(parts, ",")
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(s.Name), printable(j.Name), printable(j.Spec),
-				paused, local(tick), printable(dash(by)), printable(result), printable(running), local(j.Next), notRun)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", printable(s.Name), printable(j.Name), printable(j.Spec),
+				paused, local(tick), printable(dash(by)), printable(result), local(j.LastSuccess), local(j.LastFailure), j.ConsecutiveFailures,
+				printable(running), local(j.Next), notRun)
 		}
 	}
 }

@@ -69,6 +69,24 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestPauseResumeTriggerStatus$"}},
 	},
 	{
+		Name:   "pause-after-ignored",
+		Breaks: "a job WithPauseAfter(n) keeps running after n failures in a row",
+		Edits:  []edit{{Marker: "pause-after", Old: "n == 0 || o.Failures < n", New: "n >= 0"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestPauseAfterFailures$"}},
+	},
+	{
+		Name:   "pause-after-overwrites",
+		Breaks: "a job's failures overwrite who paused it by hand",
+		Edits:  []edit{{Marker: "pause-after-kept", Old: `clientv3.Compare(clientv3.CreateRevision(key), "=", 0)`, New: `clientv3.Compare(clientv3.CreateRevision(key), ">=", 0)`}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestPauseAfterKeepsAPauseByHand$"}},
+	},
+	{
+		Name:   "last-success-forgotten",
+		Breaks: "a job's last success is not recorded, so an alert on it fires for a job that succeeds",
+		Edits:  []edit{{Marker: "last-success", Old: "o.LastSuccess, o.Failures = it.end, 0", New: "o.Failures = 0"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestOutcomeOutlivesTheHistory$"}},
+	},
+	{
 		Name:   "deposed-claim-accepted",
 		Breaks: "G1: a leader's claims are not bound to its term, so a deposed leader claims ticks",
 		Edits:  []edit{{Marker: "under-term", Old: "opts = append(opts, election.UnderTerm(ts.term.Fence))", New: ""}},

@@ -88,6 +88,9 @@ schedule are an error: they would be read as the schedule or the command):
   backoff=DURATION               as --retry-backoff
   jitter=DURATION                as --jitter
   dst=robfig|once                as --dst
+  pause-after=N                  pause the job, cluster-wide, once N of its
+                                 runs in a row have failed; baton status
+                                 shows why until baton resume
   on-failure=COMMAND             as --on-failure; on-failure="" for none
   on-success=COMMAND             as --on-success; on-success="" for none
   hook-timeout=DURATION          as --hook-timeout

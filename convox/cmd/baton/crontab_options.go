@@ -101,6 +101,12 @@ func entryOption(kv string, rs *retrySetting, hs *hookSetting) (cronx.JobOption,
 		}
 		rs.jitter = &d
 		return cronx.WithJitter(d), nil
+	case "pause-after":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("option %s: want a whole number of failures of 1 or more", kv)
+		}
+		return cronx.WithPauseAfter(n), nil
 	case "dst":
 		rule, err := parseDST(value)
 		if err != nil {
@@ -112,7 +118,7 @@ func entryOption(kv string, rs *retrySetting, hs *hookSetting) (cronx.JobOption,
 }
 
 // optionKeys lists the keys entryOption knows, for its errors.
-const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, on-failure, on-success, hook-timeout"
+const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, pause-after, on-failure, on-success, hook-timeout"
 
 // entryOptions reads the options between an entry's brackets, and returns
 // them and their text as --check prints it.

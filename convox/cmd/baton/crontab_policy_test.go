@@ -62,6 +62,7 @@ func TestParseCrontabOptions(t *testing.T) {
 		{"a: [dst=twice] * * * * * x", `"twice": want robfig or once`},
 		{"a: [jitter=-5s] * * * * * x", "must not be negative"},
 		{"a: [attempts=0] * * * * * x", "want a whole number of 1 or more"},
+		{"a: [pause-after=0] * * * * * x", "want a whole number of failures of 1 or more"},
 		{"a: [backoff=x] * * * * * x", `invalid duration "x"`},
 		{"a: [timeout] * * * * * x", "want KEY=VALUE"},
 		{"a: [timeout=1s * * * * * x", "not closed"},
@@ -379,5 +380,55 @@ func TestCrontabReplaceNeverOverlaps(t *testing.T) {
 				t.Logf("ledger:\n%s", b)
 			}
 		})
+	}
+}
+
+// TestCrontabPauseAfterFailures runs two replicas of a crontab whose job
+// fails every second, [pause-after=2]: its second failure in a row pauses
+// it cluster-wide, no replica runs it again, and baton status says why.
+func TestCrontabPauseAfterFailures(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	etcd := etcdtest.Shared(t)
+	cli := etcd.Client(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	file := filepath.Join(dir, "crontab")
+	os.WriteFile(file, []byte(`failing: [pause-after=2] * * * * * * echo "run $BATON_TICK" >> `+log+`; exit 3`+"\n"), 0o644)
+	for _, id := range []string{"r1", "r2"} {
+		startBaton(t, append(etcd.Env(), "BATON_ID="+id), "crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL), file)
+	}
+	k, err := cronx.NewControl(cli, "/baton", "crontab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paused cronx.JobStatus
+	until(t, 30*time.Second, "the job paused", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err := k.Status(ctx)
+		if err != nil || len(st.Jobs) != 1 || !st.Jobs[0].Paused {
+			return false
+		}
+		paused = st.Jobs[0]
+		return true
+	})
+	if paused.ConsecutiveFailures != 2 || !strings.Contains(paused.PausedReason, "2 consecutive failures; the last: exit status 3") ||
+		(paused.PausedBy != "r1" && paused.PausedBy != "r2") {
+		t.Errorf("paused %+v, want by r1 or r2 after 2 failures of exit status 3", paused)
+	}
+	// A run that started before the pause was written may still end; none
+	// starts after.
+	time.Sleep(1500 * time.Millisecond)
+	runs := len(readLines(log))
+	time.Sleep(2 * time.Second)
+	if n := len(readLines(log)); n != runs {
+		t.Errorf("%d runs, then %d, want none once paused: %q", runs, n, readLines(log))
+	}
+	code, out := runBaton(t, etcd.Env(), "status")
+	if code != 0 || !strings.Contains(out, "yes ("+paused.PausedBy+": 2 consecutive failures; the last: exit status 3)") {
+		t.Errorf("baton status: exit %d:\n%s", code, out)
 	}
 }

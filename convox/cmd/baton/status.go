@@ -33,9 +33,12 @@ const statusSynopsis = `Usage: baton status [flags]
 Shows what baton coordinates under the key prefix (--prefix): every
 election and who leads it, every lock and who holds it, and for every
 scheduler (or the one --scheduler names) each job's schedule, whether it
-is paused, its last run, who ran it and how it ended, where it runs now and
-when it runs next, and how many of its ticks no replica ran over the last
-day, by reason (NOT RUN (1D): no_leader, misfire_skipped, overlap,
+is paused (and, for a job that paused itself after its failures, why:
+"yes (WHO: REASON)"), its last run, who ran it and how it ended, when its
+last successful and last failed runs ended and how many runs failed in a
+row since (LAST SUCCESS, LAST FAILURE, FAILURES, however long ago), where
+it runs now and when it runs next, and how many of its ticks no replica
+ran over the last day, by reason (NOT RUN (1D): no_leader, misfire_skipped, overlap,
 paused, overtaken, etcd_unavailable, etcd_refused, runner_lost; see cronx.Reason). A job appears once
 a replica has published it: the leader does so when elected, and in claim
 mode every replica.
@@ -61,11 +64,14 @@ escaped, as \x1b, so that no value acts on the terminal.
   locks[]                      name, holder, lease (hex), fence, waiting
   schedulers[]                 name, leader (empty when nobody leads),
                                leader_since?, jobs[]
-  schedulers[].jobs[]          name, spec, paused, paused_by?, last_tick?,
-                               last_by?, last_run?, running[] (replicas
-                               running it now), next?, history[],
-                               not_run? (ticks not run over the last day,
-                               by reason: {"paused": 3, ...})
+  schedulers[].jobs[]          name, spec, paused, paused_by?,
+                               paused_reason? (why a job paused itself),
+                               last_tick?, last_by?, last_run?, running[]
+                               (replicas running it now), next?,
+                               history[], not_run? (ticks not run over
+                               the last day, by reason: {"paused": 3,
+                               ...}), last_success?, last_failure?,
+                               consecutive_failures
   last_run, history[]          tick, instance, start, duration_seconds,
                                error? (the run failed), triggered?,
                                timed_out? (the run reached its timeout),

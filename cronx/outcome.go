@@ -1,0 +1,196 @@
+package cronx
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A job's outcome key (<job>/outcome) holds what its history, bounded to
+// historyLen runs, forgets: when the job last succeeded and last failed,
+// and how many of its runs have failed in a row since. The recorder writes
+// it in the transaction that appends the run to the history, under the
+// same condition (the history's revision, read with the outcome), so the
+// two never disagree and a run is counted once: whichever replica ran the
+// job, the key is the cluster's. It costs nothing more per tick than the
+// history write it rides in, one more key read and written.
+//
+// Only a run's last attempt counts: an attempt that is retried is neither
+// a success nor a failure of the run (WithRetries).
+
+// outcome is a job's outcome key.
+type outcome struct {
+	LastSuccess time.Time `json:"last_success,omitzero"`
+	LastFailure time.Time `json:"last_failure,omitzero"`
+	// Failures is the number of runs that failed since the last success.
+	Failures int `json:"failures,omitempty"`
+}
+
+// JobOutcome is a job's last success, last failure and consecutive
+// failures, cluster-wide, as this replica wrote them in etcd with a run it
+// recorded, or read them from etcd when it started (or the job was added
+// while it ran). A job's outcomes are told in the order etcd has them.
+type JobOutcome struct {
+	Scheduler string
+	Job       string
+	// LastSuccess and LastFailure are the ends of the job's last
+	// successful and last failed runs; zero when there was none.
+	LastSuccess time.Time
+	LastFailure time.Time
+	// ConsecutiveFailures counts the runs that failed since the last
+	// success.
+	ConsecutiveFailures int
+}
+
+func (l layout) outcome(job string) string { return l.jobs + job + "/outcome" }
+
+// parseOutcome reads an outcome value, as much of it as decodes: a damaged
+// value is replaced by the next run's write.
+func parseOutcome(v []byte) outcome {
+	var o outcome
+	json.Unmarshal(v, &o)
+	return o
+}
+
+// decodeOutcome reads an outcome key's value; the zero outcome if absent.
+func decodeOutcome(kvs []*mvccpb.KeyValue) outcome {
+	if len(kvs) == 0 {
+		return outcome{}
+	}
+	return parseOutcome(kvs[0].Value)
+}
+
+func encodeOutcome(o outcome) string {
+	b, _ := json.Marshal(o)
+	return string(b)
+}
+
+// after is o once the run of it has ended; an attempt that is retried
+// (it.keep) changes nothing.
+func (o outcome) after(it finishItem) outcome {
+	switch {
+	case it.keep:
+	case it.err == nil:
+		o.LastSuccess, o.Failures = it.end, 0 // mutation:last-success
+	default:
+		o.LastFailure = it.end
+		o.Failures++
+	}
+	return o
+}
+
+// outcomeGets are the reads of the outcome keys of batch, in its order,
+// to go with the reads of their histories.
+func (rc *recorder) outcomeGets(batch []finishItem) []clientv3.Op {
+	gets := make([]clientv3.Op, len(batch))
+	for i, it := range batch {
+		gets[i] = clientv3.OpGet(rc.co.keys.outcome(it.job))
+	}
+	return gets
+}
+
+// outcomeOps are the writes that go with the history write of it, given
+// the outcome key as read with the history: the job's new outcome, and
+// its pause when its policy says so (pauseafter.go); none for an attempt
+// that is retried. next is the outcome they write.
+func (rc *recorder) outcomeOps(it finishItem, read *etcdserverpb.ResponseOp) (next outcome, ops []clientv3.Op) {
+	if it.keep {
+		return outcome{}, nil
+	}
+	next = decodeOutcome(read.GetResponseRange().GetKvs()).after(it)
+	ops = []clientv3.Op{clientv3.OpPut(rc.co.keys.outcome(it.job), encodeOutcome(next))}
+	return next, append(ops, rc.pauseOps(it, next)...)
+}
+
+// outcomeRecorded tells the observers the outcome that the record of it
+// wrote at revision rev.
+func (rc *recorder) outcomeRecorded(it finishItem, o outcome, rev int64) {
+	if it.keep || !rc.co.rep.observed() {
+		return
+	}
+	rc.co.rep.outcomes.tell(rc.co.rep, it.job, o, rev)
+}
+
+// loadOutcomes tells the observers the outcome etcd has of each of jobs,
+// so that a replica that has just started, or a job just added, shows what
+// the cluster recorded before rather than nothing: in the background, one
+// read per outcomeLoadBatch jobs, at each Start and for a job added while
+// the Cron runs; nothing when nobody observes. A job with no outcome yet is
+// not told. names is read in the background too: the Cron's entries are
+// behind the mutex that Start and Stop hold.
+func (co *coordinator) loadOutcomes(names func() []string) {
+	cli := co.conn.etcd()
+	if !co.rep.observed() || cli == nil {
+		return
+	}
+	ctx := co.runCtx()
+	co.work.add() // the client outlives the read
+	go func() {
+		defer co.work.done()
+		jobs := names()
+		for len(jobs) > 0 && ctx.Err() == nil {
+			batch := jobs[:min(len(jobs), outcomeLoadBatch)]
+			jobs = jobs[len(batch):]
+			gets := make([]clientv3.Op, len(batch))
+			for i, job := range batch {
+				gets[i] = clientv3.OpGet(co.keys.outcome(job))
+			}
+			rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+			resp, err := cli.Txn(rctx).Then(gets...).Commit()
+			cancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					co.logger.Error(err, "cronx: read the jobs' outcomes", "scheduler", co.name)
+				}
+				return
+			}
+			for i, job := range batch {
+				if kvs := resp.Responses[i].GetResponseRange().GetKvs(); len(kvs) > 0 {
+					co.rep.outcomes.tell(co.rep, job, decodeOutcome(kvs), kvs[0].ModRevision)
+				}
+			}
+		}
+	}()
+}
+
+// outcomesTold holds, per job, the etcd revision of the last outcome told
+// to the observers: a read at a Start that a record overtook must not tell
+// an older outcome after a newer one.
+type outcomesTold struct {
+	mu  sync.Mutex
+	rev map[string]int64
+}
+
+// tell tells the observers of rp job's outcome o, written at revision rev,
+// unless a later one was told.
+func (t *outcomesTold) tell(rp *reporter, job string, o outcome, rev int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if rev < t.rev[job] {
+		return
+	}
+	if t.rev == nil {
+		t.rev = map[string]int64{}
+	}
+	t.rev[job] = rev
+	// Emitted under the mutex, so that the observers get them in the
+	// order of their revisions.
+	rp.emit(JobOutcome{Scheduler: rp.sc.name, Job: job, LastSuccess: o.LastSuccess, LastFailure: o.LastFailure, ConsecutiveFailures: o.Failures})
+}
+
+// namesOf is the names of the named entries of h.
+func namesOf(h host) []string {
+	entries := h.Entries()
+	var names []string
+	for _, e := range entries {
+		if e.name != "" {
+			names = append(names, e.name)
+		}
+	}
+	return names
+}
