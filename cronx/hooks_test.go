@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/clock"
+	"github.com/batonhq/baton/internal/etcdtest"
 )
 
 // hookCall is one call of a hook, as the hook saw it.
@@ -179,4 +183,50 @@ func TestHookFollowsTheLastAttempt(t *testing.T) {
 		t.Errorf("hook %s with %+v, %v; want on_success of attempt 2 of %v on %s", c.kind, c.info, c.err, tick, first.info.Instance)
 	}
 	noHook(t, calls, 300*time.Millisecond, "a second hook of the run")
+}
+
+// TestStopsContextWaitsForAHook: a hook called at a run's end is part of
+// the Cron's work, so Stop's context is done only once it has returned,
+// and the caller may close the client or exit then.
+func TestStopsContextWaitsForAHook(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	fake := clock.NewFake(t0)
+	called := make(chan struct{})
+	release := make(chan struct{})
+	c := newFakeCron(t, fake, fake, WithSeconds(), WithEtcd(srv.Client(t)), WithName("stophook"),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	mustAdd(t, c.Cron, "* * * * * *", Named("failing", ContextFunc(func(context.Context) error { return errors.New("boom") }),
+		WithOnFailure(func(context.Context, Info, error) error {
+			select {
+			case called <- struct{}{}:
+			default:
+			}
+			<-release
+			return nil
+		})))
+	c.Start()
+	tick := t0.Add(time.Second)
+	if !fake.WaitDueBy(tick, wait) {
+		t.Fatal("no timer armed for the first tick")
+	}
+	fake.Set(tick)
+	select {
+	case <-called:
+	case <-time.After(wait):
+		t.Fatal("the failure hook was not called")
+	}
+	done := c.Stop()
+	select {
+	case <-done.Done():
+		close(release)
+		t.Fatal("Stop's context was done while a hook was being called")
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-done.Done():
+	case <-time.After(wait):
+		t.Fatal("Stop's context not done after the hook returned")
+	}
 }

@@ -211,16 +211,17 @@ func (rs *runs) shutdownInside(r *run, d int) {
 }
 
 // settled reports whether every run has ended and been recorded, but
-// those calling Shutdown; the caller holds mu.
+// those calling Shutdown, and no hook is being called; the caller holds mu.
 func (rs *runs) settled() bool {
-	return rs.records == 0 && rs.count(func(*run) bool { return true }) <= rs.unnamed
+	return rs.records == 0 && rs.count(func(*run) bool { return true }) <= rs.unnamed && len(rs.hooks) == 0
 }
 
 // returned reports whether every job has returned, but those calling
-// Shutdown: no run has started that is yet to call its job or is in it.
-// The caller holds mu.
+// Shutdown, and every hook: no run has started that is yet to call its job
+// or is in it, and no hook is being called. The caller holds mu.
 func (rs *runs) returned() bool {
-	return rs.count(func(r *run) bool { return r.stage == stageStarted && (r.inJob || !r.called) }) <= rs.unnamed
+	return rs.count(func(r *run) bool { return r.stage == stageStarted && (r.inJob || !r.called) }) <= rs.unnamed &&
+		len(rs.hooks) == 0 // mutation:shutdown-awaits-hooks
 }
 
 // count counts the live runs that match and call no Shutdown named by its
@@ -380,6 +381,7 @@ func (rs *runs) hookCalled(cancel context.CancelCauseFunc) (returned func()) {
 		rs.mu.Lock()
 		defer rs.mu.Unlock()
 		delete(rs.hooks, key)
+		rs.notify()
 	}
 }
 

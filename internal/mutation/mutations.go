@@ -220,12 +220,18 @@ var mutations = []mutation{
 	},
 	{
 		Name:   "hook-not-awaited",
-		Breaks: "Stop returns, and baton exits, while a hook still runs",
+		Breaks: "Stop's context is done while a hook is still being called",
 		Edits: []edit{
 			{Marker: "hook-awaited", Old: "co.work.add()", New: ""},
 			{Marker: "hook-awaited-done", Old: "defer co.work.done()", New: ""},
 		},
-		Tests: []tests{{Pkg: "convox/cmd/baton", Run: "^TestCrontabHooksRunOncePerRun$"}},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestStopsContextWaitsForAHook$"}},
+	},
+	{
+		Name:   "shutdown-leaves-hooks",
+		Breaks: "Shutdown returns, and baton exits, while a hook it ended is still stopping its command",
+		Edits:  []edit{{Marker: "shutdown-awaits-hooks", Old: "len(rs.hooks) == 0", New: "true"}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestCrontabHooksRunOncePerRun$"}},
 	},
 	{
 		Name:   "hook-outlives-shutdown",
