@@ -98,14 +98,14 @@ const (
 // etcd checks the user's permission on every key already on a lease at
 // each put that carries it (etcd-io/etcd#15993): a few microseconds a key,
 // so a lease of a thousand keys adds milliseconds to each put.
-const (
-	// markerLeaseKeys bounds the markers of runs in progress on one lease:
-	// a crowded tick's markers spread over a few leases, kept for the next.
-	markerLeaseKeys = 256
-	// regLeaseKeys bounds the registrations on one lease: written once per
-	// job and process, they may share a larger lease.
-	regLeaseKeys = 1000
-)
+//
+// leaseOpenKeys is how many keys a lease may hold and still take more: a
+// batch of keys put in one transaction (a batch of claims' markers, of
+// registrations) goes on a lease that held fewer, so that no put checks
+// more than leaseOpenKeys keys. A lease holds at most leaseOpenKeys-1 and
+// a batch more: a crowded tick's markers spread over a lease per batch in
+// flight, kept for the next, and registrations over a lease per specBatch.
+const leaseOpenKeys = 16
 
 // reloadWindow is how long a removed coordinated job keeps its place for a
 // job added again under its name (see reload.go): long enough for a process
