@@ -13,7 +13,7 @@ import (
 // claims.MaxEach ticks, each on its own, under the same conditions as a
 // single claim, and tells each one's outcome (claims.ClaimEach). The
 // batch's markers go on one lease (session.go), so that none of its puts
-// checks more than leaseOpenKeys keys. A batch etcd does not take is
+// checks more than markerLeaseKeys keys. A batch etcd does not take is
 // claimed again one tick at a time.
 //
 // Cost: a crowded tick, or a term's catch-up, of N jobs is N/100 claim

@@ -98,14 +98,19 @@ const (
 // etcd checks the user's permission on every key already on a lease at
 // each put that carries it (etcd-io/etcd#15993): a few microseconds a key,
 // so a lease of a thousand keys adds milliseconds to each put.
-//
-// leaseOpenKeys is how many keys a lease may hold and still take more: a
-// batch of keys put in one transaction (a batch of claims' markers, of
-// registrations) goes on a lease that held fewer, so that no put checks
-// more than leaseOpenKeys keys. A lease holds at most leaseOpenKeys-1 and
-// a batch more: a crowded tick's markers spread over a lease per batch in
-// flight, kept for the next, and registrations over a lease per specBatch.
-const leaseOpenKeys = 16
+const (
+	// markerLeaseKeys is how many keys a lease of markers may hold and
+	// still take more: a batch of claims' markers, put in one transaction,
+	// goes on a lease that held fewer, so that no marker's put checks more
+	// than markerLeaseKeys-1 keys. A crowded tick's markers spread over a
+	// lease per batch in flight, kept for the next.
+	markerLeaseKeys = 16
+	// regLeaseKeys is the same for a batch of registrations: written once
+	// per job and process, they share larger leases (spread a batch to a
+	// lease, the many leases' keepalives slowed the runs of a steady
+	// minute with auth on, BENCHMARKS.md).
+	regLeaseKeys = 1000
+)
 
 // reloadWindow is how long a removed coordinated job keeps its place for a
 // job added again under its name (see reload.go): long enough for a process

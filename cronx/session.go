@@ -12,19 +12,20 @@ import (
 // on: runs' in-progress markers and job registrations. etcd applies a put
 // that carries a lease in time linear in the keys already on the lease
 // when auth is on and the user is not root (etcd-io/etcd#15993), so no put
-// goes on a lease that holds more than a few keys: the keys one
-// transaction puts (a batch of claims' markers, a batch of registrations)
-// go on one lease that held fewer than leaseOpenKeys when they were
-// reserved, and a new lease is granted when none does (as Cilium's kvstore
-// lease manager does).
+// goes on a lease that holds more than a few keys: the markers one
+// transaction of claims puts go on one lease that held fewer than
+// markerLeaseKeys when they were reserved, a batch of registrations on one
+// that held fewer than regLeaseKeys, and a new lease is granted when none
+// does (as Cilium's kvstore lease manager does).
 // A lease is made when a key first needs it and again after one is lost;
 // a marker outlives a term given up on Stop until its run ends, and dies
 // with the lease of a replica cut off.
 //
 // Cost: a lease granted per batch of claims in flight with runs still in
-// progress (kept for the next crowded tick) and per batch of registrations
-// (up to specBatch jobs), each kept alive every TTL/3; no put checks more
-// than leaseOpenKeys keys, whatever the jobs.
+// progress (kept for the next crowded tick) and per regLeaseKeys jobs,
+// each kept alive every TTL/3; no marker's put checks more than
+// markerLeaseKeys keys, whatever the jobs, and no registration's more than
+// regLeaseKeys.
 //
 // Granting a lease waits for etcd, up to etcdTimeout when it is
 // unreachable, so it is done under grant only: mu must stay free for the
@@ -79,7 +80,7 @@ func (s *runnerSession) holds(sess *election.Session) error {
 // get returns a lease's session for a key that is not counted: a trigger's
 // marker.
 func (s *runnerSession) get(ctx context.Context) (*election.Session, error) {
-	p, _, err := s.take(ctx, &s.markers, 0)
+	p, _, err := s.take(ctx, &s.markers, markerLeaseKeys, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +91,7 @@ func (s *runnerSession) get(ctx context.Context) (*election.Session, error) {
 // transaction, counted on it until put each, and the generation it was
 // taken at.
 func (s *runnerSession) reserve(ctx context.Context, n int) (*election.Session, uint64, error) {
-	p, gen, err := s.take(ctx, &s.markers, n)
+	p, gen, err := s.take(ctx, &s.markers, markerLeaseKeys, n)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -126,7 +127,7 @@ func (s *runnerSession) register(ctx context.Context, jobs []string) (clientv3.L
 	if len(fresh) == 0 {
 		return 0, nil, nil
 	}
-	p, _, err := s.take(ctx, &s.regs, len(fresh))
+	p, _, err := s.take(ctx, &s.regs, regLeaseKeys, len(fresh))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -168,14 +169,14 @@ func (s *runnerSession) unregister(job string) {
 
 // take returns a lease of pool with room for n keys more, counting them
 // on it, granting one when none has room; for n of 0, any lease.
-func (s *runnerSession) take(ctx context.Context, pool *[]*pooledLease, n int) (*pooledLease, uint64, error) {
-	if p, gen := s.roomIn(pool, n); p != nil {
+func (s *runnerSession) take(ctx context.Context, pool *[]*pooledLease, open, n int) (*pooledLease, uint64, error) {
+	if p, gen := s.roomIn(pool, open, n); p != nil {
 		return p, gen, nil
 	}
 	s.grant.Lock()
 	defer s.grant.Unlock()
 	// Another caller may have granted one while this one waited.
-	if p, gen := s.roomIn(pool, n); p != nil {
+	if p, gen := s.roomIn(pool, open, n); p != nil {
 		return p, gen, nil
 	}
 	co := s.co
@@ -200,14 +201,14 @@ func (s *runnerSession) take(ctx context.Context, pool *[]*pooledLease, n int) (
 
 // roomIn returns a live lease of pool with room for n keys more, counting
 // them on it; nil if none has room. A lease has room while it holds fewer
-// than leaseOpenKeys keys: each put of the n then checks fewer than that
-// many, however many are put beside it in one transaction.
-func (s *runnerSession) roomIn(pool *[]*pooledLease, n int) (*pooledLease, uint64) {
+// than open keys: each put of the n then checks fewer than that many,
+// however many are put beside it in one transaction.
+func (s *runnerSession) roomIn(pool *[]*pooledLease, open, n int) (*pooledLease, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pruneLocked()
 	for _, p := range *pool {
-		if p.keys < leaseOpenKeys || n == 0 { // mutation:lease-keys
+		if p.keys < open || n == 0 { // mutation:lease-keys
 			p.keys += n
 			return p, s.gen
 		}

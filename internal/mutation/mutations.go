@@ -41,7 +41,7 @@ var mutations = []mutation{
 	{
 		Name:   "lease-keys-unbounded",
 		Breaks: "cost: every marker and registration goes on one lease, whose every put etcd with auth on checks key by key",
-		Edits:  []edit{{Marker: "lease-keys", Old: "p.keys < leaseOpenKeys || n == 0", New: "true"}},
+		Edits:  []edit{{Marker: "lease-keys", Old: "p.keys < open || n == 0", New: "true"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoLeaseHoldsManyKeys$"}},
 	},
 	{
