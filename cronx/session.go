@@ -11,8 +11,8 @@ import (
 // runnerSession owns which lease each of this replica's leased keys goes
 // on: runs' in-progress markers and job registrations. etcd applies a put
 // that carries a lease in time linear in the keys already on the lease
-// when auth is on and the user is not root (etcd-io/etcd#15993), so no put
-// goes on a lease that holds more than a few keys: the markers one
+// when auth is on and the user is not root (etcd-io/etcd#15993), so no
+// marker goes on a lease that holds more than a few keys: the markers one
 // transaction of claims puts go on one lease that held fewer than
 // markerLeaseKeys when they were reserved, a batch of registrations on one
 // that held fewer than regLeaseKeys, and a new lease is granted when none
@@ -22,7 +22,8 @@ import (
 // with the lease of a replica cut off.
 //
 // Cost: a lease granted per batch of claims in flight with runs still in
-// progress (kept for the next crowded tick) and per regLeaseKeys jobs,
+// progress (in claim mode, per markerLeaseKeys runs in progress at once;
+// kept for the next crowded tick) and per regLeaseKeys jobs,
 // each kept alive every TTL/3; no marker's put checks more than
 // markerLeaseKeys keys, whatever the jobs, and no registration's more than
 // regLeaseKeys.
