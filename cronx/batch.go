@@ -111,7 +111,7 @@ func (b *batcher) send(batch []*claimReq) {
 	// given up is given back.
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
-	sess, _, err := b.cl.sessions.reserve(ctx, len(batch))
+	sess, _, err := b.cl.sessions.reserve(ctx, markerLeaseKeys, len(batch))
 	if err != nil {
 		for _, r := range batch {
 			r.res <- claimRes{err: err}

@@ -57,7 +57,7 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 		var gen uint64
 		var serr error
 		if claimMode {
-			sess, gen, serr = cl.sessions.reserve(r.ctx, 1)
+			sess, gen, serr = cl.sessions.reserve(r.ctx, claimMarkerLeaseKeys, 1) // mutation:claim-marker-leases
 		}
 		if claimMode && cl.fired.superseded(r.job.name, r.tick) {
 			if serr == nil {

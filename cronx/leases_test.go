@@ -131,3 +131,59 @@ func leasedKeys(t *testing.T, cli *clientv3.Client, part string) (n, most int) {
 	}
 	return n, most
 }
+
+// TestClaimModeMarkersShareLeases: claim mode claims each tick in a
+// transaction of its own, so its markers gain nothing from a lease per few
+// runs; they share leases of up to claimMarkerLeaseKeys, and a crowded
+// tick leaves the replica a few leases to keep alive, not one per
+// markerLeaseKeys runs.
+func TestClaimModeMarkersShareLeases(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t)
+	const jobs = 300
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(jobs)
+	fake := clock.NewFake(t0)
+	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger), WithMode(ClaimMode),
+		WithEtcd(srv.Client(t)), WithName("claims"), WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	for i := range jobs {
+		mustAdd(t, c, "10 * * * * *", Named(fmt.Sprintf("job-%04d", i), FuncJob(func() {
+			started.Done()
+			<-release
+		})))
+	}
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	defer close(release)
+	waitPublished(t, cli, "claims", fmt.Sprintf("job-%04d", jobs-1))
+	tick := t0.Add(10 * time.Second)
+	if !fake.WaitDueBy(tick, wait) {
+		t.Fatal("no timer for the tick")
+	}
+	fake.Set(tick)
+	done := make(chan struct{})
+	go func() { started.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("not every run started within a minute")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "", clientv3.WithFromKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases := map[int64]int{}
+	for _, kv := range resp.Kvs {
+		if kv.Lease != 0 && strings.Contains(string(kv.Key), "/running/") {
+			leases[kv.Lease]++
+		}
+	}
+	want := (jobs + claimMarkerLeaseKeys - 1) / claimMarkerLeaseKeys
+	if len(leases) > want {
+		t.Errorf("%d markers on %d leases (%v), want at most %d leases", jobs, len(leases), leases, want)
+	}
+}

@@ -105,6 +105,10 @@ const (
 	// than markerLeaseKeys-1 keys. A crowded tick's markers spread over a
 	// lease per batch in flight, kept for the next.
 	markerLeaseKeys = 16
+	// claimMarkerLeaseKeys is the same for claim mode's markers, claimed
+	// one a transaction: they share leases of that many, not a lease per
+	// markerLeaseKeys runs in progress.
+	claimMarkerLeaseKeys = 256
 	// regLeaseKeys is the same for a batch of registrations: written once
 	// per job and process, they share larger leases (spread a batch to a
 	// lease, the many leases' keepalives slowed the runs of a steady

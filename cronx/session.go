@@ -22,8 +22,8 @@ import (
 // with the lease of a replica cut off.
 //
 // Cost: a lease granted per batch of claims in flight with runs still in
-// progress (in claim mode, per markerLeaseKeys runs in progress at once;
-// kept for the next crowded tick) and per regLeaseKeys jobs,
+// progress (in claim mode, per claimMarkerLeaseKeys runs in progress at
+// once; kept for the next crowded tick) and per regLeaseKeys jobs,
 // each kept alive every TTL/3; no marker's put checks more than
 // markerLeaseKeys keys, whatever the jobs, and no registration's more than
 // regLeaseKeys.
@@ -89,10 +89,10 @@ func (s *runnerSession) get(ctx context.Context) (*election.Session, error) {
 }
 
 // reserve returns the session of a lease for n markers put in one
-// transaction, counted on it until put each, and the generation it was
-// taken at.
-func (s *runnerSession) reserve(ctx context.Context, n int) (*election.Session, uint64, error) {
-	p, gen, err := s.take(ctx, &s.markers, markerLeaseKeys, n)
+// transaction, on a lease that holds fewer than open keys, counted on it
+// until put each, and the generation it was taken at.
+func (s *runnerSession) reserve(ctx context.Context, open, n int) (*election.Session, uint64, error) {
+	p, gen, err := s.take(ctx, &s.markers, open, n)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -45,6 +45,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoLeaseHoldsManyKeys$"}},
 	},
 	{
+		Name:   "claim-marker-leases-small",
+		Breaks: "cost: claim mode's markers go a few to a lease, leaving a replica a lease per few runs of a crowded tick to keep alive",
+		Edits:  []edit{{Marker: "claim-marker-leases", Old: "reserve(r.ctx, claimMarkerLeaseKeys, 1)", New: "reserve(r.ctx, markerLeaseKeys, 1)"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestClaimModeMarkersShareLeases$"}},
+	},
+	{
 		Name:   "claimeach-term-removed",
 		Breaks: "G1: a batch of claims commits after its term ended",
 		Edits:  []edit{{Marker: "claimeach-term", Old: "txn = txn.If(term.Cmp())", New: ""}},
