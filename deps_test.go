@@ -75,7 +75,9 @@ func TestExamplesUseThePublicPackagesOnly(t *testing.T) {
 // robfig/cron, pflag, yaml.v3 for editing convox.yml with its comments,
 // Prometheus's client_golang for the metrics package, and golang.org/x/sys
 // (in the graph through etcd) for the prctl(2) that makes the baton command
-// a child subreaper.
+// a child subreaper, and google.golang.org/protobuf (in the graph through
+// etcd) for baton etcd's reading of the member metadata in its write-ahead
+// log.
 var allowedModules = []string{
 	"go.etcd.io/etcd/",
 	"go.uber.org/zap",
@@ -85,6 +87,7 @@ var allowedModules = []string{
 	"gopkg.in/yaml.v3",
 	"github.com/prometheus/client_golang",
 	"golang.org/x/sys",
+	"google.golang.org/protobuf",
 }
 
 func TestDirectDependenciesAreTheAgreedOnes(t *testing.T) {
