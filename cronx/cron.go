@@ -289,8 +289,10 @@ func (c *Cron) Stop() context.Context {
 // returned and been recorded. If ctx ends first, it cancels the contexts
 // of the runs still going, with ErrShutdown as the cause, waits until their
 // jobs have returned, and returns ctx's error, as http.Server.Shutdown
-// does with its connections; the records etcd has not taken by then are
-// not waited for, and a log line says how many runs are not recorded. A
+// does with its connections. Their records, which release their markers,
+// are awaited for up to half a second more (an etcd that answers takes them
+// in milliseconds); those etcd has not taken by then are not waited for,
+// and a log line says how many runs are not recorded. A
 // claim on the wire that Stop would await is given back if ctx ends first,
 // but a leader's resignation is awaited as by Stop (up to three seconds
 // while etcd does not answer), so that a process which exits next hands
@@ -337,6 +339,12 @@ func (c *Cron) Shutdown(ctx context.Context) error {
 			return nil
 		case <-ctx.Done():
 		}
+	} else {
+		// The runs have returned; their records, which release their
+		// markers, follow within milliseconds when etcd answers.
+		wctx, cancel := context.WithTimeout(context.Background(), shutdownRecordWait)
+		c.runs.await(wctx, c.runs.settled) // mutation:shutdown-records-released
+		cancel()
 	}
 	if n := c.runs.unrecorded(); n > 0 {
 		c.logger.Error(ctx.Err(), "cronx: shut down before etcd recorded every run; their markers lapse with the session", "runs", n)

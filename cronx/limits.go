@@ -17,6 +17,13 @@ const (
 	// closeTimeout bounds the revocation of a session's lease as it closes.
 	// Past it, the lease expires by itself after its TTL.
 	closeTimeout = 3 * time.Second
+	// shutdownRecordWait is how long Shutdown, its context ended, still
+	// waits for the records of the runs that have returned: an etcd that
+	// answers takes them in milliseconds, and each record releases its
+	// run's marker, so that a successor runs a Forbid job's next tick
+	// rather than skip it until the marker lapses with the lease. An etcd
+	// that does not answer costs Shutdown this much past its context.
+	shutdownRecordWait = 500 * time.Millisecond
 	// resignWait bounds how long Stop waits for the leader's resignation to
 	// reach etcd; past it, the lease expires by itself after the TTL.
 	resignWait = 3 * time.Second

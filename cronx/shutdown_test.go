@@ -231,3 +231,50 @@ func TestShutdownPastItsContextStillResigns(t *testing.T) {
 		t.Errorf("the leader's election key is still there when Shutdown has returned: it did not resign")
 	}
 }
+
+// TestShutdownPastItsContextReleasesTheMarkers: Shutdown given a context
+// that has already ended (baton crontab's, whose commands have a grace of
+// their own) ends the runs and still lets their records reach etcd, which
+// answers, before it returns: each run's marker is released, so that a
+// successor runs a Forbid job's next tick rather than skip it until the
+// marker lapses with the lease of a process that has exited.
+func TestShutdownPastItsContextReleasesTheMarkers(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	proxy := etcdtest.NewProxy(t, srv.Addr())
+	fake := clock.NewFake(t0)
+	started := make(chan time.Time, 1)
+	c := newFakeCron(t, fake, fake, WithSeconds(), WithEtcd(srv.NewClient(t, proxy.Endpoint())), WithName("shutmarker"), WithMode(ClaimMode),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	mustAdd(t, c.Cron, "* * * * * *", Named("slow", ContextFunc(func(ctx context.Context) error {
+		info, _ := InfoFrom(ctx)
+		started <- info.Tick
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}), WithOverlap(Forbid)))
+	c.Start()
+	tick := t0.Add(time.Second)
+	if !fake.WaitDueBy(tick, wait) {
+		t.Fatal("no timer armed for the first tick")
+	}
+	fake.Set(tick)
+	if got := receive(t, started, "the run"); !got.Equal(tick) {
+		t.Fatalf("ran %v, want %v", got, tick)
+	}
+	// A record then takes two round trips of 60 ms or more: longer than
+	// Shutdown's own steps, well within shutdownRecordWait.
+	proxy.Delay(30 * time.Millisecond)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Shutdown(ended); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown = %v, want its context's error", err)
+	}
+	marker := newLayout(election.DefaultPrefix, "shutmarker").tickMarker("slow", tick.UnixNano())
+	resp, err := srv.Client(t).Get(context.Background(), marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 0 {
+		t.Errorf("the run's marker %s is still in etcd after Shutdown returned: a successor skips the job's ticks until it lapses", marker)
+	}
+}

@@ -280,6 +280,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoRunStartsPastItsSessionsDeadline$"}},
 	},
 	{
+		Name:   "shutdown-leaves-markers",
+		Breaks: "G3: Shutdown whose context has ended returns before etcd, which answers, has the records of the runs it ended: their markers outlive the process, and a successor skips a Forbid job's ticks until they lapse",
+		Edits:  []edit{{Marker: "shutdown-records-released", Old: "c.runs.await(wctx, c.runs.settled)", New: "_ = wctx"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestShutdownPastItsContextReleasesTheMarkers$"}},
+	},
+	{
 		Name:   "shutdown-waits-for-records",
 		Breaks: "G3: Shutdown whose context has ended waits for etcd to take every run's record, past its deadline, when etcd does not answer",
 		Edits:  []edit{{Marker: "shutdown-bound", Old: "c.runs.await(context.Background(), c.runs.returned)", New: "c.runs.await(context.Background(), c.runs.settled)"}},
