@@ -341,13 +341,15 @@ func TestFollowerFiresNothing(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Shared(t)
 	l := newLedger()
-	startReplica(t, srv.Client(t), "leader", l, LeaderMode)
+	// TTLs a loaded machine does not outlast: a leader whose session
+	// lapsed would rightly hand its term to the follower.
+	startReplica(t, srv.Client(t), "leader", l, LeaderMode, WithElection(election.WithIdentity("leader"), election.WithTTL(stallTTL)))
 	l.waitTicks(t, 1, 10*time.Second)
 
 	var mu sync.Mutex
 	fired := 0
 	f := New(WithSeconds(), WithEtcd(srv.Client(t)), WithName("test"),
-		WithElection(election.WithIdentity("follower"), election.WithTTL(2*time.Second)))
+		WithElection(election.WithIdentity("follower"), election.WithTTL(stallTTL)))
 	f.fireHook = func(Entry, time.Time) {
 		mu.Lock()
 		fired++
