@@ -214,12 +214,16 @@ func TestShutdownPastItsContextStillResigns(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
+	proxy := etcdtest.NewProxy(t, srv.Addr())
 	fake := clock.NewFake(t0)
-	c := newFakeCron(t, fake, fake, WithSeconds(), WithEtcd(cli), WithName("shutresign"),
+	c := newFakeCron(t, fake, fake, WithSeconds(), WithEtcd(srv.NewClient(t, proxy.Endpoint())), WithName("shutresign"),
 		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
 	mustAdd(t, c.Cron, "* * * * * *", Named("tick", FuncJob(func() {})))
 	c.Start()
 	eventually(t, wait, func() (bool, string) { return c.coord.scheduling(), "the replica does not lead" })
+	// The resignation then takes a round trip of 60 ms or more: a Shutdown
+	// that does not wait for it returns first.
+	proxy.Delay(30 * time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	c.Shutdown(ctx)
