@@ -11,23 +11,27 @@ import (
 // A leader with many jobs due on one tick, or a new term's catch-up of
 // them, claims them in batches: one transaction claims up to
 // claims.MaxEach ticks, each on its own, under the same conditions as a
-// single claim, and tells each one's outcome (claims.ClaimEach). A batch
-// etcd does not take is claimed again one tick at a time.
+// single claim, and tells each one's outcome (claims.ClaimEach). The
+// batch's markers go on one lease (session.go), so that none of its puts
+// checks more than markerLeaseKeys keys. A batch etcd does not take is
+// claimed again one tick at a time.
 //
 // Cost: a crowded tick, or a term's catch-up, of N jobs is N/100 claim
 // transactions (a few in flight at once, maxFlushers).
 
 type claimReq struct {
-	run  *run
-	key  string
-	seq  int64
-	opts []election.ClaimOption
-	term election.Fence
-	res  chan claimRes
+	run    *run
+	key    string
+	seq    int64
+	marker string // the run's marker, bound to the batch's lease
+	opts   []election.ClaimOption
+	term   election.Fence
+	res    chan claimRes
 }
 
 type claimRes struct {
 	claim election.Claim
+	sess  *election.Session // the lease of the marker, counted on it; nil if none was taken
 	err   error
 }
 
@@ -44,8 +48,9 @@ func newBatcher(cl *claimer) *batcher {
 	return &batcher{cl: cl}
 }
 
-// claim queues req and waits for its outcome.
-func (b *batcher) claim(req *claimReq) (election.Claim, error) {
+// claim queues req and waits for its outcome, and the session of its
+// marker's lease.
+func (b *batcher) claim(req *claimReq) (election.Claim, *election.Session, error) {
 	req.res = make(chan claimRes, 1)
 	b.mu.Lock()
 	b.pending = append(b.pending, req)
@@ -61,7 +66,7 @@ func (b *batcher) claim(req *claimReq) (election.Claim, error) {
 	// bounds the wait): a claim that commits must be given back, or its tick
 	// is lost.
 	r := <-req.res
-	return r.claim, r.err
+	return r.claim, r.sess, r.err
 }
 
 // flush sends batches until nothing is pending.
@@ -95,31 +100,39 @@ func (b *batcher) flush() {
 			b.mu.Unlock()
 			continue
 		}
-		items := make([]claims.ClaimItem, len(batch))
-		for i, r := range batch {
-			items[i] = claims.ClaimItem{Key: r.key, Seq: r.seq, Opts: r.opts}
-		}
 		b.mu.Unlock()
-		b.send(batch, items)
+		b.send(batch)
 	}
 }
 
-func (b *batcher) send(batch []*claimReq, items []claims.ClaimItem) {
+func (b *batcher) send(batch []*claimReq) {
 	// Not cancelled with the term or the runs: the term's compare keeps a
 	// deposed leader from claiming, and a claim that commits as its run is
 	// given up is given back.
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
+	defer cancel()
+	sess, _, err := b.cl.sessions.reserve(ctx, markerLeaseKeys, len(batch))
+	if err != nil {
+		for _, r := range batch {
+			r.res <- claimRes{err: err}
+		}
+		return
+	}
+	items := make([]claims.ClaimItem, len(batch))
+	for i, r := range batch {
+		r.opts = append(r.opts[:len(r.opts):len(r.opts)], claims.WithMarker(r.marker, sess.Lease()))
+		items[i] = claims.ClaimItem{Key: r.key, Seq: r.seq, Opts: r.opts}
+	}
 	claimed, errs, err := claims.ClaimEach(ctx, b.cl.co.conn.etcd(), items)
-	cancel()
 	if err == nil {
 		for i, r := range batch {
-			r.res <- claimRes{claim: claimed[i], err: errs[i]}
+			r.res <- claimRes{claim: claimed[i], sess: sess, err: errs[i]}
 		}
 		return
 	}
 	if batch[0].run.term.ctx.Err() != nil {
 		for _, r := range batch {
-			r.res <- claimRes{err: err}
+			r.res <- claimRes{sess: sess, err: err}
 		}
 		return
 	}
@@ -127,6 +140,6 @@ func (b *batcher) send(batch []*claimReq, items []claims.ClaimItem) {
 	// answer): one by one, each retried as a single claim is.
 	for _, r := range batch {
 		c, err := b.cl.claimSingle(r.run, r.key, r.seq, r.opts)
-		r.res <- claimRes{claim: c, err: err}
+		r.res <- claimRes{claim: c, sess: sess, err: err}
 	}
 }

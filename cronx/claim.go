@@ -51,8 +51,14 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 	for try := 1; ; try++ {
 		var err error
 		// A lease may take until etcd is back: a later tick may have come
-		// due meanwhile.
-		sess, gen, serr := cl.sessions.reserve(r.ctx)
+		// due meanwhile. A leader's batch of claims takes one lease for
+		// all of its markers (batch.go).
+		var sess *election.Session
+		var gen uint64
+		var serr error
+		if claimMode {
+			sess, gen, serr = cl.sessions.reserve(r.ctx, claimMarkerLeaseKeys, 1) // mutation:claim-marker-leases
+		}
 		if claimMode && cl.fired.superseded(r.job.name, r.tick) {
 			if serr == nil {
 				cl.sessions.put(sess)
@@ -62,7 +68,6 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 		if serr == nil {
 			opts := []election.ClaimOption{
 				election.ClaimedBy(co.identity),
-				claims.WithMarker(marker, sess.Lease()),
 				claims.UnlessExists(co.keys.paused(r.job.name), ErrPaused), // mutation:pause
 			}
 			if ts != nil {
@@ -81,15 +86,20 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 			}
 			var c election.Claim
 			if ts != nil {
-				c, err = cl.batch.claim(&claimReq{run: r, key: key, seq: seq, opts: opts, term: ts.term.Fence})
+				c, sess, err = cl.batch.claim(&claimReq{run: r, key: key, seq: seq, marker: marker, opts: opts, term: ts.term.Fence})
 			} else {
-				c, err = cl.claimSingle(r, key, seq, opts)
+				c, err = cl.claimSingle(r, key, seq, append(opts, claims.WithMarker(marker, sess.Lease())))
 			}
 			if err == nil {
 				co.rep.refusals.accepted()
 				return held{claim: c, sess: sess}, nil
 			}
-			cl.sessions.put(sess) // no marker was written
+			if sess != nil {
+				cl.sessions.put(sess) // no marker was written
+			}
+			if errors.Is(err, election.ErrTTLBelowMinimum) {
+				return held{}, err // no retry mends it
+			}
 			if errors.Is(err, errNotSent) {
 				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
 			}

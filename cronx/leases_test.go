@@ -9,20 +9,23 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// TestNoLeaseHoldsManyKeys: with more jobs than a lease may hold, and all
-// of their runs going at once, the registrations and the markers spread
-// over leases of a bounded number of keys each, since etcd with auth on
-// checks every key of a lease at each put that carries it.
+// TestNoLeaseHoldsManyKeys: with many jobs, and all of their runs going at
+// once, no marker is put on a lease that holds markerLeaseKeys keys or
+// more, nor a registration on one that holds regLeaseKeys, since etcd with
+// auth on checks every key of a lease at each put that carries it: the
+// markers of one transaction of claims go on one lease, and the next
+// transaction's on another.
 func TestNoLeaseHoldsManyKeys(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Start(t) // lists every lease of the member
 	cli := srv.Client(t)
-	jobs := regLeaseKeys + markerLeaseKeys
+	jobs := regLeaseKeys + 256
 	release := make(chan struct{})
 	var started sync.WaitGroup
 	started.Add(jobs)
@@ -59,12 +62,47 @@ func TestNoLeaseHoldsManyKeys(t *testing.T) {
 	if n != jobs {
 		t.Errorf("%d markers on leases, want %d", n, jobs)
 	}
-	if most > markerLeaseKeys {
-		t.Errorf("a lease holds %d markers, want at most %d", most, markerLeaseKeys)
+	if most > markerLeaseKeys-1+claims.MaxEach {
+		t.Errorf("a lease holds %d markers, want at most %d", most, markerLeaseKeys-1+claims.MaxEach)
 	}
-	if _, most := leasedKeys(t, cli, "/by/"); most > regLeaseKeys {
-		t.Errorf("a lease holds %d registrations, want at most %d", most, regLeaseKeys)
+	if most := checkedKeys(t, cli, "/running/"); most >= markerLeaseKeys {
+		t.Errorf("a marker's put found %d keys on its lease, want fewer than %d", most, markerLeaseKeys)
 	}
+	if most := checkedKeys(t, cli, "/by/"); most >= regLeaseKeys {
+		t.Errorf("a registration's put found %d keys on its lease, want fewer than %d", most, regLeaseKeys)
+	}
+}
+
+// checkedKeys is the most keys with part in their name that a put of one
+// of them found on its lease before it (those of earlier revisions), of
+// the keys there now.
+func checkedKeys(t *testing.T, cli *clientv3.Client, part string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "", clientv3.WithFromKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	revs := map[int64][]int64{} // lease → create revisions of its keys
+	for _, kv := range resp.Kvs {
+		if kv.Lease != 0 && strings.Contains(string(kv.Key), part) {
+			revs[kv.Lease] = append(revs[kv.Lease], kv.CreateRevision)
+		}
+	}
+	most := 0
+	for _, rs := range revs {
+		for _, r := range rs {
+			before := 0
+			for _, q := range rs {
+				if q < r {
+					before++
+				}
+			}
+			most = max(most, before)
+		}
+	}
+	return most
 }
 
 // leasedKeys counts the keys with part in their name that are on a lease,
@@ -92,4 +130,60 @@ func leasedKeys(t *testing.T, cli *clientv3.Client, part string) (n, most int) {
 		most = max(most, k)
 	}
 	return n, most
+}
+
+// TestClaimModeMarkersShareLeases: claim mode claims each tick in a
+// transaction of its own, so its markers gain nothing from a lease per few
+// runs; they share leases of up to claimMarkerLeaseKeys, and a crowded
+// tick leaves the replica a few leases to keep alive, not one per
+// markerLeaseKeys runs.
+func TestClaimModeMarkersShareLeases(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t)
+	const jobs = 300
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(jobs)
+	fake := clock.NewFake(t0)
+	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger), WithMode(ClaimMode),
+		WithEtcd(srv.Client(t)), WithName("claims"), WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	for i := range jobs {
+		mustAdd(t, c, "10 * * * * *", Named(fmt.Sprintf("job-%04d", i), FuncJob(func() {
+			started.Done()
+			<-release
+		})))
+	}
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	defer close(release)
+	waitPublished(t, cli, "claims", fmt.Sprintf("job-%04d", jobs-1))
+	tick := t0.Add(10 * time.Second)
+	if !fake.WaitDueBy(tick, wait) {
+		t.Fatal("no timer for the tick")
+	}
+	fake.Set(tick)
+	done := make(chan struct{})
+	go func() { started.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("not every run started within a minute")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "", clientv3.WithFromKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases := map[int64]int{}
+	for _, kv := range resp.Kvs {
+		if kv.Lease != 0 && strings.Contains(string(kv.Key), "/running/") {
+			leases[kv.Lease]++
+		}
+	}
+	want := (jobs + claimMarkerLeaseKeys - 1) / claimMarkerLeaseKeys
+	if len(leases) > want {
+		t.Errorf("%d markers on %d leases (%v), want at most %d leases", jobs, len(leases), leases, want)
+	}
 }

@@ -110,11 +110,20 @@ const (
 // each put that carries it (etcd-io/etcd#15993): a few microseconds a key,
 // so a lease of a thousand keys adds milliseconds to each put.
 const (
-	// markerLeaseKeys bounds the markers of runs in progress on one lease:
-	// a crowded tick's markers spread over a few leases, kept for the next.
-	markerLeaseKeys = 256
-	// regLeaseKeys bounds the registrations on one lease: written once per
-	// job and process, they may share a larger lease.
+	// markerLeaseKeys is how many keys a lease of markers may hold and
+	// still take more: a batch of claims' markers, put in one transaction,
+	// goes on a lease that held fewer, so that no marker's put checks more
+	// than markerLeaseKeys-1 keys. A crowded tick's markers spread over a
+	// lease per batch in flight, kept for the next.
+	markerLeaseKeys = 16
+	// claimMarkerLeaseKeys is the same for claim mode's markers, claimed
+	// one a transaction: they share leases of that many, not a lease per
+	// markerLeaseKeys runs in progress.
+	claimMarkerLeaseKeys = 256
+	// regLeaseKeys is the same for a batch of registrations: written once
+	// per job and process, they share larger leases (spread a batch to a
+	// lease, the many leases' keepalives slowed the runs of a steady
+	// minute with auth on, BENCHMARKS.md).
 	regLeaseKeys = 1000
 )
 

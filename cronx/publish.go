@@ -188,24 +188,18 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 // and writes the registrations not written yet.
 func (pb *publisher) writeSpecBatch(ctx context.Context, names []string, specs map[string]string) error {
 	var cmps []clientv3.Cmp
-	var puts, regs []clientv3.Op
-	var fresh []string
+	var puts []clientv3.Op
 	for _, name := range names {
 		cmps = append(cmps, clientv3.Compare(clientv3.Value(pb.co.keys.spec(name)), "=", specs[name]))
 		puts = append(puts, clientv3.OpPut(pb.co.keys.spec(name), specs[name]))
-		op, there, err := pb.register(ctx, name)
-		if err != nil {
-			pb.forget(fresh)
-			return err
-		}
-		if !there {
-			regs = append(regs, op)
-			fresh = append(fresh, name)
-		}
+	}
+	regs, fresh, err := pb.register(ctx, names)
+	if err != nil {
+		return err
 	}
 	pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
-	_, err := pb.co.conn.etcd().Txn(pctx).If(cmps...).Else(puts...).Commit()
+	_, err = pb.co.conn.etcd().Txn(pctx).If(cmps...).Else(puts...).Commit()
 	if err == nil && len(regs) > 0 {
 		_, err = pb.co.conn.etcd().Txn(pctx).Then(regs...).Commit()
 	}
@@ -215,16 +209,20 @@ func (pb *publisher) writeSpecBatch(ctx context.Context, names []string, specs m
 	return err
 }
 
-// register is the put of this replica's registration of job, bound to a
-// lease of the runners' pool, and whether it is in etcd already (written
-// this process's lease ago, and not lost with it): then it is not written
-// again.
-func (pb *publisher) register(ctx context.Context, job string) (clientv3.Op, bool, error) {
-	lease, there, err := pb.co.claims.sessions.register(ctx, job)
+// register is the puts of this replica's registrations of jobs that are
+// not in etcd already (written this process's lease ago, and not lost with
+// it), all bound to one lease of the runners' pool, and the jobs they
+// register.
+func (pb *publisher) register(ctx context.Context, jobs []string) ([]clientv3.Op, []string, error) {
+	lease, fresh, err := pb.co.claims.sessions.register(ctx, jobs)
 	if err != nil {
-		return clientv3.Op{}, false, err
+		return nil, nil, err
 	}
-	return clientv3.OpPut(pb.co.keys.by(job, lease), pb.co.identity, clientv3.WithLease(lease)), there, nil
+	ops := make([]clientv3.Op, len(fresh))
+	for i, job := range fresh {
+		ops[i] = clientv3.OpPut(pb.co.keys.by(job, lease), pb.co.identity, clientv3.WithLease(lease))
+	}
+	return ops, fresh, nil
 }
 
 // forget forgets the registrations of jobs not written, for the next
@@ -247,7 +245,7 @@ func (pb *publisher) writeSpecChanges(ctx context.Context, changes map[string]sp
 	for len(names) > 0 {
 		n := min(len(names), specBatch/2)
 		var ops []clientv3.Op
-		var fresh, gone []string
+		var added, gone []string
 		for _, name := range names[:n] {
 			ch, key := changes[name], pb.co.keys.spec(name)
 			same := []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", ch.spec)}
@@ -260,18 +258,15 @@ func (pb *publisher) writeSpecChanges(ctx context.Context, changes map[string]sp
 				continue
 			}
 			ops = append(ops, clientv3.OpTxn(same, nil, []clientv3.Op{clientv3.OpPut(key, ch.spec)}))
-			reg, there, err := pb.register(ctx, name)
-			if err != nil {
-				pb.forget(fresh)
-				return err
-			}
-			if !there {
-				ops = append(ops, reg)
-				fresh = append(fresh, name)
-			}
+			added = append(added, name)
 		}
+		regs, fresh, err := pb.register(ctx, added)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, regs...)
 		pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-		_, err := pb.co.conn.etcd().Txn(pctx).Then(ops...).Commit()
+		_, err = pb.co.conn.etcd().Txn(pctx).Then(ops...).Commit()
 		cancel()
 		if err != nil {
 			pb.forget(fresh)

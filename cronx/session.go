@@ -12,16 +12,21 @@ import (
 // on: runs' in-progress markers and job registrations. etcd applies a put
 // that carries a lease in time linear in the keys already on the lease
 // when auth is on and the user is not root (etcd-io/etcd#15993), so no
-// lease holds more than a few keys: markers go on leases of markerLeaseKeys
-// keys at most, registrations on leases of regLeaseKeys, and a new lease is
-// granted when every one is full (as Cilium's kvstore lease manager does).
+// marker goes on a lease that holds more than a few keys: the markers one
+// transaction of claims puts go on one lease that held fewer than
+// markerLeaseKeys when they were reserved, a batch of registrations on one
+// that held fewer than regLeaseKeys, and a new lease is granted when none
+// does (as Cilium's kvstore lease manager does).
 // A lease is made when a key first needs it and again after one is lost;
 // a marker outlives a term given up on Stop until its run ends, and dies
 // with the lease of a replica cut off.
 //
-// Cost: a lease granted per markerLeaseKeys runs in progress at once (kept
-// for the next crowded tick) and per regLeaseKeys jobs, each kept alive
-// every TTL/3; no put checks more than that many keys.
+// Cost: a lease granted per batch of claims in flight with runs still in
+// progress (in claim mode, per claimMarkerLeaseKeys runs in progress at
+// once; kept for the next crowded tick) and per regLeaseKeys jobs,
+// each kept alive every TTL/3; no marker's put checks more than
+// markerLeaseKeys keys, whatever the jobs, and no registration's more than
+// regLeaseKeys.
 //
 // Granting a lease waits for etcd, up to etcdTimeout when it is
 // unreachable, so it is done under grant only: mu must stay free for the
@@ -76,17 +81,18 @@ func (s *runnerSession) holds(sess *election.Session) error {
 // get returns a lease's session for a key that is not counted: a trigger's
 // marker.
 func (s *runnerSession) get(ctx context.Context) (*election.Session, error) {
-	p, _, err := s.take(ctx, &s.markers, markerLeaseKeys, false)
+	p, _, err := s.take(ctx, &s.markers, markerLeaseKeys, 0)
 	if err != nil {
 		return nil, err
 	}
 	return p.sess, nil
 }
 
-// reserve returns the session of a lease with room for one more marker,
-// counted on it until put, and the generation it was taken at.
-func (s *runnerSession) reserve(ctx context.Context) (*election.Session, uint64, error) {
-	p, gen, err := s.take(ctx, &s.markers, markerLeaseKeys, true)
+// reserve returns the session of a lease for n markers put in one
+// transaction, on a lease that holds fewer than open keys, counted on it
+// until put each, and the generation it was taken at.
+func (s *runnerSession) reserve(ctx context.Context, open, n int) (*election.Session, uint64, error) {
+	p, gen, err := s.take(ctx, &s.markers, open, n)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -106,29 +112,38 @@ func (s *runnerSession) put(sess *election.Session) {
 	}
 }
 
-// register returns the lease job's registration goes on, and whether the
-// registration is there already: on a live lease, it need not be written
-// again.
-func (s *runnerSession) register(ctx context.Context, job string) (clientv3.LeaseID, bool, error) {
+// register returns the jobs among jobs whose registrations are to be
+// written, and the lease they go on, all in one transaction: a job
+// registered on a live lease need not be written again.
+func (s *runnerSession) register(ctx context.Context, jobs []string) (clientv3.LeaseID, []string, error) {
 	s.mu.Lock()
 	s.pruneLocked()
-	if p, ok := s.regOf[job]; ok {
-		s.mu.Unlock()
-		return p.sess.Lease(), true, nil
+	var fresh []string
+	for _, job := range jobs {
+		if _, ok := s.regOf[job]; !ok {
+			fresh = append(fresh, job)
+		}
 	}
 	s.mu.Unlock()
-	p, _, err := s.take(ctx, &s.regs, regLeaseKeys, true)
+	if len(fresh) == 0 {
+		return 0, nil, nil
+	}
+	p, _, err := s.take(ctx, &s.regs, regLeaseKeys, len(fresh))
 	if err != nil {
-		return 0, false, err
+		return 0, nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if q, ok := s.regOf[job]; ok { // registered meanwhile
-		p.keys--
-		return q.sess.Lease(), true, nil
+	kept := fresh[:0]
+	for _, job := range fresh {
+		if _, ok := s.regOf[job]; ok { // registered meanwhile
+			p.keys--
+			continue
+		}
+		s.regOf[job] = p
+		kept = append(kept, job)
 	}
-	s.regOf[job] = p
-	return p.sess.Lease(), false, nil
+	return p.sess.Lease(), kept, nil
 }
 
 // registered returns the lease of job's registration, if it has one.
@@ -153,16 +168,16 @@ func (s *runnerSession) unregister(job string) {
 	}
 }
 
-// take returns a lease of pool with fewer than limit keys, counting one
-// more on it if count, granting one when none has room.
-func (s *runnerSession) take(ctx context.Context, pool *[]*pooledLease, limit int, count bool) (*pooledLease, uint64, error) {
-	if p, gen := s.roomIn(pool, limit, count); p != nil {
+// take returns a lease of pool with room for n keys more, counting them
+// on it, granting one when none has room; for n of 0, any lease.
+func (s *runnerSession) take(ctx context.Context, pool *[]*pooledLease, open, n int) (*pooledLease, uint64, error) {
+	if p, gen := s.roomIn(pool, open, n); p != nil {
 		return p, gen, nil
 	}
 	s.grant.Lock()
 	defer s.grant.Unlock()
 	// Another caller may have granted one while this one waited.
-	if p, gen := s.roomIn(pool, limit, count); p != nil {
+	if p, gen := s.roomIn(pool, open, n); p != nil {
 		return p, gen, nil
 	}
 	co := s.co
@@ -175,10 +190,7 @@ func (s *runnerSession) take(ctx context.Context, pool *[]*pooledLease, limit in
 	if err != nil {
 		return nil, 0, s.ttl.note(err)
 	}
-	p := &pooledLease{sess: sess}
-	if count {
-		p.keys = 1
-	}
+	p := &pooledLease{sess: sess, keys: n}
 	s.mu.Lock()
 	*pool = append(*pool, p)
 	s.made = true
@@ -188,17 +200,17 @@ func (s *runnerSession) take(ctx context.Context, pool *[]*pooledLease, limit in
 	return p, gen, nil
 }
 
-// roomIn returns a live lease of pool with room, counting a key on it if
-// count; nil if none has room.
-func (s *runnerSession) roomIn(pool *[]*pooledLease, limit int, count bool) (*pooledLease, uint64) {
+// roomIn returns a live lease of pool with room for n keys more, counting
+// them on it; nil if none has room. A lease has room while it holds fewer
+// than open keys: each put of the n then checks fewer than that many,
+// however many are put beside it in one transaction.
+func (s *runnerSession) roomIn(pool *[]*pooledLease, open, n int) (*pooledLease, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pruneLocked()
 	for _, p := range *pool {
-		if p.keys < limit || !count { // mutation:lease-keys
-			if count {
-				p.keys++
-			}
+		if p.keys < open || n == 0 { // mutation:lease-keys
+			p.keys += n
 			return p, s.gen
 		}
 	}

@@ -32,8 +32,14 @@ var mutations = []mutation{
 	{
 		Name:   "lease-keys-unbounded",
 		Breaks: "cost: every marker and registration goes on one lease, whose every put etcd with auth on checks key by key",
-		Edits:  []edit{{Marker: "lease-keys", Old: "p.keys < limit || !count", New: "true"}},
+		Edits:  []edit{{Marker: "lease-keys", Old: "p.keys < open || n == 0", New: "true"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoLeaseHoldsManyKeys$"}},
+	},
+	{
+		Name:   "claim-marker-leases-small",
+		Breaks: "cost: claim mode's markers go a few to a lease, leaving a replica a lease per few runs of a crowded tick to keep alive",
+		Edits:  []edit{{Marker: "claim-marker-leases", Old: "reserve(r.ctx, claimMarkerLeaseKeys, 1)", New: "reserve(r.ctx, markerLeaseKeys, 1)"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestClaimModeMarkersShareLeases$"}},
 	},
 	{
 		Name:   "claimeach-term-removed",
