@@ -36,15 +36,16 @@ func TestCrashedLeadersMissedTickRunsOnceLate(t *testing.T) {
 				return nil
 			}
 			pc := &policyCluster{t: t, cli: srv.Client(t), name: "g4"}
+			events := newEventLog()
 			replica := func(id string, endpoint string) {
 				cli := srv.Client(t)
 				if endpoint != "" {
 					cli = srv.NewClient(t, endpoint)
 				}
 				fake := clock.NewFake(t0)
-				c := New(WithSeconds(), WithEtcd(cli), WithName("g4"), WithMisfire(policy, time.Minute),
+				c := New(append(observed(events), WithSeconds(), WithEtcd(cli), WithName("g4"), WithMisfire(policy, time.Minute),
 					withClock(fake), WithLocation(time.UTC),
-					WithElection(election.WithIdentity(id), election.WithTTL(2*time.Second)))
+					WithElection(election.WithIdentity(id), election.WithTTL(2*time.Second)))...)
 				mustAdd(t, c, "*/5 * * * * *", Named("report", ContextFunc(job)))
 				c.Start()
 				t.Cleanup(func() {
@@ -92,6 +93,15 @@ func TestCrashedLeadersMissedTickRunsOnceLate(t *testing.T) {
 				// later: the clock moves on once it has run, so that a
 				// loaded machine cannot put the next tick's claim first.
 				got = append(got, runAfter(t, ch, time.Time{}, 15*time.Second, "run of the missed tick (misfire RunOnce)"))
+			} else {
+				// b's decision on the missed tick, before the next one can
+				// overtake it: the gap it reports (the tick not run), and
+				// every run its takeover fired (a catch-up, were one fired,
+				// is in flight by now) ended.
+				if e := waitNotRun(t, events, "report", ReasonNoLeader, 15*time.Second); !e.Tick.Equal(missed) || e.Instance != "b" {
+					t.Errorf("not run for no_leader: the tick %v on %s, want %v on b", e.Tick.Format(time.TimeOnly), e.Instance, missed.Format(time.TimeOnly))
+				}
+				idleWithin(t, pc.crons[1], 15*time.Second, "b's takeover")
 			}
 			pc.set(next)
 			for done := len(got) > 0 && !got[len(got)-1].Tick.Before(next); !done; {

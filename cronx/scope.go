@@ -30,7 +30,7 @@ type scope struct {
 // has the grace from when it fired.
 func (sc *scope) deadline(r *run) time.Time {
 	latest := r.tick.Add(r.delay + skipTolerance)
-	if sc.misfire == RunOnce {
+	if sc.misfire == RunOnce { // mutation:misfire-grace
 		latest = r.tick.Add(r.delay + max(sc.grace, skipTolerance))
 	}
 	return latest

@@ -12,6 +12,15 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestCrashedLeadersMissedTickRunsOnceLate$"}},
 	},
 	{
+		Name:   "misfire-skip-ignored",
+		Breaks: "G4: a job with misfire Skip runs a tick missed in a failover anyway",
+		Edits: []edit{
+			{Marker: "catch-up", Old: "co.misfire == RunOnce &&", New: ""},
+			{Marker: "misfire-grace", Old: "sc.misfire == RunOnce", New: "true"},
+		},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestCrashedLeadersMissedTickRunsOnceLate$"}},
+	},
+	{
 		Name:   "catch-up-never-run",
 		Breaks: "G3/G4: a successor does not catch up the tick of a job that never ran, given up at a Stop or left by a crash",
 		Edits:  []edit{{Marker: "catch-up-never-run", Old: "o.Known = &claimcond.Known{Key: known, Revision: rev}", New: "_ = known"}},
