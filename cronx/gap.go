@@ -11,7 +11,7 @@ import (
 // its lease expires nobody leads, and the ticks of the gap do not run. The
 // next leader reports them as ReasonNoLeader when it takes over: for each
 // job, the ticks after its last claimed tick and up to the term's start,
-// within a day, except the one it catches up (misfire RunOnce); for a job
+// within a day, except the one it catches up (catchup.go); for a job
 // that never ran but whose spec a term before published, those within the
 // TTL and its expiry check before the term.
 //
@@ -100,8 +100,8 @@ func (g *gapReport) read(ctx context.Context, start time.Time, rev int64) {
 // one the term catches up.
 func (g *gapReport) reportOf(e Entry, last, start time.Time) {
 	var caughtUp time.Time
-	if g.misfire == RunOnce {
-		caughtUp = latestTick(e.Schedule, start, g.grace)
+	if window := g.catchUpWindow(e.policy); window > 0 {
+		caughtUp = latestTick(e.Schedule, start, window)
 	}
 	from := last
 	if day := start.Add(-notRunWindow); day.After(from) {

@@ -150,6 +150,10 @@ const (
 	// maxGapScan bounds the ticks of one job a new leader looks at: a day
 	// of an every-second job.
 	maxGapScan = 100000
+	// walkTicks is how many ticks of a catch-up window are walked before
+	// the latest is searched for (catchup.go): more than a minute's of an
+	// every-second job, the default grace's.
+	walkTicks = 64
 )
 
 // Ticks a lost leader claimed (see lost.go).

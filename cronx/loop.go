@@ -155,14 +155,14 @@ func (l *loop) wake() {
 
 // resyncEntries recomputes every Next from now. It runs when this replica
 // starts or stops scheduling under coordination; when it starts, the latest
-// tick of each job that fell within the misfire grace is claimed too, and
+// tick of each job that fell within its catch-up window is claimed too, and
 // runs if no replica ran it (a tick missed while leadership changed hands).
 func (l *loop) resyncEntries(now time.Time) {
 	co := l.c.coord
-	catchUp := co != nil && co.misfire == RunOnce && co.scheduling() // mutation:catch-up
+	takeover := co != nil && co.scheduling()
 	for _, e := range l.entries {
-		if catchUp {
-			if t := latestTick(e.Schedule, now, co.grace); !t.IsZero() && t.After(e.given()) {
+		if takeover {
+			if t := co.catchUpTick(e, now); !t.IsZero() { // catchup.go
 				l.c.fire(e, t, true)
 				e.caughtUp = t // mutation:catch-up-prev
 			}
@@ -187,14 +187,4 @@ func (l *loop) entrySnapshot() []Entry {
 		out[i] = *e
 	}
 	return out
-}
-
-// latestTick returns the latest activation of s in (now-grace, now], or the
-// zero time when there is none.
-func latestTick(s Schedule, now time.Time, grace time.Duration) time.Time {
-	var last time.Time
-	for t := s.Next(now.Add(-grace)); !t.IsZero() && !t.After(now); t = s.Next(t) {
-		last = t
-	}
-	return last
 }

@@ -25,6 +25,7 @@ type jobPolicy struct {
 	hooks   *hooks // nil: none (hooks.go)
 	// pauseAfter is WithPauseAfter's failures; 0: never (pauseafter.go).
 	pauseAfter int
+	catchUp    catchUpPolicy // WithCatchUp (catchup.go)
 }
 
 // policyDraft is a policy while options are applied to it.

@@ -26,12 +26,16 @@ type scope struct {
 }
 
 // deadline is the last moment at which r may still be claimed: under Skip
-// its tick plus skipTolerance, under RunOnce the misfire grace; a trigger
-// has the grace from when it fired.
+// its tick plus skipTolerance, under RunOnce the misfire grace, for a job
+// WithCatchUp its window (catchup.go); a trigger has the grace from when it
+// fired.
 func (sc *scope) deadline(r *run) time.Time {
 	latest := r.tick.Add(r.delay + skipTolerance)
 	if sc.misfire == RunOnce { // mutation:misfire-grace
 		latest = r.tick.Add(r.delay + max(sc.grace, skipTolerance))
+	}
+	if p := r.job.policy; p != nil && p.catchUp.set && !r.triggered() { // mutation:catch-up-deadline
+		latest = r.tick.Add(r.delay + max(p.catchUp.window, skipTolerance))
 	}
 	return latest
 }

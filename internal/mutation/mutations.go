@@ -8,17 +8,35 @@ var mutations = []mutation{
 	{
 		Name:   "catch-up-disabled",
 		Breaks: "G4: the successor of a crashed leader never runs the tick missed in the gap (RunOnce)",
-		Edits:  []edit{{Marker: "catch-up", Old: "co.misfire == RunOnce &&", New: "false &&"}},
+		Edits:  []edit{{Marker: "catch-up", Old: "sc.misfire == RunOnce &&", New: "false &&"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestCrashedLeadersMissedTickRunsOnceLate$"}},
 	},
 	{
 		Name:   "misfire-skip-ignored",
 		Breaks: "G4: a job with misfire Skip runs a tick missed in a failover anyway",
 		Edits: []edit{
-			{Marker: "catch-up", Old: "co.misfire == RunOnce &&", New: ""},
+			{Marker: "catch-up", Old: "sc.misfire == RunOnce &&", New: ""},
 			{Marker: "misfire-grace", Old: "sc.misfire == RunOnce", New: "true"},
 		},
 		Tests: []tests{{Pkg: "cronx", Run: "^TestCrashedLeadersMissedTickRunsOnceLate$"}},
+	},
+	{
+		Name:   "catch-up-window-ignored",
+		Breaks: "a job WithCatchUp(window) catches up under the Cron's misfire grace instead of its window",
+		Edits:  []edit{{Marker: "catch-up-window", Old: "p != nil && p.catchUp.set", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestCatchUpWindowAfterEveryReplicaStopped$"}},
+	},
+	{
+		Name:   "catch-up-deadline-ignored",
+		Breaks: "a job WithCatchUp(window) gives up a live tick's claim that etcd does not answer at the misfire grace, not its window",
+		Edits:  []edit{{Marker: "catch-up-deadline", Old: "p != nil && p.catchUp.set && !r.triggered()", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestCatchUpWindowBoundsALiveTicksClaim$"}},
+	},
+	{
+		Name:   "catch-up-walks-the-window",
+		Breaks: "a catch-up window of a year walks every tick of the year to find the latest",
+		Edits:  []edit{{Marker: "catch-up-search", Old: "for range walkTicks {", New: "for {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestLatestTickSearchesNotWalks$"}},
 	},
 	{
 		Name:   "catch-up-never-run",
