@@ -142,10 +142,38 @@ func checkCaughtUp(t *testing.T, l *catchUpLedger, events *eventLog, c *Cron, fi
 	l.wait(t, "one-hour", first)
 	l.wait(t, "misfire", first)
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if got := l.ran["two-hours"][1]; got.Instance != who {
 		t.Errorf("the missed tick ran on %s, want %s", got.Instance, who)
 	}
+	l.mu.Unlock()
+	// Observers, and the history that baton status shows, tell the missed
+	// tick's run from the others.
+	events.mu.Lock()
+	for _, ev := range events.all {
+		if e, ok := ev.(RunStarted); ok && e.Job == "two-hours" && e.CaughtUp != e.Tick.Equal(missed) {
+			t.Errorf("the run of %v started with CaughtUp %v", e.Tick, e.CaughtUp)
+		}
+	}
+	events.mu.Unlock()
+	eventually(t, 15*time.Second, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err := c.Status(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, j := range st.Jobs {
+			if j.Name != "two-hours" {
+				continue
+			}
+			var got []bool
+			for _, r := range j.History {
+				got = append(got, r.CaughtUp)
+			}
+			return slices.Equal(got, []bool{false, true}), fmt.Sprintf("two-hours' history, caught up: %v, want [false true]", got)
+		}
+		return false, "no status of two-hours"
+	})
 }
 
 // TestCatchUpWindowAfterEveryReplicaStopped: a nightly tick falls while

@@ -270,8 +270,9 @@
 //     deploy) the leader resigns at once and the next replica fires the next
 //     tick on time. A leader that crashes keeps its lease for the TTL; its
 //     successor then claims, once, the latest tick that fell in the gap if it
-//     is no older than the misfire grace (WithMisfire; RunOnce within a
-//     minute by default, or Skip), for a job that has run before.
+//     is no older than the job's catch-up window (WithCatchUp; without it
+//     the misfire grace, WithMisfire: RunOnce within a minute by default, or
+//     Skip), for a job that has run before.
 //
 //   - ClaimMode: every replica schedules, and the first valid claim runs the
 //     tick. No failover gap; one transaction per replica per tick.
@@ -453,6 +454,25 @@
 // its lease between attempts does not hand the rest to another: the tick
 // runs at most once, and its remaining attempts are lost. An Observer sees
 // each attempt as a run (OnRunStarted, OnRunEnded).
+//
+// WithCatchUp(window) is how old a tick of the job missed while nobody
+// ran it may be and still run, once, when the cluster is back: after an
+// outage of etcd (every replica's term lapses; the one that leads next
+// catches up), after every replica was stopped (the first to start
+// catches up), or after a leader's crash. The replica that takes over
+// claims the latest tick in the window that it has not fired, under that
+// tick's name, so G1 holds: once in the cluster, if the job ran or was
+// published before. Earlier ticks of the gap are not run and are counted
+// as ReasonNoLeader (over a day at most). The latest tick is searched for
+// (about log2 of the window in nanoseconds calls of the schedule's Next)
+// rather than walked to, so a gap of a year costs what a minute's does,
+// and the schedule goes on from the moment of the takeover: no burst. A
+// live tick whose claim etcd does not answer is retried until its tick
+// plus the window. Without WithCatchUp the Cron's WithMisfire applies;
+// WithCatchUp(0) catches nothing up. A caught-up run's RunStarted and
+// Record have CaughtUp set. Limit: a replica whose term ended while a
+// tick's claim was unanswered has fired that tick, and does not catch it
+// up itself when it leads again (another replica that takes over does).
 //
 // WithPauseAfter(n) pauses the job, cluster-wide, once n of its runs in a
 // row have failed: the record of the n-th failure writes the pause key (as

@@ -26,6 +26,10 @@ type RunStarted struct {
 	// ClaimLatency is how long the claim took, from the moment the run asked
 	// for it (its tick due, its jitter waited out) to etcd's answer.
 	ClaimLatency time.Duration
+	// CaughtUp is true for the run of a tick missed while nobody ran the
+	// job (an outage, a failover), run late within its catch-up window
+	// (WithCatchUp, WithMisfire).
+	CaughtUp bool
 }
 
 // Outcome is how a run ended.

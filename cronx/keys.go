@@ -132,6 +132,9 @@ type Record struct {
 	// Attempt is the attempt's number, from 1, for a job with retries
 	// (WithRetries): each attempt is a record of its own.
 	Attempt int `json:"attempt,omitempty"`
+	// CaughtUp is true for the run of a tick missed while nobody ran the
+	// job, run late within its catch-up window (WithCatchUp).
+	CaughtUp bool `json:"caught_up,omitempty"`
 }
 
 // decodeHistory reads a history key's records and revision (0 if absent).

@@ -39,6 +39,7 @@ type collectors struct {
 	failures    *prometheus.GaugeVec
 	period      *prometheus.GaugeVec
 	panics      *prometheus.CounterVec
+	caughtUp    *prometheus.CounterVec // runs of missed ticks (cronx.RunStarted.CaughtUp)
 }
 
 // New registers baton's metrics on reg and returns the observer that
@@ -95,6 +96,9 @@ func New(reg prometheus.Registerer) (cronx.Observer, error) {
 		failures: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "baton_job_consecutive_failures", Help: "Runs of the job that failed since its last success, cluster-wide, as this replica last recorded it.",
 		}, []string{"scheduler", "job"}),
+		caughtUp: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_job_caught_up_runs_total", Help: "Runs this replica started of a tick of the job missed while nobody ran it (an outage of etcd or of every replica, a failover), late, within the job's catch-up window.",
+		}, []string{"scheduler", "job"}),
 		period: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "baton_job_period_seconds", Help: "The time between the job's ticks, as its schedule had them when it was added.",
 		}, []string{"scheduler", "job"}),
@@ -114,7 +118,8 @@ func register(reg prometheus.Registerer, c *collectors) error {
 	return errors.Join(
 		use(reg, &c.runs), use(reg, &c.notRun), use(reg, &c.duration), use(reg, &c.lateness), use(reg, &c.claim),
 		use(reg, &c.leader), use(reg, &c.changes), use(reg, &c.session), use(reg, &c.refused), use(reg, &c.empty), use(reg, &c.hooks),
-		use(reg, &c.dropped), use(reg, &c.lastSuccess), use(reg, &c.lastFailure), use(reg, &c.failures), use(reg, &c.period), use(reg, &c.panics))
+		use(reg, &c.dropped), use(reg, &c.lastSuccess), use(reg, &c.lastFailure), use(reg, &c.failures), use(reg, &c.period), use(reg, &c.panics),
+		use(reg, &c.caughtUp))
 }
 
 func use[T prometheus.Collector](reg prometheus.Registerer, c *T) error {
@@ -143,6 +148,9 @@ func (c collectors) observer() cronx.Observer {
 			}
 			if e.Fence.Key != "" {
 				c.claim.WithLabelValues(e.Scheduler).Observe(e.ClaimLatency.Seconds())
+			}
+			if e.CaughtUp {
+				c.caughtUp.WithLabelValues(e.Scheduler, e.Job).Inc()
 			}
 		},
 		OnRunEnded: func(e cronx.RunEnded) {
@@ -199,6 +207,7 @@ func (c collectors) jobAdded(e cronx.JobAdded) {
 	c.lastSuccess.WithLabelValues(e.Scheduler, e.Job)
 	c.lastFailure.WithLabelValues(e.Scheduler, e.Job)
 	c.failures.WithLabelValues(e.Scheduler, e.Job)
+	c.caughtUp.WithLabelValues(e.Scheduler, e.Job)
 	c.claim.WithLabelValues(e.Scheduler)
 	c.refused.WithLabelValues(e.Scheduler)
 	c.empty.WithLabelValues(e.Scheduler)

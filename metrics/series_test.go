@@ -144,7 +144,8 @@ func TestSeriesExistFromRegistration(t *testing.T) {
 	// A coordinated job's outcome and period, from its registration; a
 	// job without etcd has no outcome.
 	for _, s := range []string{"lead", "claim"} {
-		for _, m := range []string{"baton_job_last_success_timestamp_seconds", "baton_job_last_failure_timestamp_seconds", "baton_job_consecutive_failures"} {
+		for _, m := range []string{"baton_job_last_success_timestamp_seconds", "baton_job_last_failure_timestamp_seconds", "baton_job_consecutive_failures",
+			"baton_job_caught_up_runs_total"} {
 			waitSeries(t, reg, m, map[string]string{"scheduler": s}, "job", atZero(jobsOf[s]...))
 		}
 		if v := value(t, reg, "baton_job_period_seconds", map[string]string{"scheduler": s, "job": "plain"}); v < 365*24*3600 || v > 366*24*3600 {

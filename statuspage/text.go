@@ -118,6 +118,9 @@ func lastRun(j Job) (tick time.Time, by, result string) {
 	if h.Attempt > 1 {
 		result += fmt.Sprintf(" (attempt %d)", h.Attempt)
 	}
+	if h.CaughtUp {
+		result += " (caught up)"
+	}
 	return tick, by, result
 }
 

@@ -91,6 +91,10 @@ schedule are an error: they would be read as the schedule or the command):
   pause-after=N                  pause the job, cluster-wide, once N of its
                                  runs in a row have failed; baton status
                                  shows why until baton resume
+  catch-up=DURATION              run, once, the latest tick missed while etcd
+                                 or every replica was down, if no older than
+                                 DURATION (catch-up=0: none); without it,
+                                 --misfire and --misfire-grace apply
   on-failure=COMMAND             as --on-failure; on-failure="" for none
   on-success=COMMAND             as --on-success; on-success="" for none
   hook-timeout=DURATION          as --hook-timeout

@@ -107,6 +107,8 @@ func entryOption(kv string, rs *retrySetting, hs *hookSetting) (cronx.JobOption,
 			return nil, fmt.Errorf("option %s: want a whole number of failures of 1 or more", kv)
 		}
 		return cronx.WithPauseAfter(n), nil
+	case "catch-up":
+		return catchUpOption(kv, value)
 	case "dst":
 		rule, err := parseDST(value)
 		if err != nil {
@@ -118,7 +120,7 @@ func entryOption(kv string, rs *retrySetting, hs *hookSetting) (cronx.JobOption,
 }
 
 // optionKeys lists the keys entryOption knows, for its errors.
-const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, pause-after, on-failure, on-success, hook-timeout"
+const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, pause-after, on-failure, on-success, hook-timeout, catch-up"
 
 // entryOptions reads the options between an entry's brackets, and returns
 // them and their text as --check prints it.

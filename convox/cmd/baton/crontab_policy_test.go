@@ -42,6 +42,12 @@ func TestParseCrontabOptions(t *testing.T) {
 		h.timeout == nil || *h.timeout != 5*time.Second || hooked[0].command != "x" {
 		t.Errorf("hooks %+v of %+v", h, hooked[0])
 	}
+	// A catch-up window is a duration; 0 catches nothing up.
+	for _, line := range []string{"nightly: [catch-up=2h] 0 2 * * * x", "nightly: [catch-up=0] 0 2 * * * x"} {
+		if e, err := parseCrontab(strings.NewReader(line+"\n"), "crontab", false); err != nil || len(e) != 1 || len(e[0].opts) != 1 {
+			t.Errorf("%s: %+v, %v", line, e, err)
+		}
+	}
 	// A jitter shorter than the ticks' interval is fine, and so is a
 	// command that starts with the shell's [ (test).
 	if _, err := parseCrontab(strings.NewReader("a: [jitter=59s] * * * * * [ -f x ] && y\n"), "crontab", false); err != nil {
@@ -63,6 +69,8 @@ func TestParseCrontabOptions(t *testing.T) {
 		{"a: [jitter=-5s] * * * * * x", "must not be negative"},
 		{"a: [attempts=0] * * * * * x", "want a whole number of 1 or more"},
 		{"a: [pause-after=0] * * * * * x", "want a whole number of failures of 1 or more"},
+		{"a: [catch-up=-1h] * * * * * x", "option catch-up=-1h: -1h: must not be negative"},
+		{"a: [catch-up=a-while] * * * * * x", `option catch-up=a-while: time: invalid duration "a-while"`},
 		{"a: [backoff=x] * * * * * x", `invalid duration "x"`},
 		{"a: [timeout] * * * * * x", "want KEY=VALUE"},
 		{"a: [timeout=1s * * * * * x", "not closed"},
