@@ -159,7 +159,7 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	notice(co.logger, "cronx: leading", "scheduler", co.name, "instance", co.identity, "fence", term.Revision)
 	co.host.requestResync()
 	co.specs.publishAll()
-	co.resumeBuffers(ctx, ts) // the ticks buffered under a term before
+	co.resumeBuffers(ctx, ts) // mutation:buffer-resume
 	co.watchTriggers(ctx, ts)
 	co.mu.Lock()
 	co.term = nil
