@@ -74,7 +74,7 @@ func (cl *claimer) claimTrigger(r *run) (held, error) {
 	job := r.job.name
 	marker := co.keys.triggerMarker(job, r.trig.rev)
 	running := co.keys.running(job)
-	forbid := r.job.policy.overlap == Forbid
+	forbid := r.job.policy.overlap == Forbid || buffering(r.job.policy.overlap) // a buffering job's trigger waits its turn too
 	latest := co.clock.Now().Add(max(co.grace, skipTolerance))
 	backoff := retryBackoff
 	for {
