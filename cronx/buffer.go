@@ -180,7 +180,7 @@ func (cl *claimer) joinBuffered(r *run, claimed error) (held, error) {
 	if err != nil || len(resp.Kvs) == 0 {
 		return held{}, claimed
 	}
-	r.buf = &buffered{key: key, rev: resp.Kvs[0].CreateRevision}
+	r.buf = &buffered{key: key, rev: resp.Kvs[0].CreateRevision} // mutation:buffer-join
 	return cl.claimBuffered(r)
 }
 

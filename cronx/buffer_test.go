@@ -271,3 +271,86 @@ func TestBufferedTickRunsWhenItsLeaderAndRunnerIsCutOff(t *testing.T) {
 	noStart(t, h.starts, 500*time.Millisecond, "after the buffered tick ran")
 	proxy.Pass()
 }
+
+// TestBufferInClaimModeRunsTheWaitingTickOnce: in claim mode every replica
+// fires the tick that comes during a run; one buffers it, and the replicas
+// whose claims find it buffered wait for its turn too. With the replica
+// that buffered it stopped, another runs it, once, when the run ends.
+func TestBufferInClaimModeRunsTheWaitingTickOnce(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 3, 2, 10, 0, 30, 0, time.UTC)
+	tick := start.Truncate(time.Minute).Add(time.Minute)
+	h := newHeldJob()
+	pc := newPolicyCluster(t, "bufclaim", start, ClaimMode, func(id string, c *Cron) {
+		mustAdd(t, c, "* * * * *", Named("slow", h.job(), WithOverlap(BufferOne)))
+	})
+	pc.next(tick)
+	first := waitStart(t, h.starts, "run of the first tick")
+	second := tick.Add(time.Minute)
+	pc.next(second)
+	pc.waitBuffered("slow", second)
+	resp, err := pc.cli.Get(context.Background(), newLayout(election.DefaultPrefix, pc.name).bufferEntry("slow", second.UnixNano()))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("read the buffered tick: %v", err)
+	}
+	by := markerHolder(string(resp.Kvs[0].Value))
+	// Stopping the replica that buffered the tick gives up its wait; the
+	// first run, wherever it is, goes on.
+	var stopped context.Context
+	for i, id := range pc.ids {
+		if id == by {
+			stopped = pc.crons[i].Stop()
+		}
+	}
+	if stopped == nil {
+		t.Fatalf("the tick was buffered by %q, no replica of %v", by, pc.ids)
+	}
+	noStart(t, h.starts, 300*time.Millisecond, "while the first run goes on")
+	h.release <- struct{}{}
+	s := waitStart(t, h.starts, "run of the buffered tick")
+	if !s.info.Tick.Equal(second) || s.info.Instance == by {
+		t.Errorf("ran %v on %s, want the buffered tick %v on a replica other than %s, which buffered it and stopped (the first ran on %s)",
+			s.info.Tick, s.info.Instance, second, by, first.info.Instance)
+	}
+	h.release <- struct{}{}
+	pc.waitBuffered("slow")
+	noStart(t, h.starts, 300*time.Millisecond, "after the buffered tick ran")
+	<-stopped.Done()
+	if m := h.most.Load(); m != 1 {
+		t.Errorf("%d runs of a BufferOne job went on at once, want 1", m)
+	}
+}
+
+// TestBufferingJobsTriggerWaitsForTheRunInProgress: a trigger of a
+// BufferOne job runs once the run in progress has ended, not beside it.
+func TestBufferingJobsTriggerWaitsForTheRunInProgress(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 3, 2, 10, 0, 30, 0, time.UTC)
+	tick := start.Truncate(time.Minute).Add(time.Minute)
+	h := newHeldJob()
+	pc := newPolicyCluster(t, "buftrig", start, LeaderMode, func(id string, c *Cron) {
+		mustAdd(t, c, "* * * * *", Named("slow", h.job(), WithOverlap(BufferOne)))
+	})
+	pc.next(tick)
+	waitStart(t, h.starts, "run of the first tick")
+	// The job's registration, which Trigger looks for, is written in the
+	// background.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		err := pc.crons[0].Trigger(context.Background(), "slow")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Trigger within 15s: %v", err)
+		}
+	}
+	noStart(t, h.starts, 500*time.Millisecond, "a trigger while the run goes on")
+	h.release <- struct{}{}
+	if s := waitStart(t, h.starts, "run of the trigger"); !s.info.Triggered {
+		t.Errorf("ran %+v, want the triggered run", s.info)
+	}
+	h.release <- struct{}{}
+	if m := h.most.Load(); m != 1 {
+		t.Errorf("%d runs of a BufferOne job went on at once, want 1", m)
+	}
+}

@@ -400,6 +400,19 @@ var mutations = []mutation{
 		Name:   "buffer-lost-at-handover",
 		Breaks: "BufferOne/BufferAll: a new leader does not run the ticks its predecessor left in a buffer",
 		Edits:  []edit{{Marker: "buffer-resume", Old: "co.resumeBuffers(ctx, ts)", New: ""}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^(TestBufferSurvivesTheLeadersStop|TestBufferedTickRunsWhenItsLeaderAndRunnerIsCutOff)$"}},
+		Tests: []tests{{Pkg: "cronx", Run: "^(TestBufferSurvivesTheLeadersStop|TestBufferedTickRunsWhenItsLeaderAndRunnerIsCutOff)$"},
+			{Pkg: "convox/cmd/baton", Run: "^TestCrontabBufferedTickRunsAfterItsLeaderIsKilled$"}},
+	},
+	{
+		Name:   "buffer-claim-mode-unjoined",
+		Breaks: "BufferOne/BufferAll, claim mode: only the replica that buffered a tick waits for its turn, and one that stops loses it",
+		Edits:  []edit{{Marker: "buffer-join", Old: "r.buf = &buffered{key: key, rev: resp.Kvs[0].CreateRevision}", New: "return held{}, claimed"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferInClaimModeRunsTheWaitingTickOnce$"}},
+	},
+	{
+		Name:   "buffer-trigger-overlaps",
+		Breaks: "BufferOne/BufferAll: a trigger runs beside the run in progress",
+		Edits:  []edit{{Marker: "buffer-trigger", Old: " || buffering(r.job.policy.overlap)", New: ""}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferingJobsTriggerWaitsForTheRunInProgress$"}},
 	},
 }
