@@ -35,6 +35,9 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 	if r.triggered() {
 		return cl.claimTrigger(r)
 	}
+	if r.buf != nil {
+		return cl.claimBuffered(r) // a tick resumed from its job's buffer (buffer.go)
+	}
 	co := cl.co
 	key, seq := co.keys.last(r.job.name), r.tick.UnixNano()
 	marker := co.keys.tickMarker(r.job.name, seq)
@@ -76,6 +79,7 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 			if r.job.policy.overlap == Forbid { // mutation:forbid
 				opts = append(opts, claims.Exclusive(co.keys.running(r.job.name)))
 			}
+			opts = append(opts, bufferTurn(co.keys, r.job)...) // mutation:buffer-overlap
 			switch {
 			case r.catchUp && ts != nil:
 				// A job that never ran is caught up too if a term before this
@@ -102,6 +106,12 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 			}
 			if errors.Is(err, errNotSent) {
 				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
+			}
+			if errors.Is(err, election.ErrBusy) && buffering(r.job.policy.overlap) {
+				return cl.bufferTick(r) // buffer.go
+			}
+			if errors.Is(err, election.ErrClaimed) && buffering(r.job.policy.overlap) {
+				return cl.joinBuffered(r, err)
 			}
 			if errors.Is(err, election.ErrClaimed) || errors.Is(err, election.ErrBusy) || errors.Is(err, ErrPaused) ||
 				errors.Is(err, election.ErrNotLeader) || errors.Is(err, claims.ErrNeverClaimed) {
@@ -171,9 +181,12 @@ func (cl *claimer) giveBack(r *run, c held) {
 	ctx, cancel := context.WithTimeout(context.Background(), withdrawTimeout)
 	defer cancel()
 	var err error
-	if r.triggered() {
+	switch {
+	case r.buf != nil:
+		err = cl.giveBackBuffered(ctx, r, c)
+	case r.triggered():
 		err = cl.giveBackTrigger(ctx, r, c)
-	} else {
+	default:
 		err = claims.Withdraw(ctx, co.conn.etcd(), co.keys.last(r.job.name), c.claim, r.prev, co.identity)
 		if errors.Is(err, claims.ErrNotWithdrawn) {
 			// A later claim moved the key on (it replaced this run, or ran

@@ -150,6 +150,9 @@ type JobStatus struct {
 	LastBy   string
 	// Running lists the replicas running the job now.
 	Running []string
+	// Buffered are the ticks of a BufferOne or BufferAll job that wait for
+	// the run in progress to end, oldest first.
+	Buffered []time.Time
 	// Next is the next tick by this scheduler's clock; zero from a Control,
 	// which has no schedule of its own.
 	Next time.Time
@@ -230,6 +233,10 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 		case leaf == "notrun":
 			v, now := parseNotRun(kv.Value), time.Now()
 			j.NotRun, j.NotRunHours = v.counts(now), v.hours(now)
+		case strings.HasPrefix(leaf, "buffer/"):
+			if seq, ok := k.keys.bufferSeq(string(kv.Key)); ok {
+				j.Buffered = append(j.Buffered, time.Unix(0, seq))
+			}
 		case strings.HasPrefix(leaf, "running/"):
 			j.Running = append(j.Running, markerHolder(string(kv.Value)))
 		}

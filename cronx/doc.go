@@ -415,6 +415,25 @@
 // when a later one is claimed gives way to it without starting, and its
 // request is done with: the burst costs what its runs cost.
 //
+// WithOverlap(BufferOne) and WithOverlap(BufferAll), as Temporal's overlap
+// policies of those names, keep a tick that comes while a run of the job
+// is in progress on any replica: it waits in etcd (the job's buffer/<tick>
+// keys) and runs once that run has ended, or once the lease of a replica
+// that died running it has expired, with its own time as Info.Tick. The
+// waiting ticks run one at a time, in the order of their ticks, each once;
+// a tick never runs ahead of one that waits. BufferOne keeps one waiting
+// and BufferAll up to 100: a tick that comes while the buffer is full is
+// dropped, and reported as ReasonBufferFull. The buffer outlives its
+// leader: a new leader runs the ticks its predecessor left waiting, and in
+// claim mode every replica that fired a buffered tick waits for its turn,
+// so any live one runs it. A job paused while ticks wait drops them, each
+// a ReasonPaused, when its turn comes. A trigger of a buffering job waits
+// for the run in progress, as under Forbid. Status lists the waiting ticks
+// (JobStatus.Buffered). Limits: a tick waits as long as the run before it
+// lasts, with no misfire deadline, and its run's lateness counts from its
+// tick; a catch-up tick (the misfire grace) is buffered only for a job that
+// ran before.
+//
 // WithTimeout(d) ends each run's context d after it started, on the
 // replica that runs it, with ErrTimeout as the cause; the run is recorded
 // in the history with TimedOut set. It does not stop a job that ignores its
@@ -517,12 +536,14 @@
 //	                        mode, it grants no lease as short as the TTL (given up at once)
 //	ReasonRunnerLost        leader mode: a leader lost before it recorded a run claimed the tick;
 //	                        its successor reports it, since the run may not have started
+//	ReasonBufferFull        BufferOne or BufferAll, a run was in progress and the job's buffer
+//	                        held as many waiting ticks as it keeps
 //
 // Which can happen to a job depends on its Cron and policy: none without
 // etcd (every tick runs, as under robfig/cron); with etcd, misfire_skipped,
 // paused, overtaken, etcd_unavailable and etcd_refused, and no_leader and
 // runner_lost in leader mode, claimed_elsewhere in claim mode, overlap under
-// Forbid.
+// Forbid, buffer_full under BufferOne and BufferAll.
 // JobAdded.Reasons lists them, so that an observer counts each from zero.
 //
 // An etcd that refuses a write answers; it is not out. It is out of space

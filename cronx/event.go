@@ -104,19 +104,25 @@ const (
 	// going and none in the history, reports it once the claim's marker has
 	// lapsed; it cannot run the tick again, which might run it twice.
 	ReasonRunnerLost
+	// ReasonBufferFull: the job is BufferOne or BufferAll, a run of it was
+	// in progress, and its buffer already held as many ticks as it keeps
+	// (one, or for BufferAll 100): the tick was dropped.
+	ReasonBufferFull
 )
 
 // Reasons lists every Reason, in order.
 func Reasons() []Reason {
 	return []Reason{ReasonNoLeader, ReasonMisfireSkipped, ReasonOverlap, ReasonPaused,
-		ReasonOvertaken, ReasonClaimedElsewhere, ReasonEtcdUnavailable, ReasonEtcdRefused, ReasonRunnerLost}
+		ReasonOvertaken, ReasonClaimedElsewhere, ReasonEtcdUnavailable, ReasonEtcdRefused, ReasonRunnerLost,
+		ReasonBufferFull}
 }
 
 // reasonsOf lists the Reasons a tick of a job can be reported with, in
 // order: none without etcd, where every tick runs as robfig/cron runs it;
 // with etcd, the misfire deadline, a pause, a later tick, an etcd that does
 // not answer or refuses; and, by mode and policy, no_leader and runner_lost
-// (leader mode), claimed_elsewhere (claim mode) and overlap (Forbid).
+// (leader mode), claimed_elsewhere (claim mode), overlap (Forbid) and
+// buffer_full (BufferOne, BufferAll).
 func reasonsOf(coordinated bool, mode Mode, overlap Overlap) []Reason {
 	if !coordinated {
 		return nil
@@ -126,7 +132,8 @@ func reasonsOf(coordinated bool, mode Mode, overlap Overlap) []Reason {
 		switch {
 		case (r == ReasonNoLeader || r == ReasonRunnerLost) && mode != LeaderMode,
 			r == ReasonClaimedElsewhere && mode != ClaimMode,
-			r == ReasonOverlap && overlap != Forbid:
+			r == ReasonOverlap && overlap != Forbid,
+			r == ReasonBufferFull && !buffering(overlap):
 			continue
 		}
 		out = append(out, r)
@@ -144,11 +151,13 @@ var reasonNames = [...]string{
 	ReasonEtcdUnavailable:  "etcd_unavailable",
 	ReasonEtcdRefused:      "etcd_refused",
 	ReasonRunnerLost:       "runner_lost",
+	ReasonBufferFull:       "buffer_full",
 }
 
 // String is the reason's name in snake case, as in metric labels:
 // "no_leader", "misfire_skipped", "overlap", "paused", "overtaken",
-// "claimed_elsewhere", "etcd_unavailable", "etcd_refused", "runner_lost".
+// "claimed_elsewhere", "etcd_unavailable", "etcd_refused", "runner_lost",
+// "buffer_full".
 func (r Reason) String() string {
 	if r > 0 && int(r) < len(reasonNames) {
 		return reasonNames[r]

@@ -64,3 +64,26 @@ func ExampleWithPauseAfter() {
 		}
 	}
 }
+
+// An import that outlasts its hourly tick now and then: the tick that comes
+// while it runs, on any replica, waits in etcd and runs as soon as it ends,
+// with its own time as Info.Tick; while one waits, later ticks are dropped
+// (cronx.ReasonBufferFull). cronx.BufferAll keeps up to 100 waiting.
+func ExampleWithOverlap_bufferOne() {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:2379"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cli.Close()
+	c := cronx.New(cronx.WithEtcd(cli), cronx.WithName("imports"))
+	imp := cronx.ContextFunc(func(ctx context.Context) error {
+		info, _ := cronx.InfoFrom(ctx)
+		log.Printf("import of the hour of %v", info.Tick)
+		return nil
+	})
+	if _, err := c.AddJob("@hourly", cronx.Named("import", imp, cronx.WithOverlap(cronx.BufferOne))); err != nil {
+		log.Fatal(err)
+	}
+	c.Start()
+	defer func() { <-c.Stop().Done() }()
+}

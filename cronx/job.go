@@ -58,6 +58,16 @@ const (
 	// when the next tick comes, and starts the new run once the old one
 	// has ended; two runs never overlap. See the package documentation.
 	Replace
+	// BufferOne keeps a tick that comes while a run of the job is in
+	// progress, on any replica, waiting in etcd, and runs it once that run
+	// has ended, with the waiting tick's time as Info.Tick; one tick waits
+	// at most, and those that come while one waits are dropped
+	// (ReasonBufferFull). Two runs never overlap. See the package
+	// documentation.
+	BufferOne
+	// BufferAll is BufferOne with up to 100 ticks waiting (maxBuffered),
+	// which run one after another in the order of their ticks.
+	BufferAll
 )
 
 // Named gives job a name that is the same in every replica, under which its

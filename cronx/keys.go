@@ -25,6 +25,9 @@ import (
 //	<job>/running/<seq>  a run in progress, bound to its runner's lease;
 //	                     <seq> is the tick's zero-padded Unix nanoseconds, or
 //	                     t<revision> for a triggered run
+//	<job>/buffer/<seq>   a tick of a BufferOne or BufferAll job that waits for
+//	                     the run in progress to end (buffer.go): "<seq> <instance>",
+//	                     who buffered it; no lease, so it outlives its writer
 //	<job>/paused         present while the job is paused; holds who paused it
 //	<job>/history        the latest runs, a JSON array of Record
 //	<job>/notrun         the ticks nobody ran, counted by hour and reason
@@ -57,6 +60,24 @@ func (l layout) history(job string) string   { return l.jobs + job + "/history" 
 func (l layout) spec(job string) string      { return l.jobs + job + "/spec" }
 func (l layout) notRun(job string) string    { return l.jobs + job + "/notrun" }
 func (l layout) byDir(job string) string     { return l.jobs + job + "/by/" }
+func (l layout) buffer(job string) string    { return l.jobs + job + "/buffer/" }
+
+// bufferEntry is the buffer key of job's tick of sequence seq, zero-padded
+// so that etcd lists a buffer in tick order.
+func (l layout) bufferEntry(job string, seq int64) string {
+	return l.buffer(job) + fmt.Sprintf("%020d", seq)
+}
+
+// bufferSeq reads the tick's sequence from a buffer key.
+func (l layout) bufferSeq(key string) (int64, bool) {
+	_, leaf, ok := l.jobKey(key)
+	num, ok2 := strings.CutPrefix(leaf, "buffer/")
+	if !ok || !ok2 {
+		return 0, false
+	}
+	seq, err := strconv.ParseInt(num, 10, 64)
+	return seq, err == nil
+}
 
 // by is the registration of job by the replica of lease.
 func (l layout) by(job string, lease clientv3.LeaseID) string {

@@ -158,12 +158,26 @@ const (
 
 // Ticks a lost leader claimed (see lost.go).
 const (
-	// lostBatch is the ticks whose marker and history one read looks at.
-	lostBatch = maxTxnOps / 2
+	// lostBatch is the ticks whose marker, history and buffer key one read
+	// looks at.
+	lostBatch = maxTxnOps / 3
 	// lostRecheck is how often a marker still there is looked at again.
 	lostRecheck = 500 * time.Millisecond
 	// lostExpiry is how long past its TTL a lost runner's lease may take
 	// to expire: etcd checks for expired leases every half second, and
 	// revokes them in batches.
 	lostExpiry = 2 * time.Second
+)
+
+// Buffered ticks (see buffer.go).
+const (
+	// maxBuffered bounds the ticks a BufferAll job keeps waiting for the run
+	// in progress: a tick that comes while it holds as many is dropped. A
+	// job whose runs outlast a hundred of its ticks does not catch up by
+	// queueing more; each waiting tick costs a key, and a run waiting in a
+	// new leader a goroutine and a watch.
+	maxBuffered = 100
+	// bufferReadBatch is the jobs whose buffers one read of a new term
+	// takes.
+	bufferReadBatch = maxTxnOps
 )

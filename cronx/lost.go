@@ -102,10 +102,13 @@ func (lc *lostClaims) run(ctx context.Context) {
 // live runner's: its run goes on.
 func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, error) {
 	co := lc.co
-	gets := make([]clientv3.Op, 0, 2*len(batch))
+	gets := make([]clientv3.Op, 0, 3*len(batch))
 	for _, l := range batch {
 		gets = append(gets, clientv3.OpGet(co.keys.tickMarker(l.job, l.tick.UnixNano()), clientv3.WithCountOnly()),
-			clientv3.OpGet(co.keys.history(l.job)))
+			clientv3.OpGet(co.keys.history(l.job)),
+			// A tick buffered behind a run (buffer.go) was claimed into the
+			// buffer: it is not lost, and the new term runs it.
+			clientv3.OpGet(co.keys.bufferEntry(l.job, l.tick.UnixNano()), clientv3.WithCountOnly()))
 	}
 	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	resp, err := co.conn.etcd().Txn(rctx).Then(gets...).Commit()
@@ -116,7 +119,10 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 	now := time.Now()
 	var left []lostTick
 	for i, l := range batch {
-		if resp.Responses[2*i].GetResponseRange().Count > 0 {
+		if resp.Responses[3*i+2].GetResponseRange().Count > 0 {
+			continue
+		}
+		if resp.Responses[3*i].GetResponseRange().Count > 0 {
 			if l.waiting.IsZero() {
 				l.waiting = now
 			}
@@ -125,7 +131,7 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 			}
 			continue
 		}
-		hist, _ := decodeHistory(resp.Responses[2*i+1].GetResponseRange().Kvs)
+		hist, _ := decodeHistory(resp.Responses[3*i+1].GetResponseRange().Kvs)
 		if !ranTick(hist, l.tick) {
 			co.logger.Error(errRunnerLost, "cronx: tick not run", "job", l.job, "tick", l.tick)
 			co.rep.notRun(l.job, l.tick, ReasonRunnerLost, errRunnerLost)

@@ -41,7 +41,7 @@ type JobOption func(*policyDraft)
 // WithOverlap sets the job's overlap policy; the default is Allow.
 func WithOverlap(o Overlap) JobOption {
 	return func(p *policyDraft) {
-		if o < Allow || o > Replace {
+		if o < Allow || o > BufferAll {
 			p.errs = append(p.errs, fmt.Errorf("WithOverlap(%d): not an overlap policy", int(o)))
 			return
 		}

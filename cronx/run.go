@@ -29,6 +29,7 @@ type run struct {
 	job     jobRef
 	tick    time.Time // the nominal tick; a trigger's time
 	trig    *trigger  // the trigger it runs for; nil for a tick
+	buf     *buffered // the tick's place in its job's buffer (buffer.go); nil unless it waits there
 	catchUp bool      // a tick missed in a failover, caught up
 	delay   time.Duration
 	prev    int64      // what the job's claim key is given back to

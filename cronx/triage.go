@@ -40,6 +40,11 @@ func (cl *claimer) triage(r *run, err error) {
 		// whether it ran is known once its runner has recorded it, or its
 		// marker has lapsed with the runner.
 		co.lost.check(r.job.name, r.tick)
+	case errors.Is(err, errBufferFull):
+		reason = ReasonBufferFull // mutation:buffer-drop-counted
+		co.logger.Info("cronx: skipped: a run is in progress and its buffer is full", "job", r.job.name, "tick", r.tick)
+	case errors.Is(err, errBufferTaken):
+		// Another replica ran the buffered tick, or runs it.
 	case errors.Is(err, errTriggerTaken):
 		// Another replica took the request, or this one ran it already.
 	case errors.Is(err, election.ErrClaimed), errors.Is(err, claims.ErrNeverClaimed):

@@ -74,7 +74,8 @@ func (cl *claimer) claimTrigger(r *run) (held, error) {
 	job := r.job.name
 	marker := co.keys.triggerMarker(job, r.trig.rev)
 	running := co.keys.running(job)
-	forbid := r.job.policy.overlap == Forbid
+	// A buffering job's trigger waits for the run in progress too.
+	forbid := r.job.policy.overlap == Forbid || buffering(r.job.policy.overlap) // mutation:buffer-trigger
 	latest := co.clock.Now().Add(max(co.grace, skipTolerance))
 	backoff := retryBackoff
 	for {

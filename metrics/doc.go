@@ -16,7 +16,7 @@
 //	baton_job_ticks_not_run_total{scheduler,job,reason}  counter: ticks this replica did not run, by cronx.Reason
 //	                                                     ("no_leader", "misfire_skipped", "overlap", "paused",
 //	                                                     "overtaken", "claimed_elsewhere", "etcd_unavailable",
-//	                                                     "etcd_refused", "runner_lost")
+//	                                                     "etcd_refused", "runner_lost", "buffer_full")
 //	baton_job_run_duration_seconds{scheduler}            histogram: how long runs took
 //	baton_job_tick_lateness_seconds{scheduler}           histogram: how long after its intended start (its tick
 //	                                                     plus the job's WithJitter delay) a run started

@@ -192,8 +192,8 @@ func TestEveryReasonIsALabel(t *testing.T) {
 		}
 		seen[s] = true
 	}
-	if fmt.Sprint(len(seen)) != "9" {
-		t.Errorf("%d reasons, want 9", len(seen))
+	if fmt.Sprint(len(seen)) != "10" {
+		t.Errorf("%d reasons, want 10", len(seen))
 	}
 }
 

@@ -100,6 +100,7 @@ func TestSeriesExistFromRegistration(t *testing.T) {
 	}{
 		{leader, "plain", nil},
 		{leader, "forbid", []cronx.JobOption{cronx.WithOverlap(cronx.Forbid)}},
+		{leader, "buffered", []cronx.JobOption{cronx.WithOverlap(cronx.BufferAll)}},
 		{claim, "plain", nil},
 		{claim, "replace", []cronx.JobOption{cronx.WithOverlap(cronx.Replace)}},
 		{leader, "hooked", []cronx.JobOption{cronx.WithOnFailure(func(context.Context, cronx.Info, error) error { return nil })}},
@@ -112,7 +113,7 @@ func TestSeriesExistFromRegistration(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	jobsOf := map[string][]string{"lead": {"forbid", "hooked", "plain"}, "claim": {"plain", "replace"}}
+	jobsOf := map[string][]string{"lead": {"buffered", "forbid", "hooked", "plain"}, "claim": {"plain", "replace"}}
 	common := []string{"misfire_skipped", "paused", "overtaken", "etcd_unavailable", "etcd_refused"}
 	for _, tc := range []struct {
 		scheduler, job string
@@ -120,6 +121,7 @@ func TestSeriesExistFromRegistration(t *testing.T) {
 	}{
 		{"lead", "plain", append([]string{"no_leader", "runner_lost"}, common...)},
 		{"lead", "forbid", append([]string{"no_leader", "runner_lost", "overlap"}, common...)},
+		{"lead", "buffered", append([]string{"no_leader", "runner_lost", "buffer_full"}, common...)},
 		{"claim", "plain", append([]string{"claimed_elsewhere"}, common...)},
 		{"claim", "replace", append([]string{"claimed_elsewhere"}, common...)},
 		{"", "", nil},

@@ -103,6 +103,9 @@ type Job struct {
 	LastRun      *Run      `json:"last_run,omitempty"`
 	// Running lists the replicas running the job now.
 	Running []string `json:"running"`
+	// Buffered are the ticks of a BufferOne or BufferAll job waiting for
+	// the run in progress to end, oldest first.
+	Buffered []time.Time `json:"buffered,omitempty"`
 	// Next is the next tick by the spec, after the last one or the
 	// snapshot's time; zero when the spec does not parse.
 	Next    time.Time `json:"next,omitzero"`
@@ -342,6 +345,7 @@ func newJob(j cronx.JobStatus, now time.Time) Job {
 	r := Job{Name: j.Name, Spec: j.Spec, Paused: j.Paused, PausedBy: j.PausedBy,
 		LastTick: j.LastTick, LastBy: j.LastBy, Running: j.Running, History: []Run{}}
 	r.PausedReason = j.PausedReason
+	r.Buffered = j.Buffered
 	r.LastSuccess, r.LastFailure, r.ConsecutiveFailures = j.LastSuccess, j.LastFailure, j.ConsecutiveFailures
 	if r.Running == nil {
 		r.Running = []string{}

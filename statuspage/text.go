@@ -80,6 +80,9 @@ func (r *Snapshot) writeJobs(w io.Writer) {
 			if len(j.Running) > 0 {
 				running = strings.Join(j.Running, ",")
 			}
+			if len(j.Buffered) > 0 {
+				running += fmt.Sprintf(" (%d buffered, from %s)", len(j.Buffered), local(j.Buffered[0]))
+			}
 			notRun := "-"
 			if counts := j.NotRunByReason(); len(counts) > 0 {
 				var parts []string

@@ -393,4 +393,53 @@ var mutations = []mutation{
 		Edits:  []edit{{Marker: "nil-job", Old: "case isNilJob(cmd):", New: "case false:"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNilScheduleOrJobIsAnError$"}},
 	},
+	{
+		Name:   "buffered-tick-not-run",
+		Breaks: "BufferOne/BufferAll: a tick buffered behind a run never runs once that run has ended",
+		Edits:  []edit{{Marker: "buffer-turn", Old: "return cl.claimBuffered(r)", New: "return held{}, errBufferTaken"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferOneRunsTheTickThatCameDuringARunOnceItEnds$"}},
+	},
+	{
+		Name:   "buffer-overlaps",
+		Breaks: "BufferOne/BufferAll: a tick that comes while a run goes on starts beside it instead of waiting",
+		Edits:  []edit{{Marker: "buffer-overlap", Old: "opts = append(opts, bufferTurn(co.keys, r.job)...)", New: ""}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferOneRunsTheTickThatCameDuringARunOnceItEnds$"}},
+	},
+	{
+		Name:   "buffered-turn-overlaps",
+		Breaks: "BufferOne/BufferAll: a buffered tick starts while the run it waits for still goes on",
+		Edits:  []edit{{Marker: "buffer-waits", Old: `clientv3.Compare(clientv3.CreateRevision(running), "=", 0).WithPrefix(),`, New: ""}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^(TestBufferOneRunsTheTickThatCameDuringARunOnceItEnds|TestBufferSurvivesTheLeadersStop)$"}},
+	},
+	{
+		Name:   "buffer-unbounded",
+		Breaks: "BufferOne/BufferAll: the buffer keeps more ticks than its bound",
+		Edits:  []edit{{Marker: "buffer-bound", Old: "Count >= int64(bufferBound(r.job.policy.overlap))", New: "Count < 0"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferOneRunsTheTickThatCameDuringARunOnceItEnds$"}},
+	},
+	{
+		Name:   "buffer-drop-uncounted",
+		Breaks: "BufferOne/BufferAll: a tick dropped from a full buffer is not reported as a tick not run",
+		Edits:  []edit{{Marker: "buffer-drop-counted", Old: "reason = ReasonBufferFull", New: "reason = 0"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferOneRunsTheTickThatCameDuringARunOnceItEnds$"}},
+	},
+	{
+		Name:   "buffer-lost-at-handover",
+		Breaks: "BufferOne/BufferAll: a new leader does not run the ticks its predecessor left in a buffer",
+		Edits:  []edit{{Marker: "buffer-resume", Old: "co.resumeBuffers(ctx, ts)", New: ""}},
+		Tests: []tests{{Pkg: "cronx", Run: "^(TestBufferSurvivesTheLeadersStop|TestBufferedTickRunsWhenItsLeaderAndRunnerIsCutOff)$"},
+			{Pkg: "convox/cmd/baton", Run: "^TestCrontabBufferedTickRunsAfterItsLeaderIsKilled$"}},
+	},
+	{
+		Name:   "buffer-claim-mode-unjoined",
+		Breaks: "BufferOne/BufferAll, claim mode: only the replica that buffered a tick waits for its turn, and one that stops loses it",
+		Edits:  []edit{{Marker: "buffer-join", Old: "r.buf = &buffered{key: key, rev: resp.Kvs[0].CreateRevision}", New: "return held{}, claimed"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferInClaimModeRunsTheWaitingTickOnce$"}},
+	},
+	{
+		Name:   "buffer-trigger-overlaps",
+		Breaks: "BufferOne/BufferAll: a trigger runs beside the run in progress",
+		Edits:  []edit{{Marker: "buffer-trigger", Old: " || buffering(r.job.policy.overlap)", New: ""}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferingJobsTriggerWaitsForTheRunInProgress$"}},
+	},
 }

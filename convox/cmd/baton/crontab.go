@@ -82,7 +82,8 @@ schedule are an error: they would be read as the schedule or the command):
 
   report: [timeout=10m overlap=forbid] 0 3 * * * node report.js
 
-  overlap=allow|forbid|replace   as --overlap
+  overlap=allow|forbid|replace|buffer-one|buffer-all
+                                 as --overlap
   timeout=DURATION               as --timeout
   attempts=N                     as --attempts
   backoff=DURATION               as --retry-backoff
@@ -107,6 +108,13 @@ progress on any replica stops that run (SIGTERM, then SIGKILL after
 once the lease of a replica that died running it has expired (up to
 --ttl): two runs never overlap. A run still waiting to start when a later
 tick comes gives way to it; a trigger waits for no run and stops none.
+With --overlap buffer-one, a tick that comes while a run of the job is in
+progress on any replica waits, in etcd, and runs once that run has ended
+(or the lease of a replica that died running it has expired), with its own
+tick as BATON_TICK; while one waits, later ticks are dropped and counted as
+not run (buffer_full). --overlap buffer-all keeps up to 100 waiting, run one
+after another in the order of their ticks. Either way two runs never
+overlap, and a new leader runs the ticks its predecessor left waiting.
 A run that reaches its timeout gets SIGTERM, then SIGKILL after --grace,
 and is recorded as timed out (baton status shows it). With --jitter, each
 run starts up to that long after its tick, at a delay derived from the
@@ -197,7 +205,7 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	conn := addConnFlags(fs, true, true)
 	name := fs.String("name", "crontab", "scheduler name: replicas with the same name share ticks; status, pause and trigger use it")
 	mode := fs.String("mode", "leader", "leader (the elected replica runs every job) or claim (every replica schedules, the first claim runs)")
-	overlap := fs.String("overlap", "allow", "allow; forbid: skip a tick while a run of the same job is in progress anywhere; or replace: stop that run (SIGTERM, SIGKILL after --grace) and start the tick's once it has ended")
+	overlap := fs.String("overlap", "allow", "allow; forbid: skip a tick while a run of the same job is in progress anywhere; replace: stop that run (SIGTERM, SIGKILL after --grace) and start the tick's once it has ended; buffer-one: run the tick once that run has ended, one waiting at most; or buffer-all: up to 100 waiting")
 	attempts := fs.Int("attempts", 1, "run a command that exits non-zero (or times out) again, up to this many runs in all, on the replica that holds the tick's claim")
 	retryBackoff := fs.Duration("retry-backoff", 10*time.Second, "the wait before a command's second attempt, doubled before each next one")
 	jitter := fs.Duration("jitter", 0, "start each run up to this long after its tick, by a hash of the job and the tick that every replica computes alike (0: at the tick)")

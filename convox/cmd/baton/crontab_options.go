@@ -217,8 +217,12 @@ func parseOverlap(v string) (cronx.Overlap, error) {
 		return cronx.Forbid, nil
 	case "replace":
 		return cronx.Replace, nil
+	case "buffer-one":
+		return cronx.BufferOne, nil
+	case "buffer-all":
+		return cronx.BufferAll, nil
 	}
-	return 0, fmt.Errorf("%q: want allow, forbid or replace", v)
+	return 0, fmt.Errorf("%q: want allow, forbid, replace, buffer-one or buffer-all", v)
 }
 
 // parseDST reads a daylight-saving rule, as --dst and dst= take it.

@@ -53,6 +53,18 @@ func TestParseCrontabOptions(t *testing.T) {
 	if _, err := parseCrontab(strings.NewReader("a: [jitter=59s] * * * * * [ -f x ] && y\n"), "crontab", false); err != nil {
 		t.Errorf("jitter=59s on every minute: %v", err)
 	}
+	// Both buffering policies are read; each is its own cronx.Overlap.
+	for _, v := range []string{"buffer-one", "buffer-all"} {
+		if _, err := parseCrontab(strings.NewReader("a: [overlap="+v+"] * * * * * x\n"), "crontab", false); err != nil {
+			t.Errorf("overlap=%s: %v", v, err)
+		}
+	}
+	if one, _ := parseOverlap("buffer-one"); one != cronx.BufferOne {
+		t.Errorf("buffer-one reads as %v, want BufferOne", one)
+	}
+	if all, _ := parseOverlap("buffer-all"); all != cronx.BufferAll {
+		t.Errorf("buffer-all reads as %v, want BufferAll", all)
+	}
 	// --check prints each entry's options beside its command.
 	file := filepath.Join(t.TempDir(), "crontab")
 	os.WriteFile(file, []byte(good), 0o644)
@@ -63,7 +75,7 @@ func TestParseCrontabOptions(t *testing.T) {
 	for _, tc := range []struct{ line, want string }{
 		{"a: [timeout=-1s] * * * * * x", "must not be negative"},
 		{"a: [timeout=soon] * * * * * x", `invalid duration "soon"`},
-		{"a: [overlap=sometimes] * * * * * x", `"sometimes": want allow, forbid or replace`},
+		{"a: [overlap=sometimes] * * * * * x", `"sometimes": want allow, forbid, replace, buffer-one or buffer-all`},
 		{"a: [colour=red] * * * * * x", `option "colour": unknown`},
 		{"a: [dst=twice] * * * * * x", `"twice": want robfig or once`},
 		{"a: [jitter=-5s] * * * * * x", "must not be negative"},

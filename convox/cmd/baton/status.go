@@ -37,9 +37,11 @@ is paused (and, for a job that paused itself after its failures, why:
 "yes (WHO: REASON)"), its last run, who ran it and how it ended, when its
 last successful and last failed runs ended and how many runs failed in a
 row since (LAST SUCCESS, LAST FAILURE, FAILURES, however long ago), where
-it runs now and when it runs next, and how many of its ticks no replica
+it runs now and how many of its ticks wait for that run to end under
+overlap buffer-one or buffer-all (RUNNING ON: "web-1 (2 buffered, from
+TICK)"), when it runs next, and how many of its ticks no replica
 ran over the last day, by reason (NOT RUN (1D): no_leader, misfire_skipped, overlap,
-paused, overtaken, etcd_unavailable, etcd_refused, runner_lost; see cronx.Reason). A job appears once
+paused, overtaken, etcd_unavailable, etcd_refused, runner_lost, buffer_full; see cronx.Reason). A job appears once
 a replica has published it: the leader does so when elected, and in claim
 mode every replica.
 

@@ -1,0 +1,372 @@
+package cronx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claimcond"
+	"github.com/batonhq/baton/internal/claims"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// BufferOne and BufferAll queue a tick that comes while a run of its job is
+// in progress, on any replica, where Forbid skips it and Replace cancels
+// the run. The queue lives in etcd, under the job: a key per waiting tick,
+// buffer/<seq>, named by the tick's zero-padded sequence, so that etcd lists
+// the ticks in their order, and without a lease, so that it outlives the
+// replica that wrote it. A tick's life under a buffering policy:
+//
+//  1. It is claimed as under Forbid, and only while its job's buffer is
+//     empty too, so that it never runs before a tick that waits (bufferTurn).
+//  2. A claim that finds the job busy buffers the tick (bufferTick): one
+//     transaction claims the tick, as a claim does (the job's last, under
+//     the term in leader mode), and puts its buffer key, while the buffer
+//     holds fewer than its bound (BufferOne one, BufferAll maxBuffered);
+//     a tick that finds the buffer full is dropped, and reported as
+//     ReasonBufferFull.
+//  3. A buffered tick's run waits its turn (claimBuffered): one transaction,
+//     while its buffer key is there, no run of the job is in progress, no
+//     earlier tick is buffered and, in leader mode, the term holds, deletes
+//     the key and creates the run's marker. So the buffered ticks start in
+//     order, one at a time, each once the run before it has ended (or its
+//     marker has lapsed with its runner's lease), and each at most once:
+//     its key is deleted by the claim that runs it.
+//  4. A new leader fires a run for every tick in its jobs' buffers
+//     (resumeBuffers), so a buffer survives a change of leader; in claim
+//     mode every replica does so at its Start, and a replica whose claim
+//     of a tick finds it buffered by another waits for its turn too
+//     (joinBuffered), so that any live replica runs it. A buffered run
+//     given up before it starts (Stop, Remove, the end of a term) leaves
+//     its key, or puts it back once its turn's claim held (giveBackBuffered).
+//
+// Cost: nothing for a tick whose job is idle (two more compares in its
+// claim); a tick buffered costs a read and a write, and its turn a write
+// and a watch of the job's markers and buffer until then. A new term reads
+// the buffers of its buffering jobs, bufferReadBatch jobs to a read.
+
+// errBufferFull is the outcome of a tick that came while its job's buffer
+// held its bound: it is dropped.
+var errBufferFull = errors.New("the buffer of ticks waiting for the run in progress is full")
+
+// errBufferTaken is the outcome of a buffered tick's turn that another run
+// took: it ran (or runs) elsewhere.
+var errBufferTaken = errors.New("the buffered tick was taken by another run")
+
+// buffered is a tick that waits in its job's buffer.
+type buffered struct {
+	key string
+	rev int64 // the key's create revision: the entry's identity
+}
+
+// buffering reports whether o queues the ticks that come while a run is in
+// progress.
+func buffering(o Overlap) bool { return o == BufferOne || o == BufferAll }
+
+// bufferBound is how many ticks a job's buffer holds under o.
+func bufferBound(o Overlap) int {
+	if o == BufferAll {
+		return maxBuffered
+	}
+	return 1
+}
+
+// bufferTurn are the conditions of a buffering job's claim of a tick: no
+// run of the job is in progress and no tick of it waits.
+func bufferTurn(keys layout, job jobRef) []election.ClaimOption {
+	if !buffering(job.policy.overlap) {
+		return nil
+	}
+	return []election.ClaimOption{claims.Exclusive(keys.running(job.name)), claims.Exclusive(keys.buffer(job.name))}
+}
+
+// bufferTick buffers r, whose claim found its job busy, and then claims its
+// turn: it returns once the run may start, or why it does not (dropped:
+// errBufferFull; claimed already; paused; its context's end). It retries
+// while etcd does not answer until r's misfire deadline.
+func (cl *claimer) bufferTick(r *run) (held, error) {
+	co := cl.co
+	job := r.job.name
+	seq := r.tick.UnixNano()
+	last, dir, paused := co.keys.last(job), co.keys.buffer(job), co.keys.paused(job)
+	key := co.keys.bufferEntry(job, seq)
+	val := claimcond.Value(seq, co.identity)
+	r.rs.unsend(r) // waiting again: etcd, then its turn
+	latest := co.deadline(r)
+	backoff := retryBackoff
+	for {
+		rctx, cancel := context.WithTimeout(r.ctx, etcdTimeout)
+		read, err := co.conn.etcd().Txn(rctx).Then(
+			clientv3.OpGet(last), clientv3.OpGet(dir, clientv3.WithPrefix(), clientv3.WithCountOnly()),
+			clientv3.OpGet(paused, clientv3.WithCountOnly())).Commit()
+		cancel()
+		var resp *clientv3.TxnResponse
+		if err == nil {
+			var lastRev int64
+			if kvs := read.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+				done, holder, perr := claimcond.Parse(string(kvs[0].Value))
+				if perr == nil && done >= seq {
+					return cl.joinBuffered(r, &election.ClaimedError{Key: last, Want: seq, Seq: done, Holder: holder})
+				}
+				lastRev = kvs[0].ModRevision
+			} else if r.catchUp {
+				return held{}, claims.ErrNeverClaimed // a catch-up resumes only a job that ran
+			}
+			if read.Responses[2].GetResponseRange().Count > 0 {
+				return held{}, ErrPaused
+			}
+			if read.Responses[1].GetResponseRange().Count >= int64(bufferBound(r.job.policy.overlap)) { // mutation:buffer-bound
+				return held{}, errBufferFull
+			}
+			// Nothing buffered since the read, so the bound holds; the
+			// job's last unchanged, so the tick is claimed once.
+			conds := []clientv3.Cmp{
+				clientv3.Compare(clientv3.ModRevision(last), "=", lastRev),
+				clientv3.Compare(clientv3.ModRevision(dir), "<", read.Header.Revision+1).WithPrefix(),
+				clientv3.Compare(clientv3.CreateRevision(paused), "=", 0),
+			}
+			if r.term != nil {
+				conds = append(conds, r.term.term.Cmp())
+			}
+			if !r.rs.send(r) {
+				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), errNotSent)
+			}
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), etcdTimeout)
+			resp, err = co.conn.etcd().Txn(wctx).If(conds...).Then(clientv3.OpPut(last, val), clientv3.OpPut(key, val)).
+				Else(clientv3.OpGet(r.termKey(), clientv3.WithKeysOnly())).Commit()
+			cancel()
+			r.rs.unsend(r)
+		}
+		switch {
+		case err == nil && resp.Succeeded:
+			co.rep.refusals.accepted()
+			co.logger.Info("cronx: buffered: a run is in progress", "job", job, "tick", r.tick)
+			r.buf = &buffered{key: key, rev: resp.Header.Revision}
+			return cl.claimBuffered(r) // mutation:buffer-turn
+		case err == nil && r.term != nil && !termHolds(resp, r.term):
+			co.rep.refusals.accepted()
+			return held{}, election.ErrNotLeader
+		case err == nil:
+			co.rep.refusals.accepted()
+			continue // the buffer or the job's last changed: read again
+		}
+		co.rep.refusals.refused(err)
+		if r.ctx.Err() != nil {
+			return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
+		}
+		if co.clock.Now().Add(backoff).After(latest) {
+			return held{}, fmt.Errorf("no buffering before the misfire deadline: %w", err)
+		}
+		sleep(r.ctx, backoff)
+		backoff = min(2*backoff, maxRetryBackoff)
+	}
+}
+
+// joinBuffered waits for the turn of r's tick if another replica buffered
+// it (claim mode: every replica that fired the tick waits, so that any live
+// one runs it); otherwise it returns claimed, the claim's outcome.
+func (cl *claimer) joinBuffered(r *run, claimed error) (held, error) {
+	co := cl.co
+	var ce *election.ClaimedError
+	if r.term != nil || !errors.As(claimed, &ce) || ce.Seq != ce.Want {
+		return held{}, claimed
+	}
+	key := co.keys.bufferEntry(r.job.name, r.tick.UnixNano())
+	ctx, cancel := context.WithTimeout(r.ctx, etcdTimeout)
+	resp, err := co.conn.etcd().Get(ctx, key, clientv3.WithKeysOnly())
+	cancel()
+	if err != nil || len(resp.Kvs) == 0 {
+		return held{}, claimed
+	}
+	r.buf = &buffered{key: key, rev: resp.Kvs[0].CreateRevision} // mutation:buffer-join
+	return cl.claimBuffered(r)
+}
+
+// claimBuffered claims the turn of r, a buffered tick: it waits until no
+// run of the job is in progress and no earlier tick of it is buffered, then
+// deletes its buffer key and creates its marker in one transaction. It
+// retries while etcd does not answer, for as long as r's context lives: the
+// key stays in etcd meanwhile, for a successor. A job paused meanwhile
+// drops the tick (ReasonPaused).
+func (cl *claimer) claimBuffered(r *run) (held, error) {
+	co := cl.co
+	job := r.job.name
+	seq := r.tick.UnixNano()
+	marker := co.keys.tickMarker(job, seq)
+	running, dir, paused := co.keys.running(job), co.keys.buffer(job), co.keys.paused(job)
+	val := claimcond.Value(seq, co.identity)
+	backoff := retryBackoff
+	for {
+		sess, _, err := cl.sessions.reserve(r.ctx, markerLeaseKeys, 1)
+		var resp *clientv3.TxnResponse
+		if err == nil {
+			conds := []clientv3.Cmp{
+				clientv3.Compare(clientv3.CreateRevision(r.buf.key), "=", r.buf.rev),
+				clientv3.Compare(clientv3.CreateRevision(running), "=", 0).WithPrefix(), // mutation:buffer-waits
+				clientv3.Compare(clientv3.CreateRevision(dir), "=", 0).WithRange(r.buf.key),
+				clientv3.Compare(clientv3.CreateRevision(paused), "=", 0),
+			}
+			if r.term != nil {
+				conds = append(conds, r.term.term.Cmp())
+			}
+			if !r.rs.send(r) {
+				cl.sessions.put(sess)
+				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), errNotSent)
+			}
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), etcdTimeout)
+			resp, err = co.conn.etcd().Txn(ctx).If(conds...).Then(
+				clientv3.OpDelete(r.buf.key),
+				clientv3.OpPut(marker, val, clientv3.WithLease(sess.Lease())),
+			).Else(
+				clientv3.OpGet(r.buf.key, clientv3.WithKeysOnly()),
+				clientv3.OpGet(paused, clientv3.WithCountOnly()),
+				clientv3.OpGet(r.termKey(), clientv3.WithKeysOnly()),
+			).Commit()
+			cancel()
+			if err == nil && resp.Succeeded {
+				co.rep.refusals.accepted()
+				rev := resp.Header.Revision
+				return held{claim: election.Claim{Seq: seq, Revision: rev, Fence: election.Fence{Key: marker, Revision: rev}}, sess: sess}, nil
+			}
+			cl.sessions.put(sess) // no marker was written
+			r.rs.unsend(r)        // waiting again: its turn, or etcd
+		}
+		if err == nil {
+			co.rep.refusals.accepted()
+			rs := resp.Responses
+			mine := rs[0].GetResponseRange().Kvs
+			switch {
+			case len(mine) == 0 || mine[0].CreateRevision != r.buf.rev:
+				return held{}, errBufferTaken
+			case r.term != nil && !termHolds(resp, r.term):
+				return held{}, election.ErrNotLeader
+			case rs[1].GetResponseRange().Count > 0:
+				cl.dropPaused(r)
+				return held{}, ErrPaused
+			}
+			if err := awaitTurn(r, running, dir, resp.Header.Revision); err != nil {
+				return held{}, err
+			}
+			backoff = retryBackoff
+			continue
+		}
+		co.rep.refusals.refused(err)
+		if r.ctx.Err() != nil {
+			return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
+		}
+		sleep(r.ctx, backoff)
+		backoff = min(2*backoff, maxRetryBackoff)
+	}
+}
+
+// dropPaused deletes r's buffer key, its job paused: a paused job runs no
+// tick, and one buffered is not kept for its resumption.
+func (cl *claimer) dropPaused(r *run) {
+	ctx, cancel := context.WithTimeout(context.Background(), withdrawTimeout)
+	defer cancel()
+	key := r.buf.key
+	_, err := cl.co.conn.etcd().Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", r.buf.rev)).
+		Then(clientv3.OpDelete(key)).Commit()
+	if err != nil {
+		cl.co.logger.Error(err, "cronx: drop the buffered tick of a paused job", "job", r.job.name, "tick", r.tick)
+	}
+}
+
+// awaitTurn waits until a marker under running or a buffered tick under dir
+// is deleted after rev, or r's context ends.
+func awaitTurn(r *run, running, dir string, rev int64) error {
+	cli := r.co.conn.etcd()
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(r.ctx))
+	defer cancel()
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(rev + 1), clientv3.WithFilterPut()}
+	select {
+	case <-cli.Watch(wctx, running, opts...):
+	case <-cli.Watch(wctx, dir, opts...):
+	case <-r.ctx.Done():
+	}
+	if r.ctx.Err() != nil {
+		return context.Cause(r.ctx)
+	}
+	return nil
+}
+
+// giveBackBuffered puts back the buffer key of a buffered run whose turn's
+// claim held but which did not start, and deletes its marker while the
+// marker is its: the tick waits again, first in its job's buffer.
+func (cl *claimer) giveBackBuffered(ctx context.Context, r *run, c held) error {
+	f := c.claim.Fence
+	_, err := cl.co.conn.etcd().Txn(ctx).Then(
+		clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil),
+		clientv3.OpPut(r.buf.key, claimcond.Value(r.tick.UnixNano(), cl.co.identity)),
+	).Commit()
+	if err != nil {
+		return fmt.Errorf("give back the buffered tick %s: %w", r.buf.key, err)
+	}
+	return nil
+}
+
+// termKey is the key of r's term, or the job's last outside leader mode
+// (read, and not looked at, where the term is asked for).
+func (r *run) termKey() string {
+	if r.term != nil {
+		return r.term.term.Key
+	}
+	return r.co.keys.last(r.job.name)
+}
+
+// termHolds reports whether the last read of a failed transaction, of the
+// term's key, found the term still current.
+func termHolds(resp *clientv3.TxnResponse, ts *termState) bool {
+	kvs := resp.Responses[len(resp.Responses)-1].GetResponseRange().Kvs
+	return len(kvs) > 0 && kvs[0].CreateRevision == ts.term.Revision
+}
+
+// resumeBuffers fires a run for every tick waiting in the buffers of this
+// replica's buffering jobs, in the background: at the start of a term in
+// leader mode (ts its term), at Start in claim mode (ts nil). Each run then
+// waits for its turn.
+func (co *coordinator) resumeBuffers(ctx context.Context, ts *termState) {
+	var refs []jobRef
+	for _, e := range co.host.Entries() {
+		if e.name != "" && e.policy != nil && buffering(e.policy.overlap) {
+			refs = append(refs, refOf(&e))
+		}
+	}
+	if len(refs) == 0 {
+		return
+	}
+	co.work.add() // the client outlives the read
+	go func() {
+		defer co.work.done()
+		cli := co.conn.etcd()
+		for len(refs) > 0 && ctx.Err() == nil {
+			batch := refs[:min(len(refs), bufferReadBatch)]
+			gets := make([]clientv3.Op, len(batch))
+			for i, ref := range batch {
+				gets[i] = clientv3.OpGet(co.keys.buffer(ref.name), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+			}
+			rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+			resp, err := cli.Txn(rctx).Then(gets...).Commit()
+			cancel()
+			if err != nil {
+				sleep(ctx, retryBackoff)
+				continue
+			}
+			refs = refs[len(batch):]
+			for i, ref := range batch {
+				for _, kv := range resp.Responses[i].GetResponseRange().Kvs {
+					seq, ok := co.keys.bufferSeq(string(kv.Key))
+					if !ok {
+						continue
+					}
+					r := newRun(co.runs, co, ref, time.Unix(0, seq).In(co.host.now().Location()))
+					r.buf, r.term = &buffered{key: string(kv.Key), rev: kv.CreateRevision}, ts
+					r.prev = seq - 1
+					r.goCoordinated()
+				}
+			}
+		}
+	}()
+}
