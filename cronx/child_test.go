@@ -30,25 +30,27 @@ import (
 const childEnv = "CRONX_CHILD_REPLICA"
 
 // childSpec is what a child replica runs: jobs job-0000… on spec, named
-// scheduler, under a lease of ttl; each run holds for hold (0: it returns at
-// once); jobOpts are given by name (recover=N).
+// scheduler, under a lease of ttl; the runs of the first held jobs hold for
+// hold, or until their context ends, and the others return at once; each
+// job recovers its runs up to recover times (WithRecovery).
 type childSpec struct {
 	scheduler string
 	jobs      int
 	spec      string
 	ttl       time.Duration
 	hold      time.Duration
+	held      int
 	recover   int
 }
 
 func (s childSpec) encode() string {
-	return fmt.Sprintf("%s,%d,%s,%s,%s,%d", s.scheduler, s.jobs, s.spec, s.ttl, s.hold, s.recover)
+	return fmt.Sprintf("%s,%d,%s,%s,%s,%d,%d", s.scheduler, s.jobs, s.spec, s.ttl, s.hold, s.held, s.recover)
 }
 
 func decodeChildSpec(v string) (childSpec, error) {
 	f := strings.Split(v, ",")
-	if len(f) != 6 {
-		return childSpec{}, fmt.Errorf("%q: want 6 fields", v)
+	if len(f) != 7 {
+		return childSpec{}, fmt.Errorf("%q: want 7 fields", v)
 	}
 	var s childSpec
 	var err error
@@ -62,7 +64,10 @@ func decodeChildSpec(v string) (childSpec, error) {
 	if s.hold, err = time.ParseDuration(f[4]); err != nil {
 		return s, err
 	}
-	s.recover, err = strconv.Atoi(f[5])
+	if s.held, err = strconv.Atoi(f[5]); err != nil {
+		return s, err
+	}
+	s.recover, err = strconv.Atoi(f[6])
 	return s, err
 }
 
@@ -86,7 +91,7 @@ func TestChildReplica(t *testing.T) {
 // runChildReplica runs the replica until its input ends (the test is gone)
 // or asks it to stop. Input lines: "now <unix ns>" sets the clock; "due
 // <unix ns>" waits for a timer due by then; "stop" stops the Cron and waits
-// for its runs. Output lines: "leading", "armed <bool>", "start
+// for its runs; "shutdown" shuts it down, its runs' contexts ended at once. Output lines: "leading", "armed <bool>", "start
 // <job> <tick ns> <fence> <recovered>", "end <job> <tick ns>", "stopped".
 func runChildReplica(spec childSpec, in io.Reader, out io.Writer) int {
 	var mu sync.Mutex
@@ -109,11 +114,14 @@ func runChildReplica(spec childSpec, in io.Reader, out io.Writer) int {
 		WithElection(election.WithIdentity("child"), election.WithTTL(spec.ttl)))
 	for i := range spec.jobs {
 		var opts []JobOption
-		name := childJobName(i)
+		if spec.recover > 0 {
+			opts = append(opts, WithRecovery(spec.recover))
+		}
+		name, held := childJobName(i), i < spec.held
 		job := ContextFunc(func(ctx context.Context) error {
 			info, _ := InfoFrom(ctx)
-			say("start %s %d %d %d", name, info.Tick.UnixNano(), info.Fence.Revision, 0)
-			if spec.hold > 0 {
+			say("start %s %d %d %d", name, info.Tick.UnixNano(), info.Fence.Revision, info.Recovered)
+			if held {
 				select {
 				case <-time.After(spec.hold):
 				case <-ctx.Done():
@@ -138,6 +146,13 @@ func runChildReplica(spec childSpec, in io.Reader, out io.Writer) int {
 		line := sc.Text()
 		if line == "stop" {
 			<-c.Stop().Done()
+			say("stopped")
+			continue
+		}
+		if line == "shutdown" {
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			c.Shutdown(ctx)
+			cancel()
 			say("stopped")
 			continue
 		}
@@ -287,6 +302,14 @@ func (ch *child) waitDue(due time.Time) {
 func (ch *child) stop() {
 	ch.t.Helper()
 	if _, err := fmt.Fprintln(ch.stdin, "stop"); err != nil {
+		ch.t.Fatalf("child: %v", err)
+	}
+}
+
+// shutdown asks the child to Shutdown its Cron at once.
+func (ch *child) shutdown() {
+	ch.t.Helper()
+	if _, err := fmt.Fprintln(ch.stdin, "shutdown"); err != nil {
 		ch.t.Fatalf("child: %v", err)
 	}
 }

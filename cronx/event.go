@@ -26,6 +26,9 @@ type RunStarted struct {
 	// ClaimLatency is how long the claim took, from the moment the run asked
 	// for it (its tick due, its jitter waited out) to etcd's answer.
 	ClaimLatency time.Duration
+	// Recovered is Info.Recovered: 1 and up for a run again of a tick whose
+	// runner died (WithRecovery).
+	Recovered int
 }
 
 // Outcome is how a run ended.

@@ -25,6 +25,9 @@ type jobPolicy struct {
 	hooks   *hooks // nil: none (hooks.go)
 	// pauseAfter is WithPauseAfter's failures; 0: never (pauseafter.go).
 	pauseAfter int
+	// recovery is WithRecovery's runs again of a tick whose runner died;
+	// 0: none (recovery.go).
+	recovery int
 }
 
 // policyDraft is a policy while options are applied to it.

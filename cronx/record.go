@@ -37,6 +37,7 @@ type finishItem struct {
 	timedOut   bool
 	attempt    int  // recorded when the job has retries
 	keep       bool // another attempt follows: the marker stays
+	recovered  int  // a run again of a tick whose runner died (recovery.go)
 	// policy is the job's: whether its failures pause it (pauseafter.go).
 	policy *jobPolicy
 }
@@ -262,7 +263,7 @@ func (rc *recorder) releaseLater(it finishItem) {
 // record1 is the history record of one ended run.
 func (rc *recorder) record1(it finishItem) Record {
 	rec := Record{Tick: it.tick, Instance: rc.co.identity, Start: it.start, Duration: it.end.Sub(it.start), Triggered: it.triggered,
-		TimedOut: it.timedOut, Attempt: it.attempt}
+		TimedOut: it.timedOut, Attempt: it.attempt, Recovered: it.recovered}
 	if it.err != nil {
 		rec.Error = boundedError(it.err.Error())
 	}
