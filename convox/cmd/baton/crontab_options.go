@@ -107,6 +107,12 @@ func entryOption(kv string, rs *retrySetting, hs *hookSetting) (cronx.JobOption,
 			return nil, fmt.Errorf("option %s: want a whole number of failures of 1 or more", kv)
 		}
 		return cronx.WithPauseAfter(n), nil
+	case "recover":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("option %s: want a whole number of runs again of 0 or more", kv)
+		}
+		return cronx.WithRecovery(n), nil
 	case "dst":
 		rule, err := parseDST(value)
 		if err != nil {
@@ -118,7 +124,7 @@ func entryOption(kv string, rs *retrySetting, hs *hookSetting) (cronx.JobOption,
 }
 
 // optionKeys lists the keys entryOption knows, for its errors.
-const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, pause-after, on-failure, on-success, hook-timeout"
+const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, pause-after, recover, on-failure, on-success, hook-timeout"
 
 // entryOptions reads the options between an entry's brackets, and returns
 // them and their text as --check prints it.

@@ -42,6 +42,9 @@ func TestParseCrontabOptions(t *testing.T) {
 		h.timeout == nil || *h.timeout != 5*time.Second || hooked[0].command != "x" {
 		t.Errorf("hooks %+v of %+v", h, hooked[0])
 	}
+	if e, err := parseCrontab(strings.NewReader("a: [recover=2] * * * * * x\n"), "crontab", false); err != nil || len(e[0].opts) != 1 {
+		t.Errorf("recover=2: %+v, %v", e, err)
+	}
 	// A jitter shorter than the ticks' interval is fine, and so is a
 	// command that starts with the shell's [ (test).
 	if _, err := parseCrontab(strings.NewReader("a: [jitter=59s] * * * * * [ -f x ] && y\n"), "crontab", false); err != nil {
@@ -63,6 +66,8 @@ func TestParseCrontabOptions(t *testing.T) {
 		{"a: [jitter=-5s] * * * * * x", "must not be negative"},
 		{"a: [attempts=0] * * * * * x", "want a whole number of 1 or more"},
 		{"a: [pause-after=0] * * * * * x", "want a whole number of failures of 1 or more"},
+		{"a: [recover=-1] * * * * * x", "option recover=-1: want a whole number of runs again of 0 or more"},
+		{"a: [recover=twice] * * * * * x", "option recover=twice: want a whole number of runs again of 0 or more"},
 		{"a: [backoff=x] * * * * * x", `invalid duration "x"`},
 		{"a: [timeout] * * * * * x", "want KEY=VALUE"},
 		{"a: [timeout=1s * * * * * x", "not closed"},
