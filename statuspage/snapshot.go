@@ -152,6 +152,9 @@ type Run struct {
 	// attempt's number, for a job with retries.
 	TimedOut bool `json:"timed_out,omitempty"`
 	Attempt  int  `json:"attempt,omitempty"`
+	// Recovered is, for a run again of a tick whose runner died
+	// (WithRecovery), the how-manieth; 0 for a tick's first run.
+	Recovered int `json:"recovered,omitempty"`
 }
 
 // Lateness is how long after its nominal tick the run started; zero for a
@@ -346,7 +349,7 @@ func newJob(j cronx.JobStatus, now time.Time) Job {
 	for _, h := range j.History {
 		r.History = append(r.History, Run{Tick: h.Tick, Instance: h.Instance, Start: h.Start,
 			DurationSeconds: h.Duration.Seconds(), Error: h.Error, Triggered: h.Triggered,
-			TimedOut: h.TimedOut, Attempt: h.Attempt})
+			TimedOut: h.TimedOut, Attempt: h.Attempt, Recovered: h.Recovered})
 	}
 	if n := len(r.History); n > 0 {
 		last := r.History[n-1]

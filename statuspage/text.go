@@ -118,6 +118,9 @@ func lastRun(j Job) (tick time.Time, by, result string) {
 	if h.Attempt > 1 {
 		result += fmt.Sprintf(" (attempt %d)", h.Attempt)
 	}
+	if h.Recovered > 0 {
+		result += fmt.Sprintf(" (recovered %d)", h.Recovered)
+	}
 	return tick, by, result
 }
 
