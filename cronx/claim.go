@@ -38,6 +38,9 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 	if r.buf != nil {
 		return cl.claimBuffered(r) // a tick resumed from its job's buffer (buffer.go)
 	}
+	if r.recovery != nil {
+		return *r.recovery, nil // claimed as it was decided (recovery.go)
+	}
 	co := cl.co
 	key, seq := co.keys.last(r.job.name), r.tick.UnixNano()
 	marker := co.keys.tickMarker(r.job.name, seq)

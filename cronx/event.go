@@ -30,6 +30,9 @@ type RunStarted struct {
 	// job (an outage, a failover), run late within its catch-up window
 	// (WithCatchUp, WithMisfire).
 	CaughtUp bool
+	// Recovered is Info.Recovered: 1 and up for a run again of a tick whose
+	// runner died (WithRecovery).
+	Recovered int
 }
 
 // Outcome is how a run ended.
@@ -234,6 +237,10 @@ type JobAdded struct {
 	// with no two ticks ahead. An alert on a job's last success measures
 	// its silence in periods.
 	Period time.Duration
+	// Recovers is true for a job of a leader-mode Cron that runs again the
+	// ticks whose runner died (WithRecovery): its RunStarted can have
+	// Recovered set.
+	Recovers bool
 }
 
 // EtcdRefusal is etcd refusing this replica's claims, or accepting writes
@@ -257,6 +264,7 @@ func jobAdded(sc *scope, name string, p *jobPolicy, s Schedule, now time.Time) J
 	ev.Reasons = reasonsOf(ev.Coordinated, ev.Mode, p.overlap)
 	if ev.Coordinated {
 		ev.Hooks = p.hooks.kinds()
+		ev.Recovers = ev.Mode == LeaderMode && p.recovery > 0
 	}
 	return ev
 }

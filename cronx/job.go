@@ -113,8 +113,14 @@ type Info struct {
 	// Triggered is true for a run started by Trigger rather than the schedule.
 	Triggered bool
 	// Attempt counts the run's attempts from 1; a failed run of a job with
-	// WithRetries is run again under the same claim, Fence included.
+	// WithRetries is run again under the same claim, Fence included. A
+	// recovered run counts its own attempts from 1 again.
 	Attempt int
+	// Recovered counts, from 1, the runs of the tick started again because
+	// the runner of the one before died mid-run (WithRecovery); 0 for the
+	// tick's first run. A recovered run has a Fence of its own, later than
+	// the lost run's.
+	Recovered int
 }
 
 type infoKey struct{}

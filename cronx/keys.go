@@ -32,6 +32,8 @@ import (
 //	<job>/history        the latest runs, a JSON array of Record
 //	<job>/notrun         the ticks nobody ran, counted by hour and reason
 //	                     over the last day (notrun.go): a JSON notRunValue
+//	<job>/recovered      how many times each of the job's latest ticks whose
+//	                     runner died was run again (recovery.go)
 //	.trigger/<job>/<id>  a request to run the job once, one per Trigger
 //	                     call: its time and who asked (trigger.go)
 //
@@ -59,6 +61,7 @@ func (l layout) paused(job string) string    { return l.jobs + job + "/paused" }
 func (l layout) history(job string) string   { return l.jobs + job + "/history" }
 func (l layout) spec(job string) string      { return l.jobs + job + "/spec" }
 func (l layout) notRun(job string) string    { return l.jobs + job + "/notrun" }
+func (l layout) recovered(job string) string { return l.jobs + job + "/recovered" }
 func (l layout) byDir(job string) string     { return l.jobs + job + "/by/" }
 func (l layout) buffer(job string) string    { return l.jobs + job + "/buffer/" }
 
@@ -156,6 +159,9 @@ type Record struct {
 	// CaughtUp is true for the run of a tick missed while nobody ran the
 	// job, run late within its catch-up window (WithCatchUp).
 	CaughtUp bool `json:"caught_up,omitempty"`
+	// Recovered is, for a run again of a tick whose runner died
+	// (WithRecovery), the how-manieth; 0 for a tick's first run.
+	Recovered int `json:"recovered,omitempty"`
 }
 
 // decodeHistory reads a history key's records and revision (0 if absent).

@@ -126,15 +126,23 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 			if l.waiting.IsZero() {
 				l.waiting = now
 			}
-			if now.Sub(l.waiting) < co.ttl+lostExpiry {
+			if now.Sub(l.waiting) < co.ttl+lostExpiry || (recovery{co}).awaits(l.job) {
 				left = append(left, l)
 			}
 			continue
 		}
 		hist, _ := decodeHistory(resp.Responses[3*i+1].GetResponseRange().Kvs)
-		if !ranTick(hist, l.tick) {
-			co.logger.Error(errRunnerLost, "cronx: tick not run", "job", l.job, "tick", l.tick)
-			co.rep.notRun(l.job, l.tick, ReasonRunnerLost, errRunnerLost)
+		if ranTick(hist, l.tick) { // mutation:lost-recorded
+			continue
+		}
+		again, why := (recovery{co}).lost(ctx, l.job, l.tick)
+		switch {
+		case again:
+		case errors.Is(why, errRunnerLost), errors.Is(why, errRecoveredEnough):
+			co.logger.Error(why, "cronx: tick not run", "job", l.job, "tick", l.tick)
+			co.rep.notRun(l.job, l.tick, ReasonRunnerLost, why)
+		default:
+			left = append(left, l) // etcd did not answer the recovery: again, later
 		}
 	}
 	return left, nil

@@ -26,6 +26,9 @@ type jobPolicy struct {
 	// pauseAfter is WithPauseAfter's failures; 0: never (pauseafter.go).
 	pauseAfter int
 	catchUp    catchUpPolicy // WithCatchUp (catchup.go)
+	// recovery is WithRecovery's runs again of a tick whose runner died;
+	// 0: none (recovery.go).
+	recovery int
 }
 
 // policyDraft is a policy while options are applied to it.

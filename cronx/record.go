@@ -38,6 +38,7 @@ type finishItem struct {
 	attempt    int  // recorded when the job has retries
 	caughtUp   bool // a missed tick's run (catchup.go)
 	keep       bool // another attempt follows: the marker stays
+	recovered  int  // a run again of a tick whose runner died (recovery.go)
 	// policy is the job's: whether its failures pause it (pauseafter.go).
 	policy *jobPolicy
 }
@@ -263,7 +264,7 @@ func (rc *recorder) releaseLater(it finishItem) {
 // record1 is the history record of one ended run.
 func (rc *recorder) record1(it finishItem) Record {
 	rec := Record{Tick: it.tick, Instance: rc.co.identity, Start: it.start, Duration: it.end.Sub(it.start), Triggered: it.triggered,
-		TimedOut: it.timedOut, Attempt: it.attempt, CaughtUp: it.caughtUp}
+		TimedOut: it.timedOut, Attempt: it.attempt, CaughtUp: it.caughtUp, Recovered: it.recovered}
 	if it.err != nil {
 		rec.Error = boundedError(it.err.Error())
 	}

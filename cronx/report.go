@@ -38,7 +38,7 @@ func (rp *reporter) emit(ev any) { rp.obs.emit(ev) }
 func (rp *reporter) runStarted(r *run, claim election.Claim, claimLatency time.Duration) RunStarted {
 	start := rp.sc.clock.Now()
 	ev := RunStarted{Scheduler: rp.sc.name, Job: r.job.name, Tick: r.tick, Instance: rp.sc.identity, Fence: claim.Fence,
-		Triggered: r.triggered(), Start: start, ClaimLatency: claimLatency, CaughtUp: r.catchUp}
+		Triggered: r.triggered(), Start: start, ClaimLatency: claimLatency, CaughtUp: r.catchUp, Recovered: r.recovered}
 	if !r.triggered() {
 		// From the run's intended start: a jittered run is meant to start
 		// its delay after the tick.

@@ -57,7 +57,7 @@ func runAttempts(r *run, c held, latency time.Duration) {
 		timedOut, err := timeout.stop(replacedError(actx, err))
 		end := co.clock.Now()
 		it := finishItem{job: r.job.name, tick: r.tick, triggered: r.triggered(), claim: c.claim, sess: c.sess,
-			start: start, end: end, err: err, timedOut: timedOut, policy: r.job.policy, caughtUp: r.catchUp}
+			start: start, end: end, err: err, timedOut: timedOut, policy: r.job.policy, caughtUp: r.catchUp, recovered: r.recovered}
 		if retries {
 			it.attempt = attempt
 		}

@@ -34,6 +34,10 @@ type run struct {
 	delay   time.Duration
 	prev    int64      // what the job's claim key is given back to
 	term    *termState // leader mode: the term it fired under
+	// recovered counts the runs again of a tick whose runner died, from 1;
+	// recovery is the claim that decided it (recovery.go).
+	recovered int
+	recovery  *held
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -245,7 +249,8 @@ func (r *run) release(c held) {
 
 // info is the Info of r's attempt, as its job sees it.
 func (r *run) info(c held, attempt int) Info {
-	return Info{Job: r.job.name, Tick: r.tick, Instance: r.co.identity, Fence: c.claim.Fence, Triggered: r.triggered(), Attempt: attempt}
+	return Info{Job: r.job.name, Tick: r.tick, Instance: r.co.identity, Fence: c.claim.Fence, Triggered: r.triggered(), Attempt: attempt,
+		Recovered: r.recovered}
 }
 
 // held is a claim that holds: the run's, and the session of its marker.

@@ -35,10 +35,11 @@ func (cl *claimer) triage(r *run, err error) {
 	case errors.Is(err, errSuperseded):
 		reason = ReasonOvertaken
 		co.logger.Info("cronx: skipped: "+err.Error(), "job", r.job.name, "tick", r.tick)
-	case errors.As(err, &ce) && r.catchUp && r.term != nil && ce.Seq == ce.Want && co.lost.recent(r.tick): // mutation:runner-lost
+	case errors.As(err, &ce) && r.catchUp && r.term != nil && ce.Seq == ce.Want && (co.lost.recent(r.tick) || r.job.policy.recovery > 0): // mutation:runner-lost
 		// A term before this one claimed the tick this term catches up:
 		// whether it ran is known once its runner has recorded it, or its
-		// marker has lapsed with the runner.
+		// marker has lapsed with the runner. A job that recovers its runs
+		// is checked however long ago its tick was: its run may be long.
 		co.lost.check(r.job.name, r.tick)
 	case errors.Is(err, errBufferFull):
 		reason = ReasonBufferFull // mutation:buffer-drop-counted

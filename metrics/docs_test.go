@@ -34,7 +34,7 @@ func families(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	obs.OnJobAdded(cronx.JobAdded{Scheduler: "s", Job: "j", Coordinated: true, Mode: cronx.LeaderMode, Reasons: cronx.Reasons(),
-		Hooks: []cronx.HookKind{cronx.OnFailure, cronx.OnSuccess}})
+		Hooks: []cronx.HookKind{cronx.OnFailure, cronx.OnSuccess}, Recovers: true})
 	started := cronx.RunStarted{Scheduler: "s", Job: "j", Fence: election.Fence{Key: "k", Revision: 1}}
 	obs.OnRunStarted(started)
 	obs.OnRunEnded(cronx.RunEnded{RunStarted: started})

@@ -32,7 +32,9 @@ type collectors struct {
 	refused  *prometheus.GaugeVec
 	empty    *prometheus.CounterVec
 	hooks    *prometheus.CounterVec
-	dropped  prometheus.Counter
+	// recovered counts the runs again of ticks whose runner died.
+	recovered *prometheus.CounterVec
+	dropped   prometheus.Counter
 	// A job's outcome, cluster-wide (cronx.JobOutcome), and its period.
 	lastSuccess *prometheus.GaugeVec
 	lastFailure *prometheus.GaugeVec
@@ -81,6 +83,9 @@ func New(reg prometheus.Registerer) (cronx.Observer, error) {
 		empty: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_etcd_found_empty_total", Help: "Times etcd was found to have come back without its data.",
 		}, []string{"scheduler"}),
+		recovered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_job_recovered_runs_total", Help: "Runs on this replica of a tick again, its runner having died mid-run (each attempt of one counts, as in baton_job_runs_total).",
+		}, []string{"scheduler", "job"}),
 		hooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_job_hook_failures_total", Help: "Calls of a job's hook on this replica that returned an error, panicked or outlived their timeout.",
 		}, []string{"scheduler", "job", "hook"}),
@@ -117,7 +122,7 @@ func New(reg prometheus.Registerer) (cronx.Observer, error) {
 func register(reg prometheus.Registerer, c *collectors) error {
 	return errors.Join(
 		use(reg, &c.runs), use(reg, &c.notRun), use(reg, &c.duration), use(reg, &c.lateness), use(reg, &c.claim),
-		use(reg, &c.leader), use(reg, &c.changes), use(reg, &c.session), use(reg, &c.refused), use(reg, &c.empty), use(reg, &c.hooks),
+		use(reg, &c.leader), use(reg, &c.changes), use(reg, &c.session), use(reg, &c.refused), use(reg, &c.empty), use(reg, &c.hooks), use(reg, &c.recovered),
 		use(reg, &c.dropped), use(reg, &c.lastSuccess), use(reg, &c.lastFailure), use(reg, &c.failures), use(reg, &c.period), use(reg, &c.panics),
 		use(reg, &c.caughtUp))
 }
@@ -151,6 +156,9 @@ func (c collectors) observer() cronx.Observer {
 			}
 			if e.CaughtUp {
 				c.caughtUp.WithLabelValues(e.Scheduler, e.Job).Inc()
+			}
+			if e.Recovered > 0 {
+				c.recovered.WithLabelValues(e.Scheduler, e.Job).Inc()
 			}
 		},
 		OnRunEnded: func(e cronx.RunEnded) {
@@ -195,6 +203,9 @@ func (c collectors) jobAdded(e cronx.JobAdded) {
 	}
 	for _, h := range e.Hooks {
 		c.hooks.WithLabelValues(e.Scheduler, e.Job, string(h))
+	}
+	if e.Recovers {
+		c.recovered.WithLabelValues(e.Scheduler, e.Job)
 	}
 	c.duration.WithLabelValues(e.Scheduler)
 	c.lateness.WithLabelValues(e.Scheduler)

@@ -104,6 +104,7 @@ func TestSeriesExistFromRegistration(t *testing.T) {
 		{claim, "plain", nil},
 		{claim, "replace", []cronx.JobOption{cronx.WithOverlap(cronx.Replace)}},
 		{leader, "hooked", []cronx.JobOption{cronx.WithOnFailure(func(context.Context, cronx.Info, error) error { return nil })}},
+		{leader, "recovers", []cronx.JobOption{cronx.WithRecovery(1)}},
 	} {
 		if _, err := add.c.AddJob("@yearly", cronx.Named(add.name, cronx.FuncJob(func() {}), add.opts...)); err != nil {
 			t.Fatal(err)
@@ -113,7 +114,7 @@ func TestSeriesExistFromRegistration(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	jobsOf := map[string][]string{"lead": {"buffered", "forbid", "hooked", "plain"}, "claim": {"plain", "replace"}}
+	jobsOf := map[string][]string{"lead": {"buffered", "forbid", "hooked", "plain", "recovers"}, "claim": {"plain", "replace"}}
 	common := []string{"misfire_skipped", "paused", "overtaken", "etcd_unavailable", "etcd_refused"}
 	for _, tc := range []struct {
 		scheduler, job string
@@ -133,6 +134,9 @@ func TestSeriesExistFromRegistration(t *testing.T) {
 	// A job's hooks are series of their failures; a job without is none.
 	waitSeries(t, reg, "baton_job_hook_failures_total", map[string]string{"scheduler": "lead", "job": "hooked"}, "hook", atZero("on_failure"))
 	waitSeries(t, reg, "baton_job_hook_failures_total", map[string]string{"scheduler": "lead", "job": "plain"}, "hook", nil)
+	// A job that recovers its runs counts them from 0; one that does not, none.
+	waitSeries(t, reg, "baton_job_recovered_runs_total", map[string]string{"scheduler": "lead", "job": "recovers"}, "job", atZero("recovers"))
+	waitSeries(t, reg, "baton_job_recovered_runs_total", map[string]string{"scheduler": "lead", "job": "plain"}, "job", nil)
 	for _, s := range []string{"lead", "claim", ""} {
 		for _, h := range []string{"baton_job_run_duration_seconds", "baton_job_tick_lateness_seconds"} {
 			waitSeries(t, reg, h, map[string]string{"scheduler": s}, "scheduler", atZero(s))

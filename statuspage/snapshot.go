@@ -158,6 +158,9 @@ type Run struct {
 	// CaughtUp is true for the run of a tick missed while nobody ran the
 	// job, run late within its catch-up window (cronx.WithCatchUp).
 	CaughtUp bool `json:"caught_up,omitempty"`
+	// Recovered is, for a run again of a tick whose runner died
+	// (WithRecovery), the how-manieth; 0 for a tick's first run.
+	Recovered int `json:"recovered,omitempty"`
 }
 
 // Lateness is how long after its nominal tick the run started; zero for a
@@ -353,7 +356,7 @@ func newJob(j cronx.JobStatus, now time.Time) Job {
 	for _, h := range j.History {
 		r.History = append(r.History, Run{Tick: h.Tick, Instance: h.Instance, Start: h.Start,
 			DurationSeconds: h.Duration.Seconds(), Error: h.Error, Triggered: h.Triggered,
-			TimedOut: h.TimedOut, Attempt: h.Attempt, CaughtUp: h.CaughtUp})
+			TimedOut: h.TimedOut, Attempt: h.Attempt, CaughtUp: h.CaughtUp, Recovered: h.Recovered})
 	}
 	if n := len(r.History); n > 0 {
 		last := r.History[n-1]

@@ -124,6 +124,9 @@ func lastRun(j Job) (tick time.Time, by, result string) {
 	if h.CaughtUp {
 		result += " (caught up)"
 	}
+	if h.Recovered > 0 {
+		result += fmt.Sprintf(" (recovered %d)", h.Recovered)
+	}
 	return tick, by, result
 }
 

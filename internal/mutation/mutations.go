@@ -42,13 +42,40 @@ var mutations = []mutation{
 		Name:   "catch-up-never-run",
 		Breaks: "G3/G4: a successor does not catch up the tick of a job that never ran, given up at a Stop or left by a crash",
 		Edits:  []edit{{Marker: "catch-up-never-run", Old: "o.Known = &claimcond.Known{Key: known, Revision: rev}", New: "_ = known"}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^(TestNeverRunJobsTickStoppedInItsJitterRunsOnTheSuccessor|TestStopRightAfterACrowdedFirstTickMissesNone|TestCrowdedFirstTickOfACutOffLeaderRunsOnItsSuccessor)$"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^(TestNeverRunJobsTickStoppedInItsJitterRunsOnTheSuccessor|TestStopRightAfterACrowdedFirstTickMissesNone|TestCrowdedFirstTickOfACutOffLeaderRunsOnItsSuccessor|TestStopAfterACrowdedFirstTickLosesNone)$"}},
 	},
 	{
 		Name:   "runner-lost-unreported",
 		Breaks: "G4: a tick claimed by a leader lost before it started the run is neither run nor counted as not run",
 		Edits:  []edit{{Marker: "runner-lost", Old: "errors.As(err, &ce) && r.catchUp", New: "false && errors.As(err, &ce) && r.catchUp"}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^TestTicksALostLeaderClaimedAreCountedNotRun$"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^(TestTicksALostLeaderClaimedAreCountedNotRun|TestLeaderKilledAfterACrowdedTickLosesNoTick)$"}},
+	},
+	{
+		Name:   "recovery-opt-in-ignored",
+		Breaks: "WithRecovery: a tick whose runner died mid-run is counted not run and never run again, whatever the job asks",
+		Edits:  []edit{{Marker: "recovery-opt-in", Old: "e.policy.recovery == 0", New: "e.policy.recovery >= 0"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunKilledMidRunRunsAgainOnceWithRecovery$"}},
+	},
+	{
+		Name:   "recovery-unbounded",
+		Breaks: "WithRecovery: a tick is run again more times than the job allows",
+		Edits:  []edit{{Marker: "recovery-bound", Old: "n > e.policy.recovery", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryRunsATickAgainAtMostNTimes$"}},
+	},
+	{
+		Name:   "recovery-reruns-recorded",
+		Breaks: "WithRecovery: a run that ended and was recorded (or that Shutdown ended) is run again",
+		Edits: []edit{
+			{Marker: "lost-recorded", Old: "ranTick(hist, l.tick)", New: "ranTick(hist, l.tick) && false"},
+			{Marker: "recovery-recorded", Old: "ranTick(records, tick)", New: "ranTick(records, tick) && false"},
+		},
+		Tests: []tests{{Pkg: "cronx", Run: "^(TestRunKilledMidRunRunsAgainOnceWithRecovery|TestRecoveryLeavesARunShutdownEnded)$"}},
+	},
+	{
+		Name:   "recovery-long-run-unchecked",
+		Breaks: "WithRecovery: a run that died longer after its tick than a lost claim is looked for is neither run again nor counted",
+		Edits:  []edit{{Marker: "runner-lost", Old: "|| r.job.policy.recovery > 0", New: "|| false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunKilledMidRunRunsAgainOnceWithRecovery$"}},
 	},
 	{
 		Name:   "gap-never-run-uncounted",

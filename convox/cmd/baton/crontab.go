@@ -96,6 +96,13 @@ schedule are an error: they would be read as the schedule or the command):
                                  or every replica was down, if no older than
                                  DURATION (catch-up=0: none); without it,
                                  --misfire and --misfire-grace apply
+  recover=N                      run a tick again, up to N times, when the
+                                 replica running it died mid-run (killed,
+                                 or cut off past --ttl) before its end was
+                                 recorded: the next leader runs it, with a
+                                 new BATON_FENCE and BATON_RECOVERED set;
+                                 never a run that ended, failed, timed out
+                                 or was stopped (leader mode only)
   on-failure=COMMAND             as --on-failure; on-failure="" for none
   on-success=COMMAND             as --on-success; on-success="" for none
   hook-timeout=DURATION          as --hook-timeout
@@ -137,6 +144,7 @@ Each command gets BATON_JOB, BATON_TICK (the nominal tick, RFC 3339; a
 triggered run's is the time of its trigger, to the nanosecond, so that each
 has its own),
 BATON_ATTEMPT (1, or the retry's number with --attempts),
+BATON_RECOVERED (0, or how many times the tick was run again with recover=),
 BATON_ID (the replica) and BATON_FENCE (the run's fencing token: it grows
 with every claim and stays valid until the run ends, also after a SIGTERM's
 resignation) in its environment, and its output is printed a line at a

@@ -81,6 +81,7 @@ func (j crontabJob) runEnv(info cronx.Info) []string {
 		"BATON_ID="+info.Instance,
 		"BATON_FENCE="+strconv.FormatInt(info.Fence.Revision, 10),
 		"BATON_ATTEMPT="+strconv.Itoa(max(info.Attempt, 1)),
+		"BATON_RECOVERED="+strconv.Itoa(info.Recovered),
 	)
 }
 

@@ -109,6 +109,12 @@ func entryOption(kv string, rs *retrySetting, hs *hookSetting) (cronx.JobOption,
 		return cronx.WithPauseAfter(n), nil
 	case "catch-up":
 		return catchUpOption(kv, value)
+	case "recover":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("option %s: want a whole number of runs again of 0 or more", kv)
+		}
+		return cronx.WithRecovery(n), nil
 	case "dst":
 		rule, err := parseDST(value)
 		if err != nil {
@@ -120,7 +126,7 @@ func entryOption(kv string, rs *retrySetting, hs *hookSetting) (cronx.JobOption,
 }
 
 // optionKeys lists the keys entryOption knows, for its errors.
-const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, pause-after, on-failure, on-success, hook-timeout, catch-up"
+const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, pause-after, recover, on-failure, on-success, hook-timeout, catch-up"
 
 // entryOptions reads the options between an entry's brackets, and returns
 // them and their text as --check prints it.

@@ -48,6 +48,9 @@ func TestParseCrontabOptions(t *testing.T) {
 			t.Errorf("%s: %+v, %v", line, e, err)
 		}
 	}
+	if e, err := parseCrontab(strings.NewReader("a: [recover=2] * * * * * x\n"), "crontab", false); err != nil || len(e[0].opts) != 1 {
+		t.Errorf("recover=2: %+v, %v", e, err)
+	}
 	// A jitter shorter than the ticks' interval is fine, and so is a
 	// command that starts with the shell's [ (test).
 	if _, err := parseCrontab(strings.NewReader("a: [jitter=59s] * * * * * [ -f x ] && y\n"), "crontab", false); err != nil {
@@ -83,6 +86,8 @@ func TestParseCrontabOptions(t *testing.T) {
 		{"a: [pause-after=0] * * * * * x", "want a whole number of failures of 1 or more"},
 		{"a: [catch-up=-1h] * * * * * x", "option catch-up=-1h: -1h: must not be negative"},
 		{"a: [catch-up=a-while] * * * * * x", `option catch-up=a-while: time: invalid duration "a-while"`},
+		{"a: [recover=-1] * * * * * x", "option recover=-1: want a whole number of runs again of 0 or more"},
+		{"a: [recover=twice] * * * * * x", "option recover=twice: want a whole number of runs again of 0 or more"},
 		{"a: [backoff=x] * * * * * x", `invalid duration "x"`},
 		{"a: [timeout] * * * * * x", "want KEY=VALUE"},
 		{"a: [timeout=1s * * * * * x", "not closed"},

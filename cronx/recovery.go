@@ -1,0 +1,178 @@
+package cronx
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claimcond"
+	"github.com/batonhq/baton/internal/claims"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// WithRecovery runs a tick again, up to n times, when the replica that ran
+// it died mid-run (a crash, or a pause or partition past its lease): its
+// in-progress marker lapsed with its lease, and the job's history holds no
+// record of the run's end. The next leader, which catches the tick up
+// (misfire RunOnce, within the grace), decides it once for the cluster, by
+// a claim in etcd that commits only under its term, while no marker of the
+// tick exists, no record of it has been written since it looked, and fewer
+// than n recoveries of the tick were claimed. The run again has a fence of
+// its own, later than the lost run's, and Info.Recovered set (1 for the
+// first recovery); its attempts (WithRetries) count from 1 again.
+//
+// A run that ended, failed, timed out, was replaced or was ended by Stop,
+// Shutdown or the loss of its claim is recorded as it ends, and is never
+// run again. Without WithRecovery (or with n 0), such a tick is counted
+// not run, as ReasonRunnerLost, as it is once n recoveries have been
+// claimed. Recovery is leader mode's: in claim mode no replica takes over
+// another's ticks, and the option changes nothing.
+//
+// A run again is the tick's second start, which G1 otherwise forbids: the
+// lost run's context was ended before its lease could lapse (G2), so the
+// two never run at once, but a job that outlives its context, or writes
+// outside etcd without its Fence, may see the tick's work done twice.
+func WithRecovery(n int) JobOption {
+	return func(p *policyDraft) {
+		if n < 0 {
+			p.errs = append(p.errs, fmt.Errorf("WithRecovery(%d): want 0 or more runs again", n))
+			return
+		}
+		p.recovery = n
+	}
+}
+
+// errRecoveredEnough is what a tick reported as ReasonRunnerLost says once
+// its recoveries are spent.
+var errRecoveredEnough = errors.New("its runner was lost again, and its recoveries are spent")
+
+// maxRecoveredTicks bounds the ticks a job's recovered key counts: each is
+// a tick whose runner died, and only the latest are caught up.
+const maxRecoveredTicks = 8
+
+// recoveredValue is a job's recovered key: for each of its latest ticks
+// run again, how many times, by the tick's Unix nanoseconds.
+type recoveredValue map[string]int
+
+func parseRecovered(v []byte) recoveredValue {
+	out := recoveredValue{}
+	json.Unmarshal(v, &out)
+	return out
+}
+
+// with counts one more recovery of seq, keeping the latest ticks.
+func (v recoveredValue) with(seq int64) (string, int) {
+	next := maps.Clone(v)
+	if next == nil {
+		next = recoveredValue{}
+	}
+	key := strconv.FormatInt(seq, 10)
+	next[key]++
+	if len(next) > maxRecoveredTicks {
+		ticks := slices.SortedFunc(maps.Keys(next), func(a, b string) int {
+			x, _ := strconv.ParseInt(a, 10, 64)
+			y, _ := strconv.ParseInt(b, 10, 64)
+			return cmp.Compare(x, y)
+		})
+		for _, old := range ticks[:len(ticks)-maxRecoveredTicks] {
+			delete(next, old)
+		}
+	}
+	b, _ := json.Marshal(next)
+	return string(b), next[key]
+}
+
+// recovery decides, for a tick whose runner was lost (lost.go), whether it
+// runs again here: the one point of a run's life where WithRecovery acts.
+type recovery struct {
+	co *coordinator
+}
+
+// awaits reports whether a marker of job is watched until it lapses, however
+// long its run takes: the job recovers its runs.
+func (rv recovery) awaits(job string) bool {
+	e, ok := rv.co.host.entryByName(job)
+	return ok && e.policy.recovery > 0
+}
+
+// lost handles a tick of job whose marker lapsed with no record of its run:
+// it claims a recovery and starts the run again, and reports true when the
+// tick is thus run again, here or, decided by another claim, elsewhere.
+// It returns false, with why, when the tick is to be counted not run.
+func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, error) {
+	co := rv.co
+	e, ok := co.host.entryByName(job)
+	if !ok || e.policy.recovery == 0 { // mutation:recovery-opt-in
+		return false, errRunnerLost
+	}
+	ts := co.currentTerm()
+	if ts == nil {
+		return false, errRunnerLost // no longer leading: nobody decides
+	}
+	seq := tick.UnixNano()
+	marker, key, hist := co.keys.tickMarker(job, seq), co.keys.recovered(job), co.keys.history(job)
+	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+	defer cancel()
+	read, err := co.conn.etcd().Txn(rctx).Then(clientv3.OpGet(key), clientv3.OpGet(hist)).Commit()
+	if err != nil {
+		return false, err
+	}
+	var seen recoveredValue
+	var rev int64
+	if kvs := read.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		seen, rev = parseRecovered(kvs[0].Value), kvs[0].ModRevision
+	}
+	records, histRev := decodeHistory(read.Responses[1].GetResponseRange().Kvs)
+	if ranTick(records, tick) { // mutation:recovery-recorded
+		return true, nil // recorded since: it ran
+	}
+	next, n := seen.with(seq)
+	if n > e.policy.recovery { // mutation:recovery-bound
+		return false, errRecoveredEnough
+	}
+	sess, _, err := co.claims.sessions.reserve(rctx, markerLeaseKeys, 1)
+	if err != nil {
+		return false, err
+	}
+	conds := []clientv3.Cmp{
+		ts.term.Fence.Cmp(),
+		clientv3.Compare(clientv3.ModRevision(key), "=", rev),
+		clientv3.Compare(clientv3.ModRevision(hist), "=", histRev),
+		clientv3.Compare(clientv3.CreateRevision(marker), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(co.keys.paused(job)), "=", 0),
+	}
+	if e.policy.overlap == Forbid {
+		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(co.keys.running(job)), "=", 0).WithPrefix())
+	}
+	resp, err := co.conn.etcd().Txn(rctx).If(conds...).Then(
+		clientv3.OpPut(key, next),
+		clientv3.OpPut(marker, claimcond.Value(seq, co.identity), clientv3.WithLease(sess.Lease())),
+	).Commit()
+	if err != nil || !resp.Succeeded {
+		co.claims.sessions.put(sess)
+		if err != nil {
+			return false, err
+		}
+		// Another decision came first (a record, a recovery, a run's
+		// marker, a pause, a new term): the tick is not this one's to run.
+		co.logger.Info("cronx: recovery not claimed: the tick changed since it was read", "job", job, "tick", tick)
+		return true, nil
+	}
+	c := held{claim: election.Claim{Seq: seq, Revision: resp.Header.Revision,
+		Fence: election.Fence{Key: marker, Revision: resp.Header.Revision}}, sess: sess}
+	co.logger.Info("cronx: running again a tick whose runner was lost", "job", job, "tick", tick, "recovered", n, "fence", c.claim.Revision)
+	r := newRun(co.runs, co, refOf(&e), tick)
+	r.term, r.recovered, r.recovery = ts, n, &c
+	if !r.goCoordinated() {
+		claims.Release(rctx, co.conn.etcd(), c.claim)
+		co.claims.sessions.put(sess)
+	}
+	return true, nil
+}

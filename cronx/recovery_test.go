@@ -1,0 +1,236 @@
+package cronx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/etcdtest"
+)
+
+// TestWithRecoveryTakesACountOfZeroOrMore: a negative count is an error
+// naming the job and the value.
+func TestWithRecoveryTakesACountOfZeroOrMore(t *testing.T) {
+	c := New()
+	_, err := c.AddJob("@every 1m", Named("report", FuncJob(func() {}), WithRecovery(-1)))
+	if err == nil || err.Error() != `cronx: job "report": WithRecovery(-1): want 0 or more runs again` {
+		t.Errorf("WithRecovery(-1): %v", err)
+	}
+	if _, err := c.AddJob("@every 1m", Named("ok", FuncJob(func() {}), WithRecovery(0))); err != nil {
+		t.Errorf("WithRecovery(0): %v", err)
+	}
+}
+
+// TestRecoveredValueKeepsTheLatestTicks: the recovered key counts each tick
+// and forgets the oldest beyond its bound.
+func TestRecoveredValueKeepsTheLatestTicks(t *testing.T) {
+	v := recoveredValue{}
+	for seq := int64(1); seq <= maxRecoveredTicks+2; seq++ {
+		enc, n := v.with(seq)
+		if n != 1 {
+			t.Fatalf("tick %d recovered %d times, want 1", seq, n)
+		}
+		v = parseRecovered([]byte(enc))
+	}
+	if len(v) != maxRecoveredTicks || v["1"] != 0 || v["2"] != 0 || v[fmt.Sprint(maxRecoveredTicks+2)] != 1 {
+		t.Errorf("recovered: %v, want the latest %d ticks", v, maxRecoveredTicks)
+	}
+	if _, n := v.with(maxRecoveredTicks + 2); n != 2 {
+		t.Errorf("a tick recovered again: %d, want 2", n)
+	}
+}
+
+// killMidRun starts a leader process of spec whose held jobs start the tick
+// and hold, and whose others run it and are recorded, then kills it with
+// SIGKILL. It returns the child, once dead.
+func killMidRun(t *testing.T, srv *etcdtest.Space, spec childSpec, tick time.Time, before func()) *child {
+	t.Helper()
+	a := leadingChild(t, srv, spec, tick)
+	if before != nil {
+		before()
+	}
+	a.waitDue(tick)
+	a.set(tick)
+	a.await(30*time.Second, "the tick's runs", func() bool {
+		return len(a.started) == spec.jobs && a.ended[childJobName(spec.jobs-1)] == 1
+	})
+	waitRecorded(t, srv, spec.scheduler, childJobName(spec.jobs-1), tick)
+	a.kill()
+	<-a.exited
+	return a
+}
+
+// waitRecorded waits until job's history holds tick.
+func waitRecorded(t *testing.T, srv *etcdtest.Space, scheduler, job string, tick time.Time) {
+	t.Helper()
+	keys := newLayout(election.DefaultPrefix, scheduler)
+	eventually(t, 15*time.Second, func() (bool, string) {
+		resp, err := srv.Client(t).Get(context.Background(), keys.history(job))
+		if err != nil {
+			return false, err.Error()
+		}
+		hist, _ := decodeHistory(resp.Kvs)
+		return ranTick(hist, tick), fmt.Sprintf("%s's history: %v", job, hist)
+	})
+}
+
+// TestRunKilledMidRunRunsAgainOnceWithRecovery: a leader process is killed
+// with SIGKILL while its run of a tick goes on. With WithRecovery, the
+// successor runs the tick again, once, with a later fence and
+// Info.Recovered 1, recorded as recovered, however long the run had gone
+// on (the successor takes over 40 s after the tick); a job whose run ended
+// and was recorded before the kill does not run again. Without it, the
+// tick is counted not run (runner_lost), as before.
+func TestRunKilledMidRunRunsAgainOnceWithRecovery(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("kills a replica process and waits for its lease to lapse; the full tier runs it")
+	}
+	for _, tc := range []struct {
+		recover int
+		late    time.Duration // the successor's clock past the tick
+	}{{1, 40 * time.Second}, {0, time.Second}} {
+		recover := tc.recover
+		t.Run(fmt.Sprintf("recover=%d", recover), func(t *testing.T) {
+			t.Parallel()
+			srv := etcdtest.Shared(t)
+			spec := childSpec{scheduler: fmt.Sprintf("recover-%d", recover), jobs: 2, spec: "0 * * * * *",
+				ttl: 3 * time.Second, hold: time.Hour, held: 1, recover: recover}
+			long, short := childJobName(0), childJobName(1)
+			tick := time.Now().UTC().Truncate(time.Minute).Add(time.Minute)
+			l := newEventLog()
+			var ran tickLedger
+			var b *Cron
+			a := killMidRun(t, srv, spec, tick, func() {
+				b, _ = successor(t, srv, spec, tick.Add(tc.late), l, &ran, WithRecovery(recover))
+			})
+			lost := a.runs()[long][0]
+			if recover == 0 {
+				e := waitNotRun(t, l, long, ReasonRunnerLost, 30*time.Second)
+				if !e.Tick.Equal(tick) {
+					t.Errorf("tick not run: %v, want %v", e.Tick, tick)
+				}
+			} else {
+				started := waitFor(t, l, 30*time.Second, "the run again", func(e RunStarted) bool { return e.Job == long })
+				if !started.Tick.Equal(tick) || started.Recovered != 1 || started.Fence.Revision <= lost.fence {
+					t.Errorf("run again: tick %v recovered %d fence %d, want %v, 1 and a fence after the lost run's %d",
+						started.Tick, started.Recovered, started.Fence.Revision, tick, lost.fence)
+				}
+				ended := waitFor(t, l, 30*time.Second, "the end of the run again", func(e RunEnded) bool { return e.Job == long })
+				if ended.Recovered != 1 {
+					t.Errorf("RunEnded.Recovered = %d, want 1", ended.Recovered)
+				}
+				eventually(t, 15*time.Second, func() (bool, string) {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					defer cancel()
+					st, err := b.Status(ctx)
+					if err != nil {
+						return false, err.Error()
+					}
+					j, _ := jobStatus(st, long)
+					for _, h := range j.History {
+						if h.Tick.Equal(tick) && h.Instance == "b" {
+							return h.Recovered == 1, fmt.Sprintf("recorded with Recovered %d, want 1", h.Recovered)
+						}
+					}
+					return false, fmt.Sprintf("%s's history: %v", long, j.History)
+				})
+			}
+			idleWithin(t, b, 20*time.Second, "b")
+			ran.mu.Lock()
+			defer ran.mu.Unlock()
+			want := 0
+			if recover > 0 {
+				want = 1
+			}
+			if got := len(ran.ran[long]); got != want {
+				t.Errorf("%s ran %v on the successor, want %d runs", long, ran.ran[long], want)
+			}
+			if got := ran.ran[short]; len(got) != 0 {
+				t.Errorf("%s, recorded before the kill, ran again: %v", short, got)
+			}
+			for _, job := range []string{short, long} {
+				if got := l.notRun(job, ReasonRunnerLost); recover > 0 && len(got) != 0 {
+					t.Errorf("%s reported not run: %v", job, got)
+				}
+			}
+		})
+	}
+}
+
+// TestRecoveryRunsATickAgainAtMostNTimes: under WithRecovery(1), a run
+// again that is killed in turn is not run a third time: the next leader
+// counts the tick not run (runner_lost), its recoveries spent.
+func TestRecoveryRunsATickAgainAtMostNTimes(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("kills two replica processes and waits for their leases to lapse; the full tier runs it")
+	}
+	srv := etcdtest.Shared(t)
+	spec := childSpec{scheduler: "recover-bound", jobs: 2, spec: "*/10 * * * * *",
+		ttl: 3 * time.Second, hold: time.Hour, held: 1, recover: 1}
+	long := childJobName(0)
+	tick := time.Now().UTC().Truncate(10 * time.Second).Add(10 * time.Second)
+	var second *child
+	killMidRun(t, srv, spec, tick, func() {
+		second = startChild(t, srv, spec, tick.Add(time.Second))
+		waitCandidates(t, srv.Client(t), spec.scheduler, 2)
+	})
+	l := newEventLog()
+	var ran tickLedger
+	successor(t, srv, spec, tick.Add(time.Second), l, &ran, WithRecovery(1))
+	second.await(30*time.Second, "the run again", func() bool { return len(second.started[long]) == 1 })
+	if r := second.runs()[long][0]; r.recovered != 1 || !r.tick.Equal(tick) {
+		t.Fatalf("the run again: %+v, want tick %v recovered 1", r, tick)
+	}
+	second.kill()
+	<-second.exited
+	e := waitNotRun(t, l, long, ReasonRunnerLost, 30*time.Second)
+	if !e.Tick.Equal(tick) || !errors.Is(e.Err, errRecoveredEnough) {
+		t.Errorf("tick not run: %v (%v), want %v, its recoveries spent", e.Tick, e.Err, tick)
+	}
+	ran.mu.Lock()
+	defer ran.mu.Unlock()
+	if got := ran.ran[long]; len(got) != 0 {
+		t.Errorf("%s ran a third time: %v", long, got)
+	}
+}
+
+// TestRecoveryLeavesARunShutdownEnded: a run that Shutdown ended is recorded
+// as it ends, and is not run again, though its job recovers lost runs.
+func TestRecoveryLeavesARunShutdownEnded(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs a replica process; the full tier runs it")
+	}
+	srv := etcdtest.Shared(t)
+	spec := childSpec{scheduler: "recover-shutdown", jobs: 1, spec: "*/10 * * * * *",
+		ttl: 3 * time.Second, hold: time.Hour, held: 1, recover: 1}
+	long := childJobName(0)
+	tick := time.Now().UTC().Truncate(10 * time.Second).Add(10 * time.Second)
+	a := leadingChild(t, srv, spec, tick)
+	l := newEventLog()
+	var ran tickLedger
+	b, _ := successor(t, srv, spec, tick.Add(time.Second), l, &ran, WithRecovery(1))
+	a.waitDue(tick)
+	a.set(tick)
+	a.await(30*time.Second, "the tick's run", func() bool { return len(a.started[long]) == 1 })
+	a.shutdown()
+	a.await(30*time.Second, "the end of Shutdown", func() bool { return a.stopped })
+	a.kill()
+	<-a.exited
+	waitRecorded(t, srv, spec.scheduler, long, tick)
+	eventually(t, 20*time.Second, func() (bool, string) { return b.coord.scheduling(), "b does not lead" })
+	idleWithin(t, b, 20*time.Second, "b")
+	ran.mu.Lock()
+	defer ran.mu.Unlock()
+	if got := ran.ran[long]; len(got) != 0 {
+		t.Errorf("a run Shutdown ended ran again: %v", got)
+	}
+	if got := l.notRun(long, ReasonRunnerLost); len(got) != 0 {
+		t.Errorf("a run Shutdown ended reported not run: %v", got)
+	}
+}
