@@ -35,6 +35,9 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 	if r.triggered() {
 		return cl.claimTrigger(r)
 	}
+	if r.bf != nil {
+		return cl.claimBackfill(r)
+	}
 	co := cl.co
 	key, seq := co.keys.last(r.job.name), r.tick.UnixNano()
 	marker := co.keys.tickMarker(r.job.name, seq)
@@ -171,9 +174,12 @@ func (cl *claimer) giveBack(r *run, c held) {
 	ctx, cancel := context.WithTimeout(context.Background(), withdrawTimeout)
 	defer cancel()
 	var err error
-	if r.triggered() {
+	switch {
+	case r.triggered():
 		err = cl.giveBackTrigger(ctx, r, c)
-	} else {
+	case r.bf != nil:
+		err = cl.giveBackBackfill(ctx, r, c)
+	default:
 		err = claims.Withdraw(ctx, co.conn.etcd(), co.keys.last(r.job.name), c.claim, r.prev, co.identity)
 		if errors.Is(err, claims.ErrNotWithdrawn) {
 			// A later claim moved the key on (it replaced this run, or ran
@@ -185,7 +191,7 @@ func (cl *claimer) giveBack(r *run, c held) {
 		co.logger.Error(err, "cronx: a claim whose run did not start could not be given back; its tick will not run",
 			"job", r.job.name, "tick", r.tick)
 	}
-	if !r.triggered() {
+	if r.scheduled() {
 		cl.sessions.put(c.sess) // the marker is gone, or goes with its lease
 	}
 }

@@ -127,6 +127,7 @@ func (co *coordinator) campaign(ctx context.Context) {
 	if co.mode == ClaimMode {
 		co.specs.publishAll()
 		co.host.requestResync()
+		co.watchBackfills(ctx, nil)
 		co.watchTriggers(ctx, nil)
 		return
 	}
@@ -158,6 +159,7 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	notice(co.logger, "cronx: leading", "scheduler", co.name, "instance", co.identity, "fence", term.Revision)
 	co.host.requestResync()
 	co.specs.publishAll()
+	co.watchBackfills(ctx, ts)
 	co.watchTriggers(ctx, ts)
 	co.mu.Lock()
 	co.term = nil

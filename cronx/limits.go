@@ -163,3 +163,18 @@ const (
 	// revokes them in batches.
 	lostExpiry = 2 * time.Second
 )
+
+// Backfills (backfill.go).
+const (
+	// DefaultMaxBackfill is how many ticks a backfill may run unless it is
+	// given a cap of its own: a day of a job every two minutes, a month of
+	// an hourly one. A range of more is refused.
+	DefaultMaxBackfill = 1000
+	// maxBackfillTicks bounds a backfill's cap, and the ticks counted to
+	// name how many a refused range holds: each costs a claim and a record.
+	maxBackfillTicks = 100000
+	// maxBackfills bounds a job's backfills kept in etcd, finished ones
+	// included: a new one deletes the oldest finished, and is refused
+	// while that many are in progress.
+	maxBackfills = 16
+)
