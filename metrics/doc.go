@@ -44,6 +44,10 @@
 //	baton_job_consecutive_failures{scheduler,job}        gauge: its runs failed since its last success, likewise
 //	baton_job_period_seconds{scheduler,job}              gauge: the time between its ticks, as its schedule had
 //	                                                     them when it was added (cronx.JobAdded.Period)
+//	baton_job_backfill_ticks{scheduler,job}              gauge: the ticks of the job's backfill (cronx.Backfill)
+//	                                                     this replica runs or last ran; 0 for none, or one refused
+//	baton_job_backfill_ticks_done{scheduler,job}         gauge: its ticks claimed so far; equal to the ticks once
+//	                                                     it finished, so ticks - done is what is left
 //
 // Every series an alert or a dashboard needs exists, at 0, from the moment
 // a job is added (cronx.Observer.OnJobAdded), so that increase() sees the
