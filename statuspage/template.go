@@ -157,11 +157,11 @@ li{white-space:nowrap}
 <tr class="job" data-job="{{.Name}}">
 <td><b>{{.Name}}</b></td>
 <td><code>{{.Spec}}</code></td>
-<td class="state">{{if .Paused}}<span class="paused">paused</span>{{if .PausedBy}} by {{.PausedBy}}{{end}}{{with .PausedReason}}<br><span class="paused-reason">{{oneLine 120 .}}</span>{{end}}{{else}}active{{end}}{{if notEmpty .Running}}<br>running on {{join .Running ", "}}{{end}}
+<td class="state">{{if .Paused}}<span class="paused">paused</span>{{if .PausedBy}} by {{.PausedBy}}{{end}}{{with .PausedReason}}<br><span class="paused-reason">{{oneLine 120 .}}</span>{{end}}{{else}}active{{end}}{{if notEmpty .Running}}<br>running on {{join .Running ", "}}{{end}}{{range .BackfillsInProgress}}<br><span class="backfill">backfill {{.Done}}/{{if .Ticks}}{{.Ticks}}{{else}}?{{end}} of {{stamp .From}} to {{stamp .To}}</span>{{end}}
 <br><span class="last-success">last success {{if .LastSuccess.IsZero}}<span class="none">never</span>{{else}}{{stamp .LastSuccess}} ({{when .LastSuccess $now}}){{end}}</span>{{if not .LastFailure.IsZero}}<br><span class="last-failure">last failure {{stamp .LastFailure}}{{if .ConsecutiveFailures}}, <span class="failed">{{.ConsecutiveFailures}} in a row</span>{{end}}</span>{{end}}</td>
 <td class="next">{{if .Next.IsZero}}-{{else}}{{stamp .Next}}<br><span class="meta">{{when .Next $now}}{{if .Paused}}, if resumed{{end}}</span>{{end}}</td>
 <td class="runs"><div class="day">{{strip . $now}}</div>{{if $o.Outcome}}{{if not $o.Run}}<ul><li>{{stamp $o.Tick}} {{$o.By}} <b>{{$o.Outcome}}</b></li></ul>{{end}}{{end}}
-{{with latest .History}}<ul>{{range .}}<li class="run">{{stamp .Tick}} · {{.Instance}} · {{if .Error}}<span class="failed">failed: {{oneLine 60 .Error}}</span>{{else}}<span class="ok">ok</span>{{end}} · {{dur .Duration}}{{if .Triggered}} · triggered{{else}} · {{dur .Lateness}} late{{end}}</li>{{end}}</ul>{{else}}{{if not $o.Outcome}}<span class="none">no run yet</span>{{end}}{{end}}</td>
+{{with latest .History}}<ul>{{range .}}<li class="run">{{stamp .Tick}} · {{.Instance}} · {{if .Error}}<span class="failed">failed: {{oneLine 60 .Error}}</span>{{else}}<span class="ok">ok</span>{{end}} · {{dur .Duration}}{{if .Triggered}} · triggered{{else if .Backfill}} · backfill{{else}} · {{dur .Lateness}} late{{end}}</li>{{end}}</ul>{{else}}{{if not $o.Outcome}}<span class="none">no run yet</span>{{end}}{{end}}</td>
 <td class="notrun">{{with .NotRunByReason}}<ul>{{range .}}<li><span class="failed">{{.Count}}</span> {{.Reason}}</li>{{end}}</ul>{{else}}<span class="none">none</span>{{end}}</td>
 </tr>
 {{else}}<tr><td colspan="6" class="none">no jobs</td></tr>{{end}}
