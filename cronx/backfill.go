@@ -105,8 +105,8 @@ func checkBackfill(job string, from, to time.Time, max int, now time.Time) (int,
 		return bad("from %s is not before to %s", stamp(from), stamp(to))
 	case to.After(now):
 		return bad("to %s is later than now (%s): a tick to come runs on the schedule", stamp(to), stamp(now))
-	case max < 0 || max > maxBackfillTicks:
-		return bad("max %d is not within 1..%d", max, maxBackfillTicks)
+	case max < 0 || max > MaxBackfillTicks:
+		return bad("max %d is not within 1..%d", max, MaxBackfillTicks)
 	case max == 0:
 		return DefaultMaxBackfill, nil
 	}
@@ -118,10 +118,10 @@ func stamp(t time.Time) string { return t.Format(time.RFC3339) }
 // countBackfill counts the ticks of sched in [from, to), and refuses more
 // than max with an error naming their count.
 func countBackfill(job string, sched Schedule, from, to time.Time, max int) (int, error) {
-	n, over := countTicks(sched, from, to, maxBackfillTicks)
+	n, over := countTicks(sched, from, to, MaxBackfillTicks)
 	if over {
 		return 0, fmt.Errorf("cronx: backfill %q from %s to %s: more than %d ticks; the most a backfill takes is %d",
-			job, stamp(from), stamp(to), maxBackfillTicks, maxBackfillTicks)
+			job, stamp(from), stamp(to), MaxBackfillTicks, MaxBackfillTicks)
 	}
 	if n > max { // mutation:backfill-cap
 		return 0, fmt.Errorf("cronx: backfill %q from %s to %s: %d ticks, more than the cap of %d",

@@ -464,8 +464,8 @@ func TestBackfillBadInput(t *testing.T) {
 		{"to before from", "hourly", now, now.Add(-time.Hour), 0, "is not before to"},
 		{"to in the future", "hourly", now.Add(-time.Hour), now.Add(time.Hour), 0, "later than now"},
 		{"negative max", "hourly", now.Add(-time.Hour), now, -1, "max -1 is not within"},
-		{"max too large", "hourly", now.Add(-time.Hour), now, maxBackfillTicks + 1, fmt.Sprintf("max %d is not within", maxBackfillTicks+1)},
-		{"too many ticks", "hourly", now.Add(-20 * 365 * 24 * time.Hour), now, maxBackfillTicks, fmt.Sprintf("more than %d ticks", maxBackfillTicks)},
+		{"max too large", "hourly", now.Add(-time.Hour), now, MaxBackfillTicks + 1, fmt.Sprintf("max %d is not within", MaxBackfillTicks+1)},
+		{"too many ticks", "hourly", now.Add(-20 * 365 * 24 * time.Hour), now, MaxBackfillTicks, fmt.Sprintf("more than %d ticks", MaxBackfillTicks)},
 	} {
 		if _, err := c.Backfill(ctx, tc.job, tc.from, tc.to, tc.max); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)

@@ -170,9 +170,10 @@ const (
 	// given a cap of its own: a day of a job every two minutes, a month of
 	// an hourly one. A range of more is refused.
 	DefaultMaxBackfill = 1000
-	// maxBackfillTicks bounds a backfill's cap, and the ticks counted to
-	// name how many a refused range holds: each costs a claim and a record.
-	maxBackfillTicks = 100000
+	// MaxBackfillTicks is the highest cap a backfill may be given, and
+	// bounds the ticks counted to name how many a refused range holds:
+	// each costs a claim and a record.
+	MaxBackfillTicks = 100000
 	// maxBackfills bounds a job's backfills kept in etcd, finished ones
 	// included: a new one deletes the oldest finished, and is refused
 	// while that many are in progress.

@@ -75,13 +75,17 @@ func (j crontabJob) RunContext(ctx context.Context) error {
 // hooks.
 func (j crontabJob) runEnv(info cronx.Info) []string {
 	env := append(slices.Clip(j.baseEnv), j.entry.env...)
-	return append(env,
+	env = append(env,
 		"BATON_JOB="+j.entry.name,
 		"BATON_TICK="+info.Tick.Format(time.RFC3339Nano),
 		"BATON_ID="+info.Instance,
 		"BATON_FENCE="+strconv.FormatInt(info.Fence.Revision, 10),
 		"BATON_ATTEMPT="+strconv.Itoa(max(info.Attempt, 1)),
 	)
+	if info.Backfill {
+		env = append(env, "BATON_BACKFILL=1") // a past tick, run by `baton backfill`
+	}
+	return env
 }
 
 // stopGracefully ends a command as baton stops: SIGTERM once the command has
