@@ -166,8 +166,9 @@ func nextBackfillTick(sched Schedule, v backfillValue, loc *time.Location) (tick
 // ticks, one at a time and in order, whatever the job's overlap policy,
 // each with Info.Backfill set and its own tick as Info.Tick. Under Forbid
 // and Replace a backfilled run also waits for a run of the job in
-// progress, and a tick of the schedule that comes meanwhile is skipped as
-// under Forbid; under Allow they run side by side. A paused job's backfill
+// progress; a tick of the schedule that comes meanwhile is skipped under
+// Forbid, and under Replace waits for the backfilled run to end (neither
+// replaces the other); under Allow they run side by side. A paused job's backfill
 // waits for Resume. A tick the schedule ran already runs again: that is
 // what a backfill is for.
 //

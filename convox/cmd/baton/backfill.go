@@ -25,7 +25,8 @@ request is kept in etcd, and the replica that schedules JOB (the leader, or
 in claim mode the replicas in turn) runs its ticks one at a time, oldest
 first, each with BATON_TICK the tick's own time and BATON_BACKFILL=1. A job
 that forbids overlapping runs (or replaces them) waits for a run in
-progress, and its ticks that come meanwhile are skipped as overlapping; a
+progress, and its ticks that come meanwhile are skipped as overlapping (a
+replacing job's wait for the backfilled run instead); a
 paused job's backfill waits for ` + "`baton resume`" + `. The same range asked again,
 by any number of commands or replicas, is the same backfill: each tick runs
 once. If the replica running it stops or dies, the next one goes on from the
