@@ -445,6 +445,33 @@ func TestBackfillClaimGivenBackAtStopRunsOnTheSuccessor(t *testing.T) {
 	}
 }
 
+// TestBackfillOfAPausedJobWaitsForResume: no backfilled tick runs while
+// its job is paused; once resumed, each runs.
+func TestBackfillOfAPausedJobWaitsForResume(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	clock, bf := newLedger(), newBackfillLedger()
+	c := opsReplica(t, srv.Client(t), "bfpause", "r0", LeaderMode, clock, func(c *Cron) {
+		mustAdd(t, c, "0 0 * * * *", Named("hourly", bf.job("r0", 0)))
+	}).cron
+	ctx := context.Background()
+	runAfter(t, clock.ch, time.Time{}, 10*time.Second, "run of tick")
+	if err := c.Pause(ctx, "hourly"); err != nil {
+		t.Fatal(err)
+	}
+	from, to, ticks := hourlyTicks(2)
+	if _, err := c.Backfill(ctx, "hourly", from, to, 0); err != nil {
+		t.Fatal(err)
+	}
+	ticksAfter(t, clock.ch, time.Now(), 2, 5*time.Second, "tick")
+	bf.check(t, nil)
+	if err := c.Resume(ctx, "hourly"); err != nil {
+		t.Fatal(err)
+	}
+	bf.wait(t, len(ticks), 10*time.Second)
+	bf.check(t, ticks)
+}
+
 // TestBackfillBadInput: each bad input is an error that names it.
 func TestBackfillBadInput(t *testing.T) {
 	t.Parallel()

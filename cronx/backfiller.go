@@ -316,7 +316,7 @@ func (cl *claimer) sendBackfill(r *run, sess *election.Session) (held, int64, er
 	paused, busy := co.keys.paused(job), backfillGuard(co.keys, r)
 	conds := []clientv3.Cmp{
 		clientv3.Compare(clientv3.ModRevision(bf.key), "=", kv.ModRevision), // mutation:backfill-once
-		clientv3.Compare(clientv3.CreateRevision(paused), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(paused), "=", 0),           // mutation:backfill-pause
 		clientv3.Compare(clientv3.CreateRevision(busy), "=", 0).WithPrefix(),
 	}
 	orElse := []clientv3.Op{

@@ -394,6 +394,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestBackfillInClaimModeRunsEachTickOnceAndAlone$"}},
 	},
 	{
+		Name:   "backfill-pause-ignored",
+		Breaks: "backfill: the ticks of a paused job's backfill run",
+		Edits:  []edit{{Marker: "backfill-pause", Old: `clientv3.Compare(clientv3.CreateRevision(paused), "=", 0),`, New: `clientv3.Compare(clientv3.CreateRevision(paused), ">", -1),`}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBackfillOfAPausedJobWaitsForResume$"}},
+	},
+	{
 		Name:   "backfill-give-back-skips",
 		Breaks: "backfill: a tick whose claim came back after Stop is not given back, and the successor resumes after it: the tick is skipped",
 		Edits:  []edit{{Marker: "backfill-give-back", Old: "Then(clientv3.OpPut(bf.key, bf.prev), clientv3.OpDelete(f.Key))", New: "Then(clientv3.OpDelete(f.Key))"}},
