@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,65 +104,79 @@ func TestBackfillUsageErrorsNameTheBadInput(t *testing.T) {
 	}
 }
 
-// TestBackfillGoesOnAfterItsLeaderIsKilled: the leader running a backfill
-// is killed (SIGKILL) while a backfilled command runs; the next leader
-// goes on from the tick after it, and every tick runs once.
-func TestBackfillGoesOnAfterItsLeaderIsKilled(t *testing.T) {
+// TestBackfillGoesOnAfterItsLeaderIsKilledOrPaused: the leader running a
+// backfill is killed (SIGKILL) or paused (SIGSTOP) while a backfilled
+// command runs; the next leader goes on from the tick after it, every tick
+// runs once, and a paused leader that wakes up runs none.
+func TestBackfillGoesOnAfterItsLeaderIsKilledOrPaused(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process")
 	}
-	etcd := etcdtest.Shared(t)
-	cli := etcd.Client(t)
-	dir := t.TempDir()
-	ledger := filepath.Join(dir, "ledger")
-	file := filepath.Join(dir, "crontab")
-	// r1's second backfilled run holds until r1 is killed.
-	os.WriteFile(file, []byte(`report: 0 * * * * echo "$BATON_TICK $BATON_ID" >> `+ledger+
-		`; if [ "$BATON_ID" = r1 ] && [ "$(wc -l < `+ledger+`)" -ge 2 ]; then sleep 60; fi`+"\n"), 0o644)
-	r1 := startBaton(t, append(etcd.Env(), "BATON_ID=r1"), "crontab", "--name", "bfkill", "--ttl", "2", file)
-	to := time.Now().Truncate(time.Hour)
-	from := to.Add(-5 * time.Hour)
-	args := []string{"backfill", "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339), "bfkill", "report"}
-	until(t, 15*time.Second, "r1 to lead and register the job", func() bool {
-		st, err := cronxStatus(cli, "bfkill")
-		return err == nil && st == "r1"
-	})
-	startBaton(t, append(etcd.Env(), "BATON_ID=r2"), "crontab", "--name", "bfkill", "--ttl", "2", file)
-	until(t, 15*time.Second, "r2 to campaign", func() bool {
-		resp, err := cli.Get(context.Background(), "/baton/election/bfkill/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-		return err == nil && resp.Count == 2
-	})
-	if code, out := runBaton(t, etcd.Env(), args...); code != exitOK || !strings.Contains(out, "5 ticks queued") {
-		t.Fatalf("baton backfill: exit %d:\n%s", code, out)
-	}
-	until(t, 15*time.Second, "r1's second backfilled run", func() bool { return len(readLines(ledger)) >= 2 })
-	r1.cmd.Process.Kill()
-	r1.wait(5 * time.Second)
-	until(t, 30*time.Second, "the rest of the backfill on r2", func() bool { return len(readLines(ledger)) >= 5 })
-	code, out := runBaton(t, etcd.Env(), args...)
-	if code != exitOK || !strings.Contains(out, "has finished: 5 of 5 ticks run") {
-		t.Errorf("the backfill asked again: exit %d:\n%s", code, out)
-	}
-	var got []string
-	for _, l := range readLines(ledger) {
-		ts, id, _ := strings.Cut(l, " ")
-		tt, err := time.Parse(time.RFC3339Nano, ts)
-		if err != nil {
-			t.Fatalf("BATON_TICK %q: %v", ts, err)
-		}
-		got = append(got, tt.UTC().Format(time.RFC3339)+" "+id)
-	}
-	var want []string
-	for i := range 5 {
-		id := "r2"
-		if i < 2 {
-			id = "r1"
-		}
-		want = append(want, from.Add(time.Duration(i)*time.Hour).UTC().Format(time.RFC3339)+" "+id)
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("ran %q, want each tick once, in order: %q", got, want)
+	for name, sig := range map[string]syscall.Signal{"SIGKILL": syscall.SIGKILL, "SIGSTOP": syscall.SIGSTOP} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			etcd := etcdtest.Shared(t)
+			cli := etcd.Client(t)
+			dir := t.TempDir()
+			ledger := filepath.Join(dir, "ledger")
+			file := filepath.Join(dir, "crontab")
+			// r1's second backfilled run holds until r1 is stopped.
+			os.WriteFile(file, []byte(`report: 0 * * * * echo "$BATON_TICK $BATON_ID" >> `+ledger+
+				`; if [ "$BATON_ID" = r1 ] && [ "$(wc -l < `+ledger+`)" -ge 2 ]; then sleep 60; fi`+"\n"), 0o644)
+			r1 := startBaton(t, append(etcd.Env(), "BATON_ID=r1"), "crontab", "--name", "bfkill", "--ttl", "2", file)
+			to := time.Now().Truncate(time.Hour)
+			from := to.Add(-5 * time.Hour)
+			args := []string{"backfill", "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339), "bfkill", "report"}
+			until(t, 15*time.Second, "r1 to lead and register the job", func() bool {
+				st, err := cronxStatus(cli, "bfkill")
+				return err == nil && st == "r1"
+			})
+			startBaton(t, append(etcd.Env(), "BATON_ID=r2"), "crontab", "--name", "bfkill", "--ttl", "2", file)
+			until(t, 15*time.Second, "r2 to campaign", func() bool {
+				resp, err := cli.Get(context.Background(), "/baton/election/bfkill/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+				return err == nil && resp.Count == 2
+			})
+			if code, out := runBaton(t, etcd.Env(), args...); code != exitOK || !strings.Contains(out, "5 ticks queued") {
+				t.Fatalf("baton backfill: exit %d:\n%s", code, out)
+			}
+			until(t, 15*time.Second, "r1's second backfilled run", func() bool { return len(readLines(ledger)) >= 2 })
+			r1.cmd.Process.Signal(sig)
+			if sig == syscall.SIGKILL {
+				r1.wait(5 * time.Second)
+			} else {
+				defer r1.cmd.Process.Signal(syscall.SIGCONT)
+			}
+			until(t, 30*time.Second, "the rest of the backfill on r2", func() bool { return len(readLines(ledger)) >= 5 })
+			if sig == syscall.SIGSTOP {
+				r1.cmd.Process.Signal(syscall.SIGCONT)
+				r1.waitOutput(`msg="cronx: no longer leading" scheduler=bfkill instance=r1`, 15*time.Second)
+			}
+			code, out := runBaton(t, etcd.Env(), args...)
+			if code != exitOK || !strings.Contains(out, "has finished: 5 of 5 ticks run") {
+				t.Errorf("the backfill asked again: exit %d:\n%s", code, out)
+			}
+			var got []string
+			for _, l := range readLines(ledger) {
+				ts, id, _ := strings.Cut(l, " ")
+				tt, err := time.Parse(time.RFC3339Nano, ts)
+				if err != nil {
+					t.Fatalf("BATON_TICK %q: %v", ts, err)
+				}
+				got = append(got, tt.UTC().Format(time.RFC3339)+" "+id)
+			}
+			var want []string
+			for i := range 5 {
+				id := "r2"
+				if i < 2 {
+					id = "r1"
+				}
+				want = append(want, from.Add(time.Duration(i)*time.Hour).UTC().Format(time.RFC3339)+" "+id)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("ran %q, want each tick once, in order: %q", got, want)
+			}
+		})
 	}
 }
 
