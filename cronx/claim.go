@@ -41,6 +41,9 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 	if r.recovery != nil {
 		return *r.recovery, nil // claimed as it was decided (recovery.go)
 	}
+	if r.bf != nil {
+		return cl.claimBackfill(r)
+	}
 	co := cl.co
 	key, seq := co.keys.last(r.job.name), r.tick.UnixNano()
 	marker := co.keys.tickMarker(r.job.name, seq)
@@ -189,6 +192,8 @@ func (cl *claimer) giveBack(r *run, c held) {
 		err = cl.giveBackBuffered(ctx, r, c)
 	case r.triggered():
 		err = cl.giveBackTrigger(ctx, r, c)
+	case r.bf != nil:
+		err = cl.giveBackBackfill(ctx, r, c)
 	default:
 		err = claims.Withdraw(ctx, co.conn.etcd(), co.keys.last(r.job.name), c.claim, r.prev, co.identity)
 		if errors.Is(err, claims.ErrNotWithdrawn) {
@@ -201,7 +206,7 @@ func (cl *claimer) giveBack(r *run, c held) {
 		co.logger.Error(err, "cronx: a claim whose run did not start could not be given back; its tick will not run",
 			"job", r.job.name, "tick", r.tick)
 	}
-	if !r.triggered() {
+	if r.scheduled() {
 		cl.sessions.put(c.sess) // the marker is gone, or goes with its lease
 	}
 }

@@ -173,6 +173,9 @@ type JobStatus struct {
 	LastSuccess         time.Time
 	LastFailure         time.Time
 	ConsecutiveFailures int
+	// Backfills are the job's backfills (Cron.Backfill), oldest range
+	// first: in progress, and the last ones finished or refused.
+	Backfills []Backfill
 }
 
 // Status reads the scheduler's state: one read of its keys and one of its
@@ -205,6 +208,13 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 		return jobs[name]
 	}
 	for _, kv := range resp.Kvs {
+		if key := string(kv.Key); strings.HasPrefix(key, k.keys.backfills()) {
+			if name := k.keys.backfillJob(key); checkJobName(name) == nil {
+				j := get(name)
+				j.Backfills = append(j.Backfills, parseBackfill(kv.Value).public(name))
+			}
+			continue
+		}
 		name, leaf, ok := k.keys.jobKey(string(kv.Key))
 		if !ok {
 			if dir, why := k.keys.stray(string(kv.Key)); why != "" {

@@ -342,6 +342,21 @@
 // Forbid, and under Replace each replaces the one before. A trigger runs
 // while the job is paused, and a trigger that a leader did not start when
 // it stopped is the successor's.
+//
+// Backfill runs every tick of a job's schedule in [from, to), a past
+// range, once in the cluster, now: the replica that schedules the job
+// runs them oldest first, one at a time (never two backfilled runs at once,
+// and under Forbid and Replace none beside a run of the schedule's), each
+// with Info.Backfill set and the tick as Info.Tick. The request and its
+// progress (the last tick claimed, moved on in the transaction that claims
+// each tick) live in etcd, so the same range asked of every replica is one
+// backfill, and a successor goes on from the tick after the last claimed
+// when the replica running it stops or dies. A range of more ticks than its
+// cap (DefaultMaxBackfill unless given) is refused with their count; a
+// paused job's backfill waits for Resume. A tick claimed by a runner that
+// dies before its run starts is not run again: at most once, as any tick.
+// Status.Jobs[i].Backfills, the status page and baton status show its
+// progress; observers get BackfillProgress.
 // Keys under P/jobs/ that no Cron could have written (a scheduler or job
 // name that is not valid, put with etcdctl) are skipped by Schedulers, Jobs
 // and Status, and named by ListSchedulers and Status.Ignored.

@@ -17,10 +17,13 @@ type RunStarted struct {
 	// Fence is the run's in-progress marker, as Info has it.
 	Fence     election.Fence
 	Triggered bool
+	// Backfill is true for a run of a backfill (Cron.Backfill), whose
+	// Lateness is zero: its tick is past on purpose.
+	Backfill bool
 	// Start is when the run started, by the Cron's clock; Lateness is how
 	// long after its intended start that was: its tick plus the job's
 	// jitter delay (WithJitter), so a jittered run that starts at its
-	// delay is not late. Zero for a triggered run.
+	// delay is not late. Zero for a triggered or backfilled run.
 	Start    time.Time
 	Lateness time.Duration
 	// ClaimLatency is how long the claim took, from the moment the run asked
@@ -290,4 +293,17 @@ func runEnded(started RunStarted, end time.Time, err error) RunEnded {
 		ev.Outcome = Failed
 	}
 	return ev
+}
+
+// BackfillProgress is a backfill (Cron.Backfill) that moved on: counted,
+// refused, a tick claimed (or given back), or finished. The replica that
+// runs it tells it.
+type BackfillProgress struct {
+	Scheduler string
+	Job       string
+	From, To  time.Time
+	// Ticks is how many ticks the backfill has, Done how many were claimed.
+	Ticks, Done int
+	Finished    bool
+	Refused     string
 }

@@ -112,6 +112,9 @@ type Info struct {
 	Fence election.Fence
 	// Triggered is true for a run started by Trigger rather than the schedule.
 	Triggered bool
+	// Backfill is true for a run of a backfill (Cron.Backfill): Tick is a
+	// past tick of the schedule, run now. Triggered is false for it.
+	Backfill bool
 	// Attempt counts the run's attempts from 1; a failed run of a job with
 	// WithRetries is run again under the same claim, Fence included. A
 	// recovered run counts its own attempts from 1 again.

@@ -36,6 +36,10 @@ import (
 //	                     runner died was run again (recovery.go)
 //	.trigger/<job>/<id>  a request to run the job once, one per Trigger
 //	                     call: its time and who asked (trigger.go)
+//	.backfill/<job>/<id> a request to run every tick of [from, to), named
+//	                     after its range, with its progress: a JSON
+//	                     backfillValue (backfill.go); its runs' markers are
+//	                     <job>/running/b<seq>
 //
 // The coordinator and Control both name keys through it, so the layout is
 // written down once.
@@ -98,6 +102,29 @@ func (l layout) triggerMarker(job string, rev int64) string {
 	return l.running(job) + fmt.Sprintf("t%d", rev)
 }
 
+// backfillDir holds backfill requests, as triggerDir holds triggers.
+const backfillDir = ".backfill/"
+
+// backfills is the directory of backfill requests; backfillsOf holds job's,
+// backfill is the request of job named id, backfillJob the job a request's
+// key is of.
+func (l layout) backfills() string              { return l.jobs + backfillDir }
+func (l layout) backfillsOf(job string) string  { return l.jobs + backfillDir + job + "/" }
+func (l layout) backfill(job, id string) string { return l.backfillsOf(job) + id }
+func (l layout) backfillJob(key string) string {
+	job, _, _ := strings.Cut(strings.TrimPrefix(key, l.jobs+backfillDir), "/")
+	return job
+}
+
+// backfillMarker is the in-progress marker of a backfill's run of the tick
+// with sequence seq: apart from the marker of the same tick's scheduled run.
+func (l layout) backfillMarker(job string, seq int64) string {
+	return l.backfillMarkers(job) + fmt.Sprintf("%020d", seq)
+}
+
+// backfillMarkers is the prefix of every backfill marker of job.
+func (l layout) backfillMarkers(job string) string { return l.running(job) + "b" }
+
 // triggers is the directory of manual triggers; trigger is one request of
 // job, named id; triggerJob the job a request's key is of.
 func (l layout) triggers() string              { return l.jobs + triggerDir }
@@ -150,6 +177,9 @@ type Record struct {
 	Duration  time.Duration `json:"duration"`
 	Error     string        `json:"error,omitempty"`
 	Triggered bool          `json:"triggered,omitempty"`
+	// Backfill is true for a run of a backfill (Cron.Backfill), whose Tick
+	// is the tick of the schedule it ran for.
+	Backfill bool `json:"backfill,omitempty"`
 	// TimedOut is true for a run that reached its timeout (WithTimeout);
 	// Error then says so too.
 	TimedOut bool `json:"timed_out,omitempty"`

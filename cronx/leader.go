@@ -128,6 +128,7 @@ func (co *coordinator) campaign(ctx context.Context) {
 		co.specs.publishAll()
 		co.host.requestResync()
 		co.resumeBuffers(ctx, nil)
+		co.watchBackfills(ctx, nil)
 		co.watchTriggers(ctx, nil)
 		return
 	}
@@ -160,6 +161,7 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	co.host.requestResync()
 	co.specs.publishAll()
 	co.resumeBuffers(ctx, ts) // mutation:buffer-resume
+	co.watchBackfills(ctx, ts)
 	co.watchTriggers(ctx, ts)
 	co.mu.Lock()
 	co.term = nil

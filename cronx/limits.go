@@ -181,3 +181,19 @@ const (
 	// takes.
 	bufferReadBatch = maxTxnOps
 )
+
+// Backfills (backfill.go).
+const (
+	// DefaultMaxBackfill is how many ticks a backfill may run unless it is
+	// given a cap of its own: a day of a job every two minutes, a month of
+	// an hourly one. A range of more is refused.
+	DefaultMaxBackfill = 1000
+	// MaxBackfillTicks is the highest cap a backfill may be given, and
+	// bounds the ticks counted to name how many a refused range holds:
+	// each costs a claim and a record.
+	MaxBackfillTicks = 100000
+	// maxBackfills bounds a job's backfills kept in etcd, finished ones
+	// included: a new one deletes the oldest finished, and is refused
+	// while that many are in progress.
+	maxBackfills = 16
+)

@@ -151,7 +151,7 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 // ranTick reports whether hist holds a run of tick (not a triggered run).
 func ranTick(hist []Record, tick time.Time) bool {
 	for _, h := range hist {
-		if !h.Triggered && h.Tick.Equal(tick) {
+		if !h.Triggered && !h.Backfill && h.Tick.Equal(tick) {
 			return true
 		}
 	}

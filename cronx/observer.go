@@ -40,6 +40,9 @@ type Observer struct {
 	OnEtcdAccepted     func(EtcdRefusal)
 	OnEtcdEmpty        func(EtcdEmpty)
 	OnHookFailed       func(HookFailed)
+	// OnBackfill is told each step of a backfill this replica runs
+	// (BackfillProgress).
+	OnBackfill func(BackfillProgress)
 	// OnJobOutcome is told a job's outcome (JobOutcome) each time this
 	// replica records one of its runs, and etcd's at each Start.
 	OnJobOutcome func(JobOutcome)
@@ -220,6 +223,8 @@ func (o *Observer) call(ev any) observerCall {
 		return bind("OnHookFailed", o.OnHookFailed, ev)
 	case JobOutcome:
 		return bind("OnJobOutcome", o.OnJobOutcome, ev)
+	case BackfillProgress:
+		return bind("OnBackfill", o.OnBackfill, ev)
 	case ObserverPanic:
 		return bind("OnObserverPanic", o.OnObserverPanic, ev)
 	}

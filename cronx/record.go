@@ -30,6 +30,7 @@ type finishItem struct {
 	job        string
 	tick       time.Time
 	triggered  bool
+	backfill   bool
 	claim      election.Claim
 	sess       *election.Session // holds the claim's marker
 	start, end time.Time
@@ -222,7 +223,7 @@ func (rc *recorder) finish(it finishItem) {
 // releaseLater: the lease they are on has room for others.
 func (rc *recorder) released(batch []finishItem) {
 	for _, it := range batch {
-		if !it.keep && !it.triggered && it.sess != nil {
+		if !it.keep && !it.triggered && !it.backfill && it.sess != nil {
 			rc.co.claims.sessions.put(it.sess)
 		}
 	}
@@ -264,7 +265,7 @@ func (rc *recorder) releaseLater(it finishItem) {
 // record1 is the history record of one ended run.
 func (rc *recorder) record1(it finishItem) Record {
 	rec := Record{Tick: it.tick, Instance: rc.co.identity, Start: it.start, Duration: it.end.Sub(it.start), Triggered: it.triggered,
-		TimedOut: it.timedOut, Attempt: it.attempt, CaughtUp: it.caughtUp, Recovered: it.recovered}
+		Backfill: it.backfill, TimedOut: it.timedOut, Attempt: it.attempt, CaughtUp: it.caughtUp, Recovered: it.recovered}
 	if it.err != nil {
 		rec.Error = boundedError(it.err.Error())
 	}
@@ -298,7 +299,7 @@ func (rc *recorder) appendHistory(ctx context.Context, it finishItem) {
 		}
 		hist, rev := decodeHistory(resp.Responses[0].GetResponseRange().Kvs)
 		for _, h := range hist {
-			if h.Tick.Equal(rec.Tick) && h.Instance == rec.Instance && h.Start.Equal(rec.Start) && h.Triggered == rec.Triggered {
+			if h.Tick.Equal(rec.Tick) && h.Instance == rec.Instance && h.Start.Equal(rec.Start) && h.Triggered == rec.Triggered && h.Backfill == rec.Backfill {
 				return
 			}
 		}

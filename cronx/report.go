@@ -38,13 +38,22 @@ func (rp *reporter) emit(ev any) { rp.obs.emit(ev) }
 func (rp *reporter) runStarted(r *run, claim election.Claim, claimLatency time.Duration) RunStarted {
 	start := rp.sc.clock.Now()
 	ev := RunStarted{Scheduler: rp.sc.name, Job: r.job.name, Tick: r.tick, Instance: rp.sc.identity, Fence: claim.Fence,
-		Triggered: r.triggered(), Start: start, ClaimLatency: claimLatency, CaughtUp: r.catchUp, Recovered: r.recovered}
-	if !r.triggered() {
+		Triggered: r.triggered(), Backfill: r.bf != nil, Start: start, ClaimLatency: claimLatency, CaughtUp: r.catchUp, Recovered: r.recovered}
+	if r.scheduled() {
 		// From the run's intended start: a jittered run is meant to start
 		// its delay after the tick.
 		ev.Lateness = start.Sub(r.tick.Add(r.delay))
 	}
 	return ev
+}
+
+// backfillProgressed tells the observers that a backfill of job is at v.
+func (rp *reporter) backfillProgressed(job string, v backfillValue) {
+	if !rp.observed() {
+		return
+	}
+	rp.emit(BackfillProgress{Scheduler: rp.sc.name, Job: job, From: time.Unix(0, v.From), To: time.Unix(0, v.To),
+		Ticks: v.Ticks, Done: v.Done, Finished: v.Finished, Refused: v.Refused})
 }
 
 // notRun reports a tick of job that this replica did not run, and counts

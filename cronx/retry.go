@@ -56,7 +56,7 @@ func runAttempts(r *run, c held, latency time.Duration) {
 		err := r.call(actx)
 		timedOut, err := timeout.stop(replacedError(actx, err))
 		end := co.clock.Now()
-		it := finishItem{job: r.job.name, tick: r.tick, triggered: r.triggered(), claim: c.claim, sess: c.sess,
+		it := finishItem{job: r.job.name, tick: r.tick, triggered: r.triggered(), backfill: r.bf != nil, claim: c.claim, sess: c.sess,
 			start: start, end: end, err: err, timedOut: timedOut, policy: r.job.policy, caughtUp: r.catchUp, recovered: r.recovered}
 		if retries {
 			it.attempt = attempt

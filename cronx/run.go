@@ -27,10 +27,11 @@ type run struct {
 	co      *coordinator // nil for a Cron without etcd
 	rs      *runs
 	job     jobRef
-	tick    time.Time // the nominal tick; a trigger's time
-	trig    *trigger  // the trigger it runs for; nil for a tick
-	buf     *buffered // the tick's place in its job's buffer (buffer.go); nil unless it waits there
-	catchUp bool      // a tick missed in a failover, caught up
+	tick    time.Time      // the nominal tick; a trigger's time
+	trig    *trigger       // the trigger it runs for; nil for a tick
+	buf     *buffered      // the tick's place in its job's buffer (buffer.go); nil unless it waits there
+	bf      *backfillClaim // the backfill it runs a tick of; nil for none
+	catchUp bool           // a tick missed in a failover, caught up
 	delay   time.Duration
 	prev    int64      // what the job's claim key is given back to
 	term    *termState // leader mode: the term it fired under
@@ -77,6 +78,10 @@ func newRun(rs *runs, co *coordinator, job jobRef, tick time.Time) *run {
 
 // triggered reports whether r runs for a trigger.
 func (r *run) triggered() bool { return r.trig != nil }
+
+// scheduled reports whether r runs for a tick of the schedule, neither a
+// trigger nor a backfill: only such a tick is counted as not run.
+func (r *run) scheduled() bool { return r.trig == nil && r.bf == nil }
 
 // goLocal runs r, a run of a Cron without etcd, in the background, telling
 // the observers when there are (emit non-nil).
@@ -178,7 +183,7 @@ func (r *run) live() {
 	// its marker, lost, ends it.
 	stop := context.AfterFunc(c.sess.Context(), func() { r.cancel(context.Cause(c.sess.Context())) })
 	defer stop()
-	replace := r.job.policy.overlap == Replace
+	replace := r.job.policy.overlap == Replace && r.bf == nil // a backfill runs in turn (backfill.go)
 	if !r.rs.hold(r, replace) {
 		r.giveBack(c, context.Cause(r.ctx))
 		return
@@ -215,7 +220,7 @@ func (r *run) giveBack(c held, why error) {
 	switch {
 	case errors.Is(why, ErrReplaced):
 		co.logger.Info("cronx: skipped: a later run was claimed while this one waited to start", "job", r.job.name, "tick", r.tick)
-		if !r.triggered() {
+		if r.scheduled() {
 			co.rep.notRun(r.job.name, r.tick, ReasonOvertaken, nil)
 		}
 		// The later run stands for this one: only the marker goes. Given
@@ -225,7 +230,7 @@ func (r *run) giveBack(c held, why error) {
 		return
 	case c.sess.Context().Err() != nil, errors.Is(why, election.ErrSessionExpired):
 		co.logger.Error(why, "cronx: not run: its claim was lost before it started", "job", r.job.name, "tick", r.tick)
-		if !r.triggered() {
+		if r.scheduled() {
 			co.rep.notRun(r.job.name, r.tick, ReasonEtcdUnavailable, why)
 		}
 	default:
@@ -249,7 +254,7 @@ func (r *run) release(c held) {
 
 // info is the Info of r's attempt, as its job sees it.
 func (r *run) info(c held, attempt int) Info {
-	return Info{Job: r.job.name, Tick: r.tick, Instance: r.co.identity, Fence: c.claim.Fence, Triggered: r.triggered(), Attempt: attempt,
+	return Info{Job: r.job.name, Tick: r.tick, Instance: r.co.identity, Fence: c.claim.Fence, Triggered: r.triggered(), Backfill: r.bf != nil, Attempt: attempt,
 		Recovered: r.recovered}
 }
 

@@ -46,7 +46,7 @@ func (cl *claimer) triage(r *run, err error) {
 		co.logger.Info("cronx: skipped: a run is in progress and its buffer is full", "job", r.job.name, "tick", r.tick)
 	case errors.Is(err, errBufferTaken):
 		// Another replica ran the buffered tick, or runs it.
-	case errors.Is(err, errTriggerTaken):
+	case errors.Is(err, errTriggerTaken), errors.Is(err, errBackfillMoved):
 		// Another replica took the request, or this one ran it already.
 	case errors.Is(err, election.ErrClaimed), errors.Is(err, claims.ErrNeverClaimed):
 		// Another replica ran it, or a catch-up found nothing to resume.
@@ -72,7 +72,7 @@ func (cl *claimer) triage(r *run, err error) {
 		}
 		co.logger.Error(err, "cronx: tick not run", "job", r.job.name, "tick", r.tick)
 	}
-	if reason != 0 && !r.triggered() {
+	if reason != 0 && r.scheduled() {
 		co.rep.notRun(r.job.name, r.tick, reason, err)
 	}
 }

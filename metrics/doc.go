@@ -48,6 +48,10 @@
 //	baton_job_caught_up_runs_total{scheduler,job}        counter: runs this replica started of a tick missed
 //	                                                     while nobody ran the job, late, within its catch-up
 //	                                                     window (cronx.RunStarted.CaughtUp, cronx.WithCatchUp)
+//	baton_job_backfill_ticks{scheduler,job}              gauge: the ticks of the job's backfill (cronx.Backfill)
+//	                                                     this replica runs or last ran; 0 for none, or one refused
+//	baton_job_backfill_ticks_done{scheduler,job}         gauge: its ticks claimed so far; equal to the ticks once
+//	                                                     it finished, so ticks - done is what is left
 //
 // Every series an alert or a dashboard needs exists, at 0, from the moment
 // a job is added (cronx.Observer.OnJobAdded), so that increase() sees the

@@ -42,6 +42,9 @@ type collectors struct {
 	period      *prometheus.GaugeVec
 	panics      *prometheus.CounterVec
 	caughtUp    *prometheus.CounterVec // runs of missed ticks (cronx.RunStarted.CaughtUp)
+	// The backfill a replica runs (cronx.BackfillProgress).
+	backfillTicks *prometheus.GaugeVec
+	backfillDone  *prometheus.GaugeVec
 }
 
 // New registers baton's metrics on reg and returns the observer that
@@ -110,6 +113,12 @@ func New(reg prometheus.Registerer) (cronx.Observer, error) {
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_observer_panics_total", Help: "Panics of the functions of the scheduler's observers, recovered and logged.",
 		}, []string{"scheduler"}),
+		backfillTicks: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "baton_job_backfill_ticks", Help: "The ticks of the job's backfill this replica runs or last ran (cronx.Backfill); 0 for none, or one refused.",
+		}, []string{"scheduler", "job"}),
+		backfillDone: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "baton_job_backfill_ticks_done", Help: "The ticks of that backfill claimed so far: equal to baton_job_backfill_ticks once it finished.",
+		}, []string{"scheduler", "job"}),
 	}
 	if err := register(reg, &c); err != nil {
 		return cronx.Observer{}, err
@@ -124,7 +133,7 @@ func register(reg prometheus.Registerer, c *collectors) error {
 		use(reg, &c.runs), use(reg, &c.notRun), use(reg, &c.duration), use(reg, &c.lateness), use(reg, &c.claim),
 		use(reg, &c.leader), use(reg, &c.changes), use(reg, &c.session), use(reg, &c.refused), use(reg, &c.empty), use(reg, &c.hooks), use(reg, &c.recovered),
 		use(reg, &c.dropped), use(reg, &c.lastSuccess), use(reg, &c.lastFailure), use(reg, &c.failures), use(reg, &c.period), use(reg, &c.panics),
-		use(reg, &c.caughtUp))
+		use(reg, &c.caughtUp), use(reg, &c.backfillTicks), use(reg, &c.backfillDone))
 }
 
 func use[T prometheus.Collector](reg prometheus.Registerer, c *T) error {
@@ -148,7 +157,7 @@ func (c collectors) observer() cronx.Observer {
 		OnJobAdded: c.jobAdded,
 		OnRunStarted: func(e cronx.RunStarted) {
 			c.session.WithLabelValues(e.Scheduler).Set(1)
-			if !e.Triggered {
+			if !e.Triggered && !e.Backfill {
 				c.lateness.WithLabelValues(e.Scheduler).Observe(e.Lateness.Seconds())
 			}
 			if e.Fence.Key != "" {
@@ -186,6 +195,7 @@ func (c collectors) observer() cronx.Observer {
 		OnDropped:         func(n int) { c.dropped.Add(float64(n)) },
 		OnJobOutcome:      c.jobOutcome,
 		OnObserverPanic:   func(e cronx.ObserverPanic) { c.panics.WithLabelValues(e.Scheduler).Inc() },
+		OnBackfill:        c.backfill,
 	}
 }
 
@@ -219,6 +229,8 @@ func (c collectors) jobAdded(e cronx.JobAdded) {
 	c.lastFailure.WithLabelValues(e.Scheduler, e.Job)
 	c.failures.WithLabelValues(e.Scheduler, e.Job)
 	c.caughtUp.WithLabelValues(e.Scheduler, e.Job)
+	c.backfillTicks.WithLabelValues(e.Scheduler, e.Job)
+	c.backfillDone.WithLabelValues(e.Scheduler, e.Job)
 	c.claim.WithLabelValues(e.Scheduler)
 	c.refused.WithLabelValues(e.Scheduler)
 	c.empty.WithLabelValues(e.Scheduler)
@@ -235,6 +247,17 @@ func (c collectors) jobOutcome(e cronx.JobOutcome) {
 	c.lastSuccess.WithLabelValues(e.Scheduler, e.Job).Set(unixSeconds(e.LastSuccess))
 	c.lastFailure.WithLabelValues(e.Scheduler, e.Job).Set(unixSeconds(e.LastFailure))
 	c.failures.WithLabelValues(e.Scheduler, e.Job).Set(float64(e.ConsecutiveFailures))
+}
+
+// backfill sets a job's backfill gauges to the step a backfill came to; a
+// refused one runs nothing.
+func (c collectors) backfill(e cronx.BackfillProgress) {
+	ticks, done := float64(e.Ticks), float64(e.Done)
+	if e.Refused != "" {
+		ticks, done = 0, 0
+	}
+	c.backfillTicks.WithLabelValues(e.Scheduler, e.Job).Set(ticks)
+	c.backfillDone.WithLabelValues(e.Scheduler, e.Job).Set(done)
 }
 
 func unixSeconds(t time.Time) float64 {

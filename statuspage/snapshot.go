@@ -123,6 +123,32 @@ type Job struct {
 	LastSuccess         time.Time `json:"last_success,omitzero"`
 	LastFailure         time.Time `json:"last_failure,omitzero"`
 	ConsecutiveFailures int       `json:"consecutive_failures"`
+	// Backfills are the job's backfills (cronx.Backfill), oldest range
+	// first: in progress, and the last ones finished or refused.
+	Backfills []Backfill `json:"backfills,omitempty"`
+}
+
+// Backfill is a backfill of a job: every tick of [From, To), Done of
+// Ticks claimed so far (Ticks is 0 until a replica counted them).
+type Backfill struct {
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+	Ticks    int       `json:"ticks"`
+	Done     int       `json:"done"`
+	Finished bool      `json:"finished,omitempty"`
+	Refused  string    `json:"refused,omitempty"`
+	By       string    `json:"by,omitempty"`
+}
+
+// BackfillsInProgress are the job's backfills neither finished nor refused.
+func (j Job) BackfillsInProgress() []Backfill {
+	var out []Backfill
+	for _, b := range j.Backfills {
+		if !b.Finished && b.Refused == "" {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // NotRunCount is one reason's count of ticks not run.
@@ -151,6 +177,9 @@ type Run struct {
 	DurationSeconds float64 `json:"duration_seconds"`
 	Error           string  `json:"error,omitempty"`
 	Triggered       bool    `json:"triggered,omitempty"`
+	// Backfill is true for a run of a backfill, whose tick is past on
+	// purpose.
+	Backfill bool `json:"backfill,omitempty"`
 	// TimedOut is true for a run that reached its timeout; Attempt is the
 	// attempt's number, for a job with retries.
 	TimedOut bool `json:"timed_out,omitempty"`
@@ -164,9 +193,9 @@ type Run struct {
 }
 
 // Lateness is how long after its nominal tick the run started; zero for a
-// triggered run, which has no tick of its own.
+// triggered run, which has no tick of its own, and a backfilled one.
 func (r Run) Lateness() time.Duration {
-	if r.Triggered || r.Start.Before(r.Tick) {
+	if r.Triggered || r.Backfill || r.Start.Before(r.Tick) {
 		return 0
 	}
 	return r.Start.Sub(r.Tick)
@@ -355,7 +384,7 @@ func newJob(j cronx.JobStatus, now time.Time) Job {
 	}
 	for _, h := range j.History {
 		r.History = append(r.History, Run{Tick: h.Tick, Instance: h.Instance, Start: h.Start,
-			DurationSeconds: h.Duration.Seconds(), Error: h.Error, Triggered: h.Triggered,
+			DurationSeconds: h.Duration.Seconds(), Error: h.Error, Triggered: h.Triggered, Backfill: h.Backfill,
 			TimedOut: h.TimedOut, Attempt: h.Attempt, CaughtUp: h.CaughtUp, Recovered: h.Recovered})
 	}
 	if n := len(r.History); n > 0 {
@@ -369,6 +398,10 @@ func newJob(j cronx.JobStatus, now time.Time) Job {
 			}
 			r.NotRun[reason.String()] = n
 		}
+	}
+	for _, b := range j.Backfills {
+		r.Backfills = append(r.Backfills, Backfill{From: b.From, To: b.To, Ticks: b.Ticks, Done: b.Done,
+			Finished: b.Finished, Refused: b.Refused, By: b.By})
 	}
 	r.NotRunHours = notRunHours(j.NotRunHours)
 	r.Next = NextRun(j.Spec, j.LastTick, now)

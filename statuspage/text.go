@@ -96,6 +96,24 @@ func (r *Snapshot) writeJobs(w io.Writer) {
 				printable(running), local(j.Next), notRun)
 		}
 	}
+	writeBackfills(w, r.Schedulers)
+}
+
+// writeBackfills writes a line for each backfill in progress, below the
+// table.
+func writeBackfills(w io.Writer, schedulers []Scheduler) {
+	for _, s := range schedulers {
+		for _, j := range s.Jobs {
+			for _, b := range j.BackfillsInProgress() {
+				ticks := "?"
+				if b.Ticks > 0 {
+					ticks = fmt.Sprint(b.Ticks)
+				}
+				fmt.Fprintf(w, "backfill %s/%s: %d/%s ticks of %s to %s, asked by %s\n", printable(s.Name), printable(j.Name),
+					b.Done, ticks, local(b.From), local(b.To), printable(dash(b.By)))
+			}
+		}
+	}
 }
 
 // lastRun is the job's most recent run as the table shows it.
@@ -117,6 +135,9 @@ func lastRun(j Job) (tick time.Time, by, result string) {
 	result += ", " + shortDuration(time.Duration(h.DurationSeconds*float64(time.Second)))
 	if h.Triggered {
 		result += " (triggered)"
+	}
+	if h.Backfill {
+		result += " (backfill)"
 	}
 	if h.Attempt > 1 {
 		result += fmt.Sprintf(" (attempt %d)", h.Attempt)

@@ -469,4 +469,49 @@ var mutations = []mutation{
 		Edits:  []edit{{Marker: "buffer-trigger", Old: " || buffering(r.job.policy.overlap)", New: ""}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferingJobsTriggerWaitsForTheRunInProgress$"}},
 	},
+	{
+		Name:   "backfill-cap-ignored",
+		Breaks: "backfill: a range of more ticks than its cap is run, not refused",
+		Edits:  []edit{{Marker: "backfill-cap", Old: "if n > max {", New: "if false {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBackfillRunsEachTickOnceInOrder$"}},
+	},
+	{
+		Name:   "backfill-tick-run-twice",
+		Breaks: "backfill: the claim of a backfilled tick does not record it, and the tick runs again",
+		Edits:  []edit{{Marker: "backfill-progress", Old: "next.Last = seq", New: "_ = seq"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBackfillRunsEachTickOnceInOrder$"}},
+	},
+	{
+		Name:   "backfill-claim-unguarded",
+		Breaks: "backfill: the claim of a backfilled tick compares neither its progress nor the runs in progress, and replicas in claim mode each run the tick",
+		Edits: []edit{
+			{Marker: "backfill-once", Old: `clientv3.Compare(clientv3.ModRevision(bf.key), "=", kv.ModRevision)`, New: `clientv3.Compare(clientv3.ModRevision(bf.key), ">", 0)`},
+			{Marker: "backfill-alone", Old: "return keys.backfillMarkers(r.job.name)", New: `return keys.backfillMarkers(r.job.name) + "-"`},
+		},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestBackfillInClaimModeRunsEachTickOnceAndAlone$"}},
+	},
+	{
+		Name:   "backfill-runs-overlap",
+		Breaks: "backfill: the backfilled runs of an Allow job overlap when replicas in claim mode drive the backfill",
+		Edits:  []edit{{Marker: "backfill-alone", Old: "return keys.backfillMarkers(r.job.name)", New: `return keys.backfillMarkers(r.job.name) + "-"`}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBackfillInClaimModeRunsEachTickOnceAndAlone$"}},
+	},
+	{
+		Name:   "backfill-pause-ignored",
+		Breaks: "backfill: the ticks of a paused job's backfill run",
+		Edits:  []edit{{Marker: "backfill-pause", Old: `clientv3.Compare(clientv3.CreateRevision(paused), "=", 0),`, New: `clientv3.Compare(clientv3.CreateRevision(paused), ">", -1),`}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBackfillOfAPausedJobWaitsForResume$"}},
+	},
+	{
+		Name:   "backfill-give-back-skips",
+		Breaks: "backfill: a tick whose claim came back after Stop is not given back, and the successor resumes after it: the tick is skipped",
+		Edits:  []edit{{Marker: "backfill-give-back", Old: "Then(clientv3.OpPut(bf.key, bf.prev), clientv3.OpDelete(f.Key))", New: "Then(clientv3.OpDelete(f.Key))"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBackfillClaimGivenBackAtStopRunsOnTheSuccessor$"}},
+	},
+	{
+		Name:   "backfill-resume-skips",
+		Breaks: "backfill: a successor resumes past the tick after the last one claimed: a tick is skipped on resume",
+		Edits:  []edit{{Marker: "backfill-resume", Old: "after = time.Unix(0, v.Last).In(loc)", New: "after = time.Unix(0, v.Last).In(loc).Add(time.Hour)"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBackfillResumesOnASuccessor$"}},
+	},
 }

@@ -142,7 +142,8 @@ cron does); jobs whose hour field is * run every real hour either way.
 
 Each command gets BATON_JOB, BATON_TICK (the nominal tick, RFC 3339; a
 triggered run's is the time of its trigger, to the nanosecond, so that each
-has its own),
+has its own; a backfilled run's, the past tick it runs, with BATON_BACKFILL=1
+besides: see baton backfill --help),
 BATON_ATTEMPT (1, or the retry's number with --attempts),
 BATON_RECOVERED (0, or how many times the tick was run again with recover=),
 BATON_ID (the replica) and BATON_FENCE (the run's fencing token: it grows

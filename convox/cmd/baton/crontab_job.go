@@ -75,7 +75,7 @@ func (j crontabJob) RunContext(ctx context.Context) error {
 // hooks.
 func (j crontabJob) runEnv(info cronx.Info) []string {
 	env := append(slices.Clip(j.baseEnv), j.entry.env...)
-	return append(env,
+	env = append(env,
 		"BATON_JOB="+j.entry.name,
 		"BATON_TICK="+info.Tick.Format(time.RFC3339Nano),
 		"BATON_ID="+info.Instance,
@@ -83,6 +83,10 @@ func (j crontabJob) runEnv(info cronx.Info) []string {
 		"BATON_ATTEMPT="+strconv.Itoa(max(info.Attempt, 1)),
 		"BATON_RECOVERED="+strconv.Itoa(info.Recovered),
 	)
+	if info.Backfill {
+		env = append(env, "BATON_BACKFILL=1") // a past tick, run by `baton backfill`
+	}
+	return env
 }
 
 // stopGracefully ends a command as baton stops: SIGTERM once the command has

@@ -43,7 +43,8 @@ TICK)"), when it runs next, and how many of its ticks no replica
 ran over the last day, by reason (NOT RUN (1D): no_leader, misfire_skipped, overlap,
 paused, overtaken, etcd_unavailable, etcd_refused, runner_lost, buffer_full; see cronx.Reason). A job appears once
 a replica has published it: the leader does so when elected, and in claim
-mode every replica.
+mode every replica. A backfill in progress (baton backfill) is a line below
+the table: "backfill SCHEDULER/JOB: DONE/TICKS ticks of FROM to TO".
 
 The next run is computed here from the job's spec (five fields, or six with
 seconds), after its last tick or now, in this machine's time zone unless
@@ -73,9 +74,12 @@ escaped, as \x1b, so that no value acts on the terminal.
                                history[], not_run? (ticks not run over
                                the last day, by reason: {"paused": 3,
                                ...}), last_success?, last_failure?,
-                               consecutive_failures
+                               consecutive_failures, backfills[]?
+  backfills[]                  from, to, ticks (0 until counted), done,
+                               finished?, refused? (why), by?
   last_run, history[]          tick, instance, start, duration_seconds,
                                error? (the run failed), triggered?,
+                               backfill? (a run of a backfill),
                                timed_out? (the run reached its timeout),
                                attempt? (its number, for a job with retries)
   etcd_came_back_empty?        at, by, why: the last time a replica found
