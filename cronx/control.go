@@ -170,6 +170,10 @@ type JobStatus struct {
 	LastSuccess         time.Time
 	LastFailure         time.Time
 	ConsecutiveFailures int
+	// Started are the releases whose start ran the job (WithRunAtStart),
+	// oldest first, the last of them the latest; none for a job that does
+	// not run at start or has not yet.
+	Started []string
 }
 
 // Status reads the scheduler's state: one read of its keys and one of its
@@ -230,6 +234,8 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 		case leaf == "notrun":
 			v, now := parseNotRun(kv.Value), time.Now()
 			j.NotRun, j.NotRunHours = v.counts(now), v.hours(now)
+		case leaf == "started":
+			j.Started = parseStarted(kv.Value)
 		case strings.HasPrefix(leaf, "running/"):
 			j.Running = append(j.Running, markerHolder(string(kv.Value)))
 		}

@@ -29,6 +29,8 @@ import (
 //	<job>/history        the latest runs, a JSON array of Record
 //	<job>/notrun         the ticks nobody ran, counted by hour and reason
 //	                     over the last day (notrun.go): a JSON notRunValue
+//	<job>/started        the releases whose start ran the job (WithRunAtStart,
+//	                     atstart.go): a JSON array, oldest first
 //	.trigger/<job>/<id>  a request to run the job once, one per Trigger
 //	                     call: its time and who asked (trigger.go)
 //
@@ -57,6 +59,7 @@ func (l layout) history(job string) string   { return l.jobs + job + "/history" 
 func (l layout) spec(job string) string      { return l.jobs + job + "/spec" }
 func (l layout) notRun(job string) string    { return l.jobs + job + "/notrun" }
 func (l layout) byDir(job string) string     { return l.jobs + job + "/by/" }
+func (l layout) started(job string) string   { return l.jobs + job + "/started" }
 
 // by is the registration of job by the replica of lease.
 func (l layout) by(job string, lease clientv3.LeaseID) string {

@@ -331,6 +331,9 @@ func (co *coordinator) fireTrigger(kv *mvccpb.KeyValue, ts *termState) {
 		return // another version of the app may have it
 	}
 	t := triggerOf(kv, co.clock.Now())
+	if !co.mayRunStart(t) {
+		return // a run at the start of another release, for its replicas
+	}
 	r := newRun(co.runs, co, refOf(&e), t.at)
 	r.trig, r.term = &t, ts
 	r.goCoordinated()

@@ -78,6 +78,24 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestPauseAfterKeepsAPauseByHand$"}},
 	},
 	{
+		Name:   "at-start-again",
+		Breaks: "a job WithRunAtStart runs again when a replica of a release that ran it restarts or leads",
+		Edits:  []edit{{Marker: "at-start-again", Old: "slices.Contains(ran, co.release)", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunAtStartOncePerRelease$"}},
+	},
+	{
+		Name:   "at-start-unchecked",
+		Breaks: "replicas of a release that start together each run a job WithRunAtStart",
+		Edits:  []edit{{Marker: "at-start-unchecked", Old: `clientv3.Compare(clientv3.ModRevision(key), "=", rev)`, New: `clientv3.Compare(clientv3.ModRevision(key), ">=", rev*0)`}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunAtStartRacingReplicasAskOnce$"}},
+	},
+	{
+		Name:   "at-start-other-release",
+		Breaks: "a replica of an older release runs the start of a newer one, with the older code",
+		Edits:  []edit{{Marker: "at-start-other-release", Old: `t.release == "" || t.release == co.release`, New: "true"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunAtStartIsLeftToItsRelease$"}},
+	},
+	{
 		Name:   "last-success-forgotten",
 		Breaks: "a job's last success is not recorded, so an alert on it fires for a job that succeeds",
 		Edits:  []edit{{Marker: "last-success", Old: "o.LastSuccess, o.Failures = it.end, 0", New: "o.Failures = 0"}},
