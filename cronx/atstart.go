@@ -108,9 +108,9 @@ func (pb *publisher) requestStarts(ctx context.Context, jobs []string) {
 	backoff := retryBackoff
 	for len(jobs) > 0 && ctx.Err() == nil {
 		n := min(len(jobs), maxTxnOps/2)
-		ops, err := pb.planStarts(ctx, jobs[:n])
+		asks, err := pb.planStarts(ctx, jobs[:n])
 		if err == nil {
-			err = pb.sendStarts(ctx, ops)
+			err = pb.sendStarts(ctx, asks)
 		}
 		if err != nil {
 			co.logger.Error(err, "cronx: runs at start not asked for yet; trying again", "scheduler", co.name)
@@ -128,7 +128,7 @@ func (pb *publisher) requestStarts(ctx context.Context, jobs []string) {
 // and a trigger request while the key is unchanged since the read: so that
 // of the replicas of a release that read the key alike, one alone asks,
 // and one job asked for by another replica does not fail the others.
-func (pb *publisher) planStarts(ctx context.Context, jobs []string) ([]clientv3.Op, error) {
+func (pb *publisher) planStarts(ctx context.Context, jobs []string) ([]startAsk, error) {
 	co := pb.co
 	cli := co.conn.etcd()
 	gets := make([]clientv3.Op, len(jobs))
@@ -143,7 +143,7 @@ func (pb *publisher) planStarts(ctx context.Context, jobs []string) ([]clientv3.
 	}
 	at := co.clock.Now()
 	by := fmt.Sprintf("the start of release %s (%s)", co.release, co.identity)
-	var ops []clientv3.Op
+	var asks []startAsk
 	for i, job := range jobs {
 		kvs := resp.Responses[i].GetResponseRange().Kvs
 		ran, rev := decodeStarted(kvs)
@@ -151,22 +151,33 @@ func (pb *publisher) planStarts(ctx context.Context, jobs []string) ([]clientv3.
 			continue
 		}
 		key := co.keys.started(job)
-		ops = append(ops, clientv3.OpTxn(
+		asks = append(asks, startAsk{job: job, at: at, op: clientv3.OpTxn(
 			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, // mutation:at-start-unchecked
 			[]clientv3.Op{
 				clientv3.OpPut(key, encodeStarted(ran, co.release)),
 				clientv3.OpPut(co.keys.trigger(job, triggerID(at, rand.Uint32())), encodeStartTrigger(by, at, co.release)),
-			}, nil))
+			}, nil)})
 	}
-	return ops, nil
+	return asks, nil
+}
+
+// startAsk is the request of one job's run at start, planned.
+type startAsk struct {
+	job string
+	at  time.Time
+	op  clientv3.Op // the nested transaction that asks
 }
 
 // sendStarts writes the requests of planStarts, in leader mode while the
-// term holds.
-func (pb *publisher) sendStarts(ctx context.Context, ops []clientv3.Op) error {
+// term holds, and tells the observers of each that was written.
+func (pb *publisher) sendStarts(ctx context.Context, asks []startAsk) error {
 	co := pb.co
-	if len(ops) == 0 {
+	if len(asks) == 0 {
 		return nil
+	}
+	ops := make([]clientv3.Op, len(asks))
+	for i, a := range asks {
+		ops[i] = a.op
 	}
 	var conds []clientv3.Cmp
 	if co.mode == LeaderMode {
@@ -178,10 +189,31 @@ func (pb *publisher) sendStarts(ctx context.Context, ops []clientv3.Op) error {
 	}
 	wctx, wcancel := context.WithTimeout(ctx, etcdTimeout)
 	defer wcancel()
-	if _, err := co.conn.etcd().Txn(wctx).If(conds...).Then(ops...).Commit(); err != nil {
+	resp, err := co.conn.etcd().Txn(wctx).If(conds...).Then(ops...).Commit()
+	if err != nil {
 		return fmt.Errorf("ask for the runs at start: %w", err)
 	}
+	if !resp.Succeeded {
+		return nil // the term ended: the next leader asks
+	}
+	for i, a := range asks {
+		if resp.Responses[i].GetResponseTxn().Succeeded {
+			co.rep.emit(StartAsked{Scheduler: co.name, Job: a.job, Release: co.release, Instance: co.identity, Time: a.at})
+		}
+	}
 	return nil
+}
+
+// StartAsked is the run at start of a job (WithRunAtStart) asked for by
+// this replica, the first of its release to schedule the job: once per
+// release in the cluster.
+type StartAsked struct {
+	Scheduler string
+	Job       string
+	Release   string
+	Instance  string
+	// Time is when it was asked for: the run's Tick.
+	Time time.Time
 }
 
 // encodeStartTrigger is the request of a run at the start of release.

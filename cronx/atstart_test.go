@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,8 @@ type startCluster struct {
 	mode Mode
 	runs chan started
 	up   map[string]*Cron
+	// asked counts the StartAsked events of every replica.
+	asked atomic.Int64
 }
 
 // start starts replica id of release.
@@ -31,6 +34,11 @@ func (sc *startCluster) start(id, release string) {
 	sc.t.Helper()
 	c := New(withClock(clock.NewFake(t0)), WithLocation(time.UTC), WithLogger(testLogger{sc.t, id}), WithEtcd(sc.cli),
 		WithName(sc.name), WithMode(sc.mode), WithRelease(release),
+		WithObserver(Observer{OnStartAsked: func(e StartAsked) {
+			if e.Job == "migrate" && e.Release == release && e.Instance == id {
+				sc.asked.Add(1)
+			}
+		}}),
 		WithElection(election.WithIdentity(id), election.WithTTL(stallTTL)))
 	job := ContextFunc(func(ctx context.Context) error {
 		info, _ := InfoFrom(ctx)
@@ -42,6 +50,11 @@ func (sc *startCluster) start(id, release string) {
 	c.Start()
 	sc.up[id] = c
 	sc.t.Cleanup(func() { shutdown(sc.t, c, id) })
+	if sc.mode == LeaderMode {
+		// Candidates in the order they start, so that the test knows who
+		// leads next.
+		waitCandidates(sc.t, sc.cli, sc.name, int64(len(sc.up)))
+	}
 }
 
 // stop stops replica id, which resigns if it leads.
@@ -189,6 +202,13 @@ func TestRunAtStartOncePerRelease(t *testing.T) {
 			}
 			sc.stop("p2")
 			sc.none("s2", rev, "an r2 replica after r2 ran")
+			until := time.Now().Add(5 * time.Second)
+			for sc.asked.Load() < 2 && time.Now().Before(until) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if n := sc.asked.Load(); n != 2 {
+				t.Errorf("%d runs at start told to the observers, want 2", n)
+			}
 		})
 	}
 }
@@ -209,7 +229,7 @@ func TestRunAtStartRacingReplicasAskOnce(t *testing.T) {
 		pbs = append(pbs, c.coord.specs)
 	}
 	ctx := context.Background()
-	var plans [][]clientv3.Op
+	var plans [][]startAsk
 	for _, pb := range pbs {
 		ops, err := pb.planStarts(ctx, []string{"migrate"})
 		if err != nil || len(ops) != 1 {

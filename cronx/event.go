@@ -221,6 +221,9 @@ type JobAdded struct {
 	// with no two ticks ahead. An alert on a job's last success measures
 	// its silence in periods.
 	Period time.Duration
+	// RunsAtStart is true for a coordinated job that runs at start
+	// (WithRunAtStart), whose runs at start can be asked for.
+	RunsAtStart bool
 }
 
 // EtcdRefusal is etcd refusing this replica's claims, or accepting writes
@@ -244,6 +247,7 @@ func jobAdded(sc *scope, name string, p *jobPolicy, s Schedule, now time.Time) J
 	ev.Reasons = reasonsOf(ev.Coordinated, ev.Mode, p.overlap)
 	if ev.Coordinated {
 		ev.Hooks = p.hooks.kinds()
+		ev.RunsAtStart = p.runAtStart
 	}
 	return ev
 }

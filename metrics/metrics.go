@@ -39,6 +39,8 @@ type collectors struct {
 	failures    *prometheus.GaugeVec
 	period      *prometheus.GaugeVec
 	panics      *prometheus.CounterVec
+	// startsAsked counts the runs at start this replica asked for.
+	startsAsked *prometheus.CounterVec
 }
 
 // New registers baton's metrics on reg and returns the observer that
@@ -101,6 +103,9 @@ func New(reg prometheus.Registerer) (cronx.Observer, error) {
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_observer_panics_total", Help: "Panics of the functions of the scheduler's observers, recovered and logged.",
 		}, []string{"scheduler"}),
+		startsAsked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_job_start_runs_asked_total", Help: "Runs at start (WithRunAtStart, @start) that this replica asked for, as the first of its release to schedule the job: one per release in the cluster.",
+		}, []string{"scheduler", "job"}),
 	}
 	if err := register(reg, &c); err != nil {
 		return cronx.Observer{}, err
@@ -114,7 +119,8 @@ func register(reg prometheus.Registerer, c *collectors) error {
 	return errors.Join(
 		use(reg, &c.runs), use(reg, &c.notRun), use(reg, &c.duration), use(reg, &c.lateness), use(reg, &c.claim),
 		use(reg, &c.leader), use(reg, &c.changes), use(reg, &c.session), use(reg, &c.refused), use(reg, &c.empty), use(reg, &c.hooks),
-		use(reg, &c.dropped), use(reg, &c.lastSuccess), use(reg, &c.lastFailure), use(reg, &c.failures), use(reg, &c.period), use(reg, &c.panics))
+		use(reg, &c.dropped), use(reg, &c.lastSuccess), use(reg, &c.lastFailure), use(reg, &c.failures), use(reg, &c.period), use(reg, &c.panics),
+		use(reg, &c.startsAsked))
 }
 
 func use[T prometheus.Collector](reg prometheus.Registerer, c *T) error {
@@ -170,6 +176,7 @@ func (c collectors) observer() cronx.Observer {
 		OnDropped:         func(n int) { c.dropped.Add(float64(n)) },
 		OnJobOutcome:      c.jobOutcome,
 		OnObserverPanic:   func(e cronx.ObserverPanic) { c.panics.WithLabelValues(e.Scheduler).Inc() },
+		OnStartAsked:      func(e cronx.StartAsked) { c.startsAsked.WithLabelValues(e.Scheduler, e.Job).Inc() },
 	}
 }
 
@@ -187,6 +194,9 @@ func (c collectors) jobAdded(e cronx.JobAdded) {
 	}
 	for _, h := range e.Hooks {
 		c.hooks.WithLabelValues(e.Scheduler, e.Job, string(h))
+	}
+	if e.RunsAtStart {
+		c.startsAsked.WithLabelValues(e.Scheduler, e.Job)
 	}
 	c.duration.WithLabelValues(e.Scheduler)
 	c.lateness.WithLabelValues(e.Scheduler)

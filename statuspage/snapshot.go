@@ -120,6 +120,9 @@ type Job struct {
 	LastSuccess         time.Time `json:"last_success,omitzero"`
 	LastFailure         time.Time `json:"last_failure,omitzero"`
 	ConsecutiveFailures int       `json:"consecutive_failures"`
+	// Started are the releases whose start ran the job (cronx.WithRunAtStart,
+	// @start), oldest first; none for a job that does not run at start.
+	Started []string `json:"started,omitempty"`
 }
 
 // NotRunCount is one reason's count of ticks not run.
@@ -340,6 +343,7 @@ func newJob(j cronx.JobStatus, now time.Time) Job {
 		LastTick: j.LastTick, LastBy: j.LastBy, Running: j.Running, History: []Run{}}
 	r.PausedReason = j.PausedReason
 	r.LastSuccess, r.LastFailure, r.ConsecutiveFailures = j.LastSuccess, j.LastFailure, j.ConsecutiveFailures
+	r.Started = j.Started
 	if r.Running == nil {
 		r.Running = []string{}
 	}

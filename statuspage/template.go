@@ -156,7 +156,7 @@ li{white-space:nowrap}
 {{range .Jobs}}{{$o := outcome .}}
 <tr class="job" data-job="{{.Name}}">
 <td><b>{{.Name}}</b></td>
-<td><code>{{.Spec}}</code></td>
+<td><code>{{.Spec}}</code>{{with .LastStarted}}<br><span class="started">ran at start of {{.}}</span>{{end}}</td>
 <td class="state">{{if .Paused}}<span class="paused">paused</span>{{if .PausedBy}} by {{.PausedBy}}{{end}}{{with .PausedReason}}<br><span class="paused-reason">{{oneLine 120 .}}</span>{{end}}{{else}}active{{end}}{{if notEmpty .Running}}<br>running on {{join .Running ", "}}{{end}}
 <br><span class="last-success">last success {{if .LastSuccess.IsZero}}<span class="none">never</span>{{else}}{{stamp .LastSuccess}} ({{when .LastSuccess $now}}){{end}}</span>{{if not .LastFailure.IsZero}}<br><span class="last-failure">last failure {{stamp .LastFailure}}{{if .ConsecutiveFailures}}, <span class="failed">{{.ConsecutiveFailures}} in a row</span>{{end}}</span>{{end}}</td>
 <td class="next">{{if .Next.IsZero}}-{{else}}{{stamp .Next}}<br><span class="meta">{{when .Next $now}}{{if .Paused}}, if resumed{{end}}</span>{{end}}</td>
