@@ -463,6 +463,27 @@
 // outcome key, beside its history: JobStatus.LastSuccess, LastFailure and
 // ConsecutiveFailures, cluster-wide however far back in the history.
 //
+// WithRunAtStart runs the job once per release of the app, in the whole
+// cluster: however many replicas of a release start, and not again when one
+// of them restarts. A release is what WithRelease names, else the RELEASE
+// variable of the environment, which Convox sets in every process of an
+// app; a coordinated Cron with neither refuses such a job (AddJob's error),
+// since a start could not be told from a restart. The replica that
+// publishes the job's spec first under a release (the leader, or in claim
+// mode each replica as it starts, and a running one for a job added later)
+// reads the job's started key and, while it is unchanged and does not name
+// the release, writes the release into it and a trigger request in one
+// transaction: the run is a triggered run (Info.Triggered, the time of the
+// request as its Tick), once in the cluster, under the job's overlap
+// policy, and only a replica of that release takes it, so that a release's
+// start runs that release's code (a replica of an older release that leads
+// during a roll-out leaves it to the first of the new one that leads). The
+// key keeps the last 16 releases that ran the job (JobStatus.Started), so a
+// replica of an older release still running, or restarted, while a newer
+// one rolls out does not run it again; one older than the last 16 does.
+// Observers are told of each run asked for (OnStartAsked). The job keeps
+// its schedule; a Cron without etcd ignores the option.
+//
 // # Observing a Cron
 //
 // WithObserver gives a Cron an Observer, a struct of callbacks, each
@@ -476,7 +497,8 @@
 // OnEtcdAccepted (etcd refusing this replica's claims, and accepting writes
 // again), OnEtcdEmpty (etcd came back without its data), OnJobOutcome (the
 // last success, last failure and failures in a row that the record of a
-// run wrote in etcd) and OnObserverPanic (a function of an observer
+// run wrote in etcd), OnStartAsked (a run at start this replica asked
+// for) and OnObserverPanic (a function of an observer
 // panicked). A Cron without etcd reports its jobs and runs too. Package
 // github.com/batonhq/baton/metrics turns them into Prometheus metrics.
 //
