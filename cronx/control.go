@@ -125,7 +125,8 @@ type Status struct {
 	Leader election.Leader
 	// Jobs are the jobs a live replica registers: a job a deploy dropped
 	// is gone once the replicas that had it have stopped, or their leases
-	// expired.
+	// expired. While no replica registers any job, they are the jobs of
+	// the last replica that published, each with its NotScheduledSince.
 	Jobs []JobStatus
 	// Ignored are the keys under the scheduler that are no job's: of a
 	// job name that is not valid, or in no job's directory, which Jobs and
@@ -174,6 +175,14 @@ type JobStatus struct {
 	// oldest first, the last of them the latest; none for a job that does
 	// not run at start or has not yet.
 	Started []string
+	// NotScheduledSince is zero while a live replica registers the job.
+	// While no replica of the scheduler registers any job (every one
+	// stopped or dead), Status still lists the jobs of the last replica
+	// that published (roster.go), each with the last time etcd heard of a
+	// replica of the scheduler: its stop, or after a crash the latest claim,
+	// run's end or change of the jobs. A job that a deploy dropped is not
+	// among them.
+	NotScheduledSince time.Time
 }
 
 // Status reads the scheduler's state: one read of its keys and one of its
@@ -199,6 +208,7 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 	}
 	jobs := map[string]*JobStatus{}
 	live := map[string]bool{} // jobs a live replica registers
+	var ros roster
 	get := func(name string) *JobStatus {
 		if jobs[name] == nil {
 			jobs[name] = &JobStatus{Name: name}
@@ -207,6 +217,10 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 	}
 	for _, kv := range resp.Kvs {
 		name, leaf, ok := k.keys.jobKey(string(kv.Key))
+		if !ok && strings.HasPrefix(string(kv.Key), k.keys.roster()) {
+			ros.read(k.keys, kv)
+			continue
+		}
 		if !ok {
 			if dir, why := k.keys.stray(string(kv.Key)); why != "" {
 				st.Ignored = ignore(st.Ignored, string(kv.Key), dir, why)
@@ -240,8 +254,14 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 			j.Running = append(j.Running, markerHolder(string(kv.Value)))
 		}
 	}
+	for _, j := range jobs {
+		ros.heardOf(j)
+	}
 	for name, j := range jobs {
-		if live[name] || !liveOnly {
+		if ros.unscheduled(live, name) && j.Spec != "" {
+			j.NotScheduledSince = ros.latest
+		}
+		if live[name] || !liveOnly || !j.NotScheduledSince.IsZero() {
 			st.Jobs = append(st.Jobs, *j)
 		}
 	}

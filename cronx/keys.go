@@ -33,6 +33,9 @@ import (
 //	                     atstart.go): a JSON array, oldest first
 //	.trigger/<job>/<id>  a request to run the job once, one per Trigger
 //	                     call: its time and who asked (trigger.go)
+//	.roster/sum          a hash of the names of the publisher's jobs (roster.go)
+//	.roster/jobs         those names, for Status when no replica runs
+//	.roster/stopped      the last replica to stop, and when
 //
 // The coordinator and Control both name keys through it, so the layout is
 // written down once.
@@ -76,6 +79,15 @@ func (l layout) tickMarker(job string, seq int64) string {
 func (l layout) triggerMarker(job string, rev int64) string {
 	return l.running(job) + fmt.Sprintf("t%d", rev)
 }
+
+// rosterDir holds the scheduler's roster (roster.go); like triggerDir it
+// never clashes with a job.
+const rosterDir = ".roster/"
+
+func (l layout) roster() string        { return l.jobs + rosterDir }
+func (l layout) rosterSum() string     { return l.jobs + rosterDir + "sum" }
+func (l layout) rosterJobs() string    { return l.jobs + rosterDir + "jobs" }
+func (l layout) rosterStopped() string { return l.jobs + rosterDir + "stopped" }
 
 // triggers is the directory of manual triggers; trigger is one request of
 // job, named id; triggerJob the job a request's key is of.

@@ -108,7 +108,9 @@ func (co *coordinator) start() {
 		// Markers of runs still going must outlive the campaign, so the
 		// runners' session is closed only once every run has returned.
 		<-co.work.idle().Done()
+		stopped := co.markStopped()
 		co.claims.sessions.close()
+		stopped()
 		if ownsClient {
 			co.conn.closeMade()
 		}

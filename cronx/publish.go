@@ -121,6 +121,9 @@ func (pb *publisher) specWriter(ctx context.Context) {
 			err = pb.writeSpecChanges(ctx, pending)
 		}
 		if err == nil {
+			err = pb.writeRoster(ctx)
+		}
+		if err == nil {
 			pb.requestStarts(ctx, starts)
 			backoff = retryBackoff
 			continue

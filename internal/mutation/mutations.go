@@ -78,6 +78,30 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestPauseAfterKeepsAPauseByHand$"}},
 	},
 	{
+		Name:   "roster-unread",
+		Breaks: "with every replica stopped, baton status and the page list no job",
+		Edits:  []edit{{Marker: "roster-unread", Old: "len(live) == 0 && r.jobs[job]", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestStatusListsTheJobsWhenNoReplicaRuns$"}},
+	},
+	{
+		Name:   "roster-lists-dropped",
+		Breaks: "with every replica stopped, a job that a deploy dropped is listed again",
+		Edits:  []edit{{Marker: "roster-unread", Old: "&& r.jobs[job]", New: "&& r.jobs != nil"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestStatusListsTheJobsWhenNoReplicaRuns$"}},
+	},
+	{
+		Name:   "roster-rewritten",
+		Breaks: "cost: every term writes the roster of its jobs, unchanged or not",
+		Edits:  []edit{{Marker: "roster-rewritten", Old: `"=", sum)`, New: `"=", sum+"?")`}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestStatusListsTheJobsWhenNoReplicaRuns$"}},
+	},
+	{
+		Name:   "stop-unmarked",
+		Breaks: "with every replica stopped, a job is shown not scheduled since before the last replica stopped",
+		Edits:  []edit{{Marker: "stop-unmarked", Old: "cli.Put(ctx, co.keys.rosterStopped(), string(v))", New: "_, _ = ctx, v"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestStatusListsTheJobsWhenNoReplicaRuns$"}},
+	},
+	{
 		Name:   "at-start-again",
 		Breaks: "a job WithRunAtStart runs again when a replica of a release that ran it restarts or leads",
 		Edits:  []edit{{Marker: "at-start-again", Old: "slices.Contains(ran, co.release)", New: "false"}},
