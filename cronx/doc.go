@@ -328,6 +328,19 @@
 // tick twice. Nothing deletes them by itself; once no replica has the job,
 // etcdctl del --prefix P/jobs/<scheduler>/<job>/ does.
 //
+// While no replica of the scheduler registers any job (every one stopped or
+// dead), Status lists the jobs of the last replica that published, with
+// their facts and JobStatus.NotScheduledSince: the publisher writes the
+// names of its jobs (P/jobs/<scheduler>/.roster/jobs) at the end of each
+// round of specs, only when their hash (.roster/sum, compared in the same
+// transaction) differs, and every replica writes when it stops
+// (.roster/stopped). NotScheduledSince is that stop, or, after a crash, the
+// latest claim, run's end or change of the jobs that etcd has. A job that a
+// deploy dropped is not in the new release's roster, so it leaves the
+// listing as before. Names of more than 1 MiB in all (tens of thousands of
+// jobs) are not written, and such a scheduler's jobs leave the listing with
+// their replicas.
+//
 // WithOverlap(Forbid) skips a tick while a run of the job is in progress on
 // any replica. Pause, Resume and Trigger act on the whole cluster, and
 // Status reports the leader and each job's last, running and next runs and a

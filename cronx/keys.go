@@ -18,7 +18,7 @@ import (
 //	<job>/spec           the job's schedule, written by the replica that publishes
 //	<job>/by/<lease>     a scheduling replica has the job: its identity, bound to
 //	                     one of its runners' leases; a job no live replica registers is
-//	                     not listed
+//	                     not listed, unless no replica runs (roster.go)
 //	<job>/last           the last claimed tick: "<seq> <instance>"
 //	<job>/triggered      the last claimed trigger: "<revision> <instance>",
 //	                     which a Replace job's runs watch
