@@ -453,11 +453,22 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	defer t.Stop()
 	select {
 	case <-shut:
+		// Shutdown, given no time, does not wait for the sessions' close:
+		// a second up to revoke the leases, so that the registrations go at
+		// once and the stop is recorded for baton status.
+		select {
+		case <-c.Stop().Done():
+		case <-time.After(exitCloseWait):
+		}
 	case <-t.C:
 		logger.Warn("baton crontab: commands still running after the grace period")
 	}
 	return exitOK
 }
+
+// exitCloseWait bounds the wait, at exit, for the sessions' close: past it
+// their leases expire by themselves within the TTL.
+const exitCloseWait = time.Second
 
 // reloadCrontab replaces the jobs ids with those of file, and returns the
 // new ids; a file that does not parse leaves the jobs as they were.
