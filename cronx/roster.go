@@ -102,9 +102,8 @@ func (co *coordinator) markStopped() (wait func()) {
 
 // roster is what Status reads of the roster keys.
 type roster struct {
-	jobs    map[string]bool // nil: no roster
-	latest  time.Time       // the latest time a replica was heard of
-	stopped time.Time
+	jobs   map[string]bool // nil: no roster
+	latest time.Time       // the latest time a replica was heard of
 }
 
 // read takes the value of a roster key.
