@@ -125,7 +125,8 @@ type Status struct {
 	Leader election.Leader
 	// Jobs are the jobs a live replica registers: a job a deploy dropped
 	// is gone once the replicas that had it have stopped, or their leases
-	// expired.
+	// expired. While no replica registers any job, they are the jobs of
+	// the last replica that published, each with its NotScheduledSince.
 	Jobs []JobStatus
 	// Ignored are the keys under the scheduler that are no job's: of a
 	// job name that is not valid, or in no job's directory, which Jobs and
@@ -176,6 +177,18 @@ type JobStatus struct {
 	// Backfills are the job's backfills (Cron.Backfill), oldest range
 	// first: in progress, and the last ones finished or refused.
 	Backfills []Backfill
+	// Started are the releases whose start ran the job (WithRunAtStart),
+	// oldest first, the last of them the latest; none for a job that does
+	// not run at start or has not yet.
+	Started []string
+	// NotScheduledSince is zero while a live replica registers the job.
+	// While no replica of the scheduler registers any job (every one
+	// stopped or dead), Status still lists the jobs of the last replica
+	// that published (roster.go), each with the last time etcd heard of a
+	// replica of the scheduler: its stop, or after a crash the latest claim,
+	// run's end or change of the jobs. A job that a deploy dropped is not
+	// among them.
+	NotScheduledSince time.Time
 }
 
 // Status reads the scheduler's state: one read of its keys and one of its
@@ -201,6 +214,7 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 	}
 	jobs := map[string]*JobStatus{}
 	live := map[string]bool{} // jobs a live replica registers
+	var ros roster
 	get := func(name string) *JobStatus {
 		if jobs[name] == nil {
 			jobs[name] = &JobStatus{Name: name}
@@ -216,6 +230,10 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 			continue
 		}
 		name, leaf, ok := k.keys.jobKey(string(kv.Key))
+		if !ok && strings.HasPrefix(string(kv.Key), k.keys.roster()) {
+			ros.read(k.keys, kv)
+			continue
+		}
 		if !ok {
 			if dir, why := k.keys.stray(string(kv.Key)); why != "" {
 				st.Ignored = ignore(st.Ignored, string(kv.Key), dir, why)
@@ -247,12 +265,20 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 			if seq, ok := k.keys.bufferSeq(string(kv.Key)); ok {
 				j.Buffered = append(j.Buffered, time.Unix(0, seq))
 			}
+		case leaf == "started":
+			j.Started = parseStarted(kv.Value)
 		case strings.HasPrefix(leaf, "running/"):
 			j.Running = append(j.Running, markerHolder(string(kv.Value)))
 		}
 	}
+	for _, j := range jobs {
+		ros.heardOf(j)
+	}
 	for name, j := range jobs {
-		if live[name] || !liveOnly {
+		if ros.unscheduled(live, name) && j.Spec != "" {
+			j.NotScheduledSince = ros.latest
+		}
+		if live[name] || !liveOnly || !j.NotScheduledSince.IsZero() {
 			st.Jobs = append(st.Jobs, *j)
 		}
 	}

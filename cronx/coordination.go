@@ -62,6 +62,9 @@ type coordConfig struct {
 	grace   time.Duration
 	eopts   []election.Option
 	errs    []error
+	// release is WithRelease's, when releaseSet (atstart.go).
+	release    string
+	releaseSet bool
 }
 
 // WithEtcd coordinates the Cron with the other replicas through client.
@@ -150,7 +153,7 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 	if len(cfg.errs) > 0 {
 		return nil, errors.Join(cfg.errs...)
 	}
-	sc := &scope{mode: cfg.mode, misfire: cfg.misfire, grace: cfg.grace, eopts: cfg.eopts, logger: c.logger, clock: c.clock}
+	sc := &scope{mode: cfg.mode, misfire: cfg.misfire, grace: cfg.grace, eopts: cfg.eopts, release: releaseOf(cfg), logger: c.logger, clock: c.clock}
 	co := &coordinator{scope: sc, host: c, runs: c.runs, elector: cfg.elector}
 	co.conn = &connection{sc: sc, work: &co.work, client: cfg.client}
 	switch {

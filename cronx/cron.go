@@ -108,6 +108,13 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 	if err != nil {
 		return 0, err
 	}
+	var sc *scope
+	if c.coord != nil {
+		sc = c.coord.scope
+	}
+	if err := checkRunAtStart(sc, policy, jobLabel(cmd, spec)); err != nil {
+		return 0, err
+	}
 	name, base := "", ""
 	if nj, ok := cmd.(*namedJob); ok {
 		if err := checkJobName(nj.name); err != nil {

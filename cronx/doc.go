@@ -329,6 +329,19 @@
 // tick twice. Nothing deletes them by itself; once no replica has the job,
 // etcdctl del --prefix P/jobs/<scheduler>/<job>/ does.
 //
+// While no replica of the scheduler registers any job (every one stopped or
+// dead), Status lists the jobs of the last replica that published, with
+// their facts and JobStatus.NotScheduledSince: the publisher writes the
+// names of its jobs (P/jobs/<scheduler>/.roster/jobs) at the end of each
+// round of specs, only when their hash (.roster/sum, compared in the same
+// transaction) differs, and every replica writes when it stops
+// (.roster/stopped). NotScheduledSince is that stop, or, after a crash, the
+// latest claim, run's end or change of the jobs that etcd has. A job that a
+// deploy dropped is not in the new release's roster, so it leaves the
+// listing as before. Names of more than 1 MiB in all (tens of thousands of
+// jobs) are not written, and such a scheduler's jobs leave the listing with
+// their replicas.
+//
 // WithOverlap(Forbid) skips a tick while a run of the job is in progress on
 // any replica. Pause, Resume and Trigger act on the whole cluster, and
 // Status reports the leader and each job's last, running and next runs and a
@@ -539,6 +552,27 @@
 // lapsed, so the two never overlap, but work a job does outside its context
 // and its fence can be done twice.
 //
+// WithRunAtStart runs the job once per release of the app, in the whole
+// cluster: however many replicas of a release start, and not again when one
+// of them restarts. A release is what WithRelease names, else the RELEASE
+// variable of the environment, which Convox sets in every process of an
+// app; a coordinated Cron with neither refuses such a job (AddJob's error),
+// since a start could not be told from a restart. The replica that
+// publishes the job's spec first under a release (the leader, or in claim
+// mode each replica as it starts, and a running one for a job added later)
+// reads the job's started key and, while it is unchanged and does not name
+// the release, writes the release into it and a trigger request in one
+// transaction: the run is a triggered run (Info.Triggered, the time of the
+// request as its Tick), once in the cluster, under the job's overlap
+// policy, and only a replica of that release takes it, so that a release's
+// start runs that release's code (a replica of an older release that leads
+// during a roll-out leaves it to the first of the new one that leads). The
+// key keeps the last 16 releases that ran the job (JobStatus.Started), so a
+// replica of an older release still running, or restarted, while a newer
+// one rolls out does not run it again; one older than the last 16 does.
+// Observers are told of each run asked for (OnStartAsked). The job keeps
+// its schedule; a Cron without etcd ignores the option.
+//
 // # Observing a Cron
 //
 // WithObserver gives a Cron an Observer, a struct of callbacks, each
@@ -552,7 +586,8 @@
 // OnEtcdAccepted (etcd refusing this replica's claims, and accepting writes
 // again), OnEtcdEmpty (etcd came back without its data), OnJobOutcome (the
 // last success, last failure and failures in a row that the record of a
-// run wrote in etcd) and OnObserverPanic (a function of an observer
+// run wrote in etcd), OnStartAsked (a run at start this replica asked
+// for) and OnObserverPanic (a function of an observer
 // panicked). A Cron without etcd reports its jobs and runs too. Package
 // github.com/batonhq/baton/metrics turns them into Prometheus metrics.
 //

@@ -244,6 +244,9 @@ type JobAdded struct {
 	// ticks whose runner died (WithRecovery): its RunStarted can have
 	// Recovered set.
 	Recovers bool
+	// RunsAtStart is true for a coordinated job that runs at start
+	// (WithRunAtStart), whose runs at start can be asked for.
+	RunsAtStart bool
 }
 
 // EtcdRefusal is etcd refusing this replica's claims, or accepting writes
@@ -268,6 +271,7 @@ func jobAdded(sc *scope, name string, p *jobPolicy, s Schedule, now time.Time) J
 	if ev.Coordinated {
 		ev.Hooks = p.hooks.kinds()
 		ev.Recovers = ev.Mode == LeaderMode && p.recovery > 0
+		ev.RunsAtStart = p.runAtStart
 	}
 	return ev
 }

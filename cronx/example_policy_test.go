@@ -87,3 +87,24 @@ func ExampleWithOverlap_bufferOne() {
 	c.Start()
 	defer func() { <-c.Stop().Done() }()
 }
+
+// A migration that runs once per deploy of the app, however many replicas
+// the release starts, before the hourly job's first tick; the release is
+// the app's version here (under Convox, RELEASE is read by default).
+func ExampleWithRunAtStart() {
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:2379"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := cronx.New(cronx.WithEtcd(client), cronx.WithName("app"), cronx.WithRelease("v1.4.2"))
+	migrate := cronx.ContextFunc(func(ctx context.Context) error {
+		info, _ := cronx.InfoFrom(ctx)
+		log.Printf("migrating, on %s", info.Instance)
+		return nil
+	})
+	if _, err := c.AddJob("@hourly", cronx.Named("migrate", migrate, cronx.WithRunAtStart(), cronx.WithOverlap(cronx.Forbid))); err != nil {
+		log.Fatal(err)
+	}
+	c.Start()
+	defer func() { <-c.Stop().Done() }()
+}

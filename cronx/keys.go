@@ -18,7 +18,7 @@ import (
 //	<job>/spec           the job's schedule, written by the replica that publishes
 //	<job>/by/<lease>     a scheduling replica has the job: its identity, bound to
 //	                     one of its runners' leases; a job no live replica registers is
-//	                     not listed
+//	                     not listed, unless no replica runs (roster.go)
 //	<job>/last           the last claimed tick: "<seq> <instance>"
 //	<job>/triggered      the last claimed trigger: "<revision> <instance>",
 //	                     which a Replace job's runs watch
@@ -34,12 +34,17 @@ import (
 //	                     over the last day (notrun.go): a JSON notRunValue
 //	<job>/recovered      how many times each of the job's latest ticks whose
 //	                     runner died was run again (recovery.go)
+//	<job>/started        the releases whose start ran the job (WithRunAtStart,
+//	                     atstart.go): a JSON array, oldest first
 //	.trigger/<job>/<id>  a request to run the job once, one per Trigger
 //	                     call: its time and who asked (trigger.go)
 //	.backfill/<job>/<id> a request to run every tick of [from, to), named
 //	                     after its range, with its progress: a JSON
 //	                     backfillValue (backfill.go); its runs' markers are
 //	                     <job>/running/b<seq>
+//	.roster/sum          a hash of the names of the publisher's jobs (roster.go)
+//	.roster/jobs         those names, for Status when no replica runs
+//	.roster/stopped      the last replica to stop, and when
 //
 // The coordinator and Control both name keys through it, so the layout is
 // written down once.
@@ -86,6 +91,8 @@ func (l layout) bufferSeq(key string) (int64, bool) {
 	return seq, err == nil
 }
 
+func (l layout) started(job string) string { return l.jobs + job + "/started" }
+
 // by is the registration of job by the replica of lease.
 func (l layout) by(job string, lease clientv3.LeaseID) string {
 	return l.byDir(job) + strconv.FormatInt(int64(lease), 16)
@@ -124,6 +131,15 @@ func (l layout) backfillMarker(job string, seq int64) string {
 
 // backfillMarkers is the prefix of every backfill marker of job.
 func (l layout) backfillMarkers(job string) string { return l.running(job) + "b" }
+
+// rosterDir holds the scheduler's roster (roster.go); like triggerDir it
+// never clashes with a job.
+const rosterDir = ".roster/"
+
+func (l layout) roster() string        { return l.jobs + rosterDir }
+func (l layout) rosterSum() string     { return l.jobs + rosterDir + "sum" }
+func (l layout) rosterJobs() string    { return l.jobs + rosterDir + "jobs" }
+func (l layout) rosterStopped() string { return l.jobs + rosterDir + "stopped" }
 
 // triggers is the directory of manual triggers; trigger is one request of
 // job, named id; triggerJob the job a request's key is of.

@@ -108,7 +108,9 @@ func (co *coordinator) start() {
 		// Markers of runs still going must outlive the campaign, so the
 		// runners' session is closed only once every run has returned.
 		<-co.work.idle().Done()
+		stopped := co.markStopped()
 		co.claims.sessions.close()
+		stopped()
 		if ownsClient {
 			co.conn.closeMade()
 		}
@@ -335,6 +337,9 @@ func (co *coordinator) fireTrigger(kv *mvccpb.KeyValue, ts *termState) {
 		return // another version of the app may have it
 	}
 	t := triggerOf(kv, co.clock.Now())
+	if !co.mayRunStart(t) {
+		return // a run at the start of another release, for its replicas
+	}
 	r := newRun(co.runs, co, refOf(&e), t.at)
 	r.trig, r.term = &t, ts
 	r.goCoordinated()

@@ -43,6 +43,9 @@ type Observer struct {
 	// OnBackfill is told each step of a backfill this replica runs
 	// (BackfillProgress).
 	OnBackfill func(BackfillProgress)
+	// OnStartAsked is told of each run at start (WithRunAtStart) that this
+	// replica asked for.
+	OnStartAsked func(StartAsked)
 	// OnJobOutcome is told a job's outcome (JobOutcome) each time this
 	// replica records one of its runs, and etcd's at each Start.
 	OnJobOutcome func(JobOutcome)
@@ -221,6 +224,8 @@ func (o *Observer) call(ev any) observerCall {
 		return bind("OnEtcdEmpty", o.OnEtcdEmpty, ev)
 	case HookFailed:
 		return bind("OnHookFailed", o.OnHookFailed, ev)
+	case StartAsked:
+		return bind("OnStartAsked", o.OnStartAsked, ev)
 	case JobOutcome:
 		return bind("OnJobOutcome", o.OnJobOutcome, ev)
 	case BackfillProgress:

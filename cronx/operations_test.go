@@ -731,8 +731,7 @@ func TestSameFuncAddedTwiceIsTwoJobs(t *testing.T) {
 	}
 	returnsWithin(t, 10*time.Second, "Stop's contexts", wg.Wait)
 
-	// Every job's state, registered or not: once every replica has
-	// stopped, Status lists no job.
+	// Every job's state, registered or not.
 	ctl, err := NewControl(srv.Client(t), "", "twice")
 	if err != nil {
 		t.Fatal(err)

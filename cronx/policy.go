@@ -29,6 +29,8 @@ type jobPolicy struct {
 	// recovery is WithRecovery's runs again of a tick whose runner died;
 	// 0: none (recovery.go).
 	recovery int
+	// runAtStart is WithRunAtStart (atstart.go).
+	runAtStart bool
 }
 
 // policyDraft is a policy while options are applied to it.
@@ -73,15 +75,22 @@ func (ps *policies) of(jobOpts []JobOption, job Job, spec string) (*jobPolicy, e
 		}
 	}
 	apply(jobOpts)
-	label := fmt.Sprintf("job for %q", spec)
 	if nj, ok := job.(*namedJob); ok {
 		apply(nj.opts)
-		label = fmt.Sprintf("job %q", nj.name)
 	}
 	if len(p.errs) > 0 {
-		return nil, fmt.Errorf("cronx: %s: %w", label, errors.Join(p.errs...))
+		return nil, fmt.Errorf("cronx: %s: %w", jobLabel(job, spec), errors.Join(p.errs...))
 	}
 	return ps.intern(p.jobPolicy), nil
+}
+
+// jobLabel names job in errors: by its name, or an unnamed job by its
+// schedule.
+func jobLabel(job Job, spec string) string {
+	if nj, ok := job.(*namedJob); ok {
+		return fmt.Sprintf("job %q", nj.name)
+	}
+	return fmt.Sprintf("job for %q", spec)
 }
 
 // policies holds one copy of each distinct policy of a Cron's jobs, for

@@ -115,11 +115,16 @@ func (pb *publisher) specWriter(ctx context.Context) {
 		}
 		// A change made from now on is queued again, and written after
 		// this round.
+		starts := pb.startsOf(all, pending)
 		err := pb.writeAllSpecs(ctx, all)
 		if err == nil {
 			err = pb.writeSpecChanges(ctx, pending)
 		}
 		if err == nil {
+			err = pb.writeRoster(ctx)
+		}
+		if err == nil {
+			pb.requestStarts(ctx, starts)
 			backoff = retryBackoff
 			continue
 		}

@@ -21,6 +21,7 @@ type scope struct {
 	identity string
 	prefix   string // P
 	keys     layout
+	release  string // the app's release, for runs at start (atstart.go)
 	logger   Logger
 	clock    clock.Clock
 }

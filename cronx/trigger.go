@@ -30,16 +30,20 @@ import (
 
 // trigger is one request.
 type trigger struct {
-	key   string
-	rev   int64     // the key's create revision: the request's identity
-	at    time.Time // when Trigger was called: the run's Tick
-	value string    // the request as written, to put it back
+	key     string
+	rev     int64     // the key's create revision: the request's identity
+	at      time.Time // when Trigger was called: the run's Tick
+	value   string    // the request as written, to put it back
+	release string    // a run at start's release; empty for any replica
 }
 
 // triggerRequest is the value of a request key.
 type triggerRequest struct {
 	By string `json:"by"`
 	At int64  `json:"at"` // Unix nanoseconds
+	// Release is, for a run at start (atstart.go), the release whose
+	// replicas alone may run it; empty for any replica.
+	Release string `json:"release,omitempty"`
 }
 
 // encodeTrigger is a request's value.
@@ -54,7 +58,7 @@ func triggerOf(kv *mvccpb.KeyValue, seen time.Time) trigger {
 	t := trigger{key: string(kv.Key), rev: kv.CreateRevision, at: seen, value: string(kv.Value)}
 	var req triggerRequest
 	if json.Unmarshal(kv.Value, &req) == nil && req.At > 0 {
-		t.at = time.Unix(0, req.At)
+		t.at, t.release = time.Unix(0, req.At), req.Release
 	}
 	return t
 }

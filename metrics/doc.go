@@ -33,6 +33,10 @@
 //	baton_job_recovered_runs_total{scheduler,job}        counter: runs again of a tick whose runner died (WithRecovery); at 0 from the registration of a job that recovers
 //	baton_job_hook_failures_total{scheduler,job,hook}    counter: calls of a job's hook ("on_failure", "on_success")
 //	                                                     that returned an error, panicked or outlived their timeout
+//	baton_job_start_runs_asked_total{scheduler,job}      counter: runs at start (cronx.WithRunAtStart) this
+//	                                                     replica asked for, the first of its release to
+//	                                                     schedule the job: one per release in the cluster;
+//	                                                     at 0 from the registration of a job that runs at start
 //	baton_observer_events_dropped_total                  counter: events dropped because this observer's
 //	                                                     queue was full (see cronx.Observer)
 //	baton_observer_panics_total{scheduler}               counter: panics of the functions of the scheduler's

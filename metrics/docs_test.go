@@ -35,6 +35,8 @@ func families(t *testing.T) map[string]string {
 	}
 	obs.OnJobAdded(cronx.JobAdded{Scheduler: "s", Job: "j", Coordinated: true, Mode: cronx.LeaderMode, Reasons: cronx.Reasons(),
 		Hooks: []cronx.HookKind{cronx.OnFailure, cronx.OnSuccess}, Recovers: true})
+	obs.OnStartAsked(cronx.StartAsked{Scheduler: "s", Job: "j", Release: "r1"})
+	obs.OnJobAdded(cronx.JobAdded{Scheduler: "s", Job: "k", Coordinated: true, RunsAtStart: true})
 	started := cronx.RunStarted{Scheduler: "s", Job: "j", Fence: election.Fence{Key: "k", Revision: 1}}
 	obs.OnRunStarted(started)
 	obs.OnRunEnded(cronx.RunEnded{RunStarted: started})

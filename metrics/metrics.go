@@ -45,6 +45,8 @@ type collectors struct {
 	// The backfill a replica runs (cronx.BackfillProgress).
 	backfillTicks *prometheus.GaugeVec
 	backfillDone  *prometheus.GaugeVec
+	// startsAsked counts the runs at start this replica asked for.
+	startsAsked *prometheus.CounterVec
 }
 
 // New registers baton's metrics on reg and returns the observer that
@@ -119,6 +121,9 @@ func New(reg prometheus.Registerer) (cronx.Observer, error) {
 		backfillDone: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "baton_job_backfill_ticks_done", Help: "The ticks of that backfill claimed so far: equal to baton_job_backfill_ticks once it finished.",
 		}, []string{"scheduler", "job"}),
+		startsAsked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_job_start_runs_asked_total", Help: "Runs at start (WithRunAtStart, @start) that this replica asked for, as the first of its release to schedule the job: one per release in the cluster.",
+		}, []string{"scheduler", "job"}),
 	}
 	if err := register(reg, &c); err != nil {
 		return cronx.Observer{}, err
@@ -133,7 +138,7 @@ func register(reg prometheus.Registerer, c *collectors) error {
 		use(reg, &c.runs), use(reg, &c.notRun), use(reg, &c.duration), use(reg, &c.lateness), use(reg, &c.claim),
 		use(reg, &c.leader), use(reg, &c.changes), use(reg, &c.session), use(reg, &c.refused), use(reg, &c.empty), use(reg, &c.hooks), use(reg, &c.recovered),
 		use(reg, &c.dropped), use(reg, &c.lastSuccess), use(reg, &c.lastFailure), use(reg, &c.failures), use(reg, &c.period), use(reg, &c.panics),
-		use(reg, &c.caughtUp), use(reg, &c.backfillTicks), use(reg, &c.backfillDone))
+		use(reg, &c.caughtUp), use(reg, &c.backfillTicks), use(reg, &c.backfillDone), use(reg, &c.startsAsked))
 }
 
 func use[T prometheus.Collector](reg prometheus.Registerer, c *T) error {
@@ -196,6 +201,7 @@ func (c collectors) observer() cronx.Observer {
 		OnJobOutcome:      c.jobOutcome,
 		OnObserverPanic:   func(e cronx.ObserverPanic) { c.panics.WithLabelValues(e.Scheduler).Inc() },
 		OnBackfill:        c.backfill,
+		OnStartAsked:      func(e cronx.StartAsked) { c.startsAsked.WithLabelValues(e.Scheduler, e.Job).Inc() },
 	}
 }
 
@@ -216,6 +222,9 @@ func (c collectors) jobAdded(e cronx.JobAdded) {
 	}
 	if e.Recovers {
 		c.recovered.WithLabelValues(e.Scheduler, e.Job)
+	}
+	if e.RunsAtStart {
+		c.startsAsked.WithLabelValues(e.Scheduler, e.Job)
 	}
 	c.duration.WithLabelValues(e.Scheduler)
 	c.lateness.WithLabelValues(e.Scheduler)

@@ -219,3 +219,43 @@ func TestObserverPanicsAreCounted(t *testing.T) {
 type nopPrintf struct{}
 
 func (nopPrintf) Printf(string, ...any) {}
+
+// TestRunsAtStartAreCounted: a job that runs at start has its counter of
+// runs at start asked for at 0 from its registration, one that does not
+// has none, and each run asked for counts.
+func TestRunsAtStartAreCounted(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	obs, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs.OnJobAdded(cronx.JobAdded{Scheduler: "s", Job: "migrate", Coordinated: true, RunsAtStart: true})
+	obs.OnJobAdded(cronx.JobAdded{Scheduler: "s", Job: "report", Coordinated: true})
+	migrate := map[string]string{"scheduler": "s", "job": "migrate"}
+	if v := value(t, reg, "baton_job_start_runs_asked_total", migrate); v != 0 {
+		t.Errorf("born at %v, want 0", v)
+	}
+	if n := seriesCount(t, reg, "baton_job_start_runs_asked_total"); n != 1 {
+		t.Errorf("%d series, want migrate's alone", n)
+	}
+	obs.OnStartAsked(cronx.StartAsked{Scheduler: "s", Job: "migrate", Release: "r2"})
+	if v := value(t, reg, "baton_job_start_runs_asked_total", migrate); v != 1 {
+		t.Errorf("%v after one run asked for, want 1", v)
+	}
+}
+
+// seriesCount counts the series of the metric name.
+func seriesCount(t *testing.T, reg *prometheus.Registry, name string) int {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return len(f.GetMetric())
+		}
+	}
+	return 0
+}

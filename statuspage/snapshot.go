@@ -123,6 +123,14 @@ type Job struct {
 	LastSuccess         time.Time `json:"last_success,omitzero"`
 	LastFailure         time.Time `json:"last_failure,omitzero"`
 	ConsecutiveFailures int       `json:"consecutive_failures"`
+	// Started are the releases whose start ran the job (cronx.WithRunAtStart,
+	// @start), oldest first; none for a job that does not run at start.
+	Started []string `json:"started,omitempty"`
+	// NotScheduledSince is zero while a replica registers the job; while
+	// none of its scheduler runs, the last time etcd heard of one
+	// (cronx.JobStatus.NotScheduledSince), and the job is listed all the
+	// same, marked "not scheduled by anyone since".
+	NotScheduledSince time.Time `json:"not_scheduled_since,omitzero"`
 	// Backfills are the job's backfills (cronx.Backfill), oldest range
 	// first: in progress, and the last ones finished or refused.
 	Backfills []Backfill `json:"backfills,omitempty"`
@@ -379,6 +387,8 @@ func newJob(j cronx.JobStatus, now time.Time) Job {
 	r.PausedReason = j.PausedReason
 	r.Buffered = j.Buffered
 	r.LastSuccess, r.LastFailure, r.ConsecutiveFailures = j.LastSuccess, j.LastFailure, j.ConsecutiveFailures
+	r.Started = j.Started
+	r.NotScheduledSince = j.NotScheduledSince
 	if r.Running == nil {
 		r.Running = []string{}
 	}

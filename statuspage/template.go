@@ -132,7 +132,7 @@ th{background:#f4f4f4;font-weight:600;white-space:nowrap}
 code{font-size:.95em;white-space:nowrap}
 ul{margin:0;padding:0;list-style:none}
 li{white-space:nowrap}
-.ok{color:#176b2c}.failed{color:#b00020;font-weight:600}.paused{color:#8a5a00;font-weight:600}
+.ok{color:#176b2c}.failed{color:#b00020;font-weight:600}.paused{color:#8a5a00;font-weight:600}.unscheduled{color:#8a5a00;font-weight:600}
 .warn{background:#fff4e5;border:1px solid #f0b060;padding:8px 10px;margin:12px 0}
 .warn li{white-space:normal}
 .err{background:#fdecee;border:1px solid #e08a95;padding:8px 10px;margin:12px 0}
@@ -156,10 +156,10 @@ li{white-space:nowrap}
 {{range .Jobs}}{{$o := outcome .}}
 <tr class="job" data-job="{{.Name}}">
 <td><b>{{.Name}}</b></td>
-<td><code>{{.Spec}}</code></td>
+<td><code>{{.Spec}}</code>{{with .LastStarted}}<br><span class="started">ran at start of {{.}}</span>{{end}}</td>
 <td class="state">{{if .Paused}}<span class="paused">paused</span>{{if .PausedBy}} by {{.PausedBy}}{{end}}{{with .PausedReason}}<br><span class="paused-reason">{{oneLine 120 .}}</span>{{end}}{{else}}active{{end}}{{if notEmpty .Running}}<br>running on {{join .Running ", "}}{{end}}{{with .Buffered}}<br><span class="buffered">{{len .}} buffered, from {{index . 0 | stamp}}</span>{{end}}{{range .BackfillsInProgress}}<br><span class="backfill">backfill {{.Done}}/{{if .Ticks}}{{.Ticks}}{{else}}?{{end}} of {{stamp .From}} to {{stamp .To}}</span>{{end}}
 <br><span class="last-success">last success {{if .LastSuccess.IsZero}}<span class="none">never</span>{{else}}{{stamp .LastSuccess}} ({{when .LastSuccess $now}}){{end}}</span>{{if not .LastFailure.IsZero}}<br><span class="last-failure">last failure {{stamp .LastFailure}}{{if .ConsecutiveFailures}}, <span class="failed">{{.ConsecutiveFailures}} in a row</span>{{end}}</span>{{end}}</td>
-<td class="next">{{if .Next.IsZero}}-{{else}}{{stamp .Next}}<br><span class="meta">{{when .Next $now}}{{if .Paused}}, if resumed{{end}}</span>{{end}}</td>
+<td class="next">{{if not .NotScheduledSince.IsZero}}<span class="unscheduled">not scheduled by anyone since {{stamp .NotScheduledSince}}</span><br><span class="meta">{{when .NotScheduledSince $now}}</span>{{else if .Next.IsZero}}-{{else}}{{stamp .Next}}<br><span class="meta">{{when .Next $now}}{{if .Paused}}, if resumed{{end}}</span>{{end}}</td>
 <td class="runs"><div class="day">{{strip . $now}}</div>{{if $o.Outcome}}{{if not $o.Run}}<ul><li>{{stamp $o.Tick}} {{$o.By}} <b>{{$o.Outcome}}</b></li></ul>{{end}}{{end}}
 {{with latest .History}}<ul>{{range .}}<li class="run">{{stamp .Tick}} · {{.Instance}} · {{if .Error}}<span class="failed">failed: {{oneLine 60 .Error}}</span>{{else}}<span class="ok">ok</span>{{end}} · {{dur .Duration}}{{if .Triggered}} · triggered{{else if .Backfill}} · backfill{{else}} · {{dur .Lateness}} late{{end}}{{if .CaughtUp}} · caught up{{end}}{{if .Recovered}} · <span class="recovered">recovered {{.Recovered}}</span>{{end}}</li>{{end}}</ul>{{else}}{{if not $o.Outcome}}<span class="none">no run yet</span>{{end}}{{end}}</td>
 <td class="notrun">{{with .NotRunByReason}}<ul>{{range .}}<li><span class="failed">{{.Count}}</span> {{.Reason}}</li>{{end}}</ul>{{else}}<span class="none">none</span>{{end}}</td>

@@ -91,9 +91,9 @@ func (r *Snapshot) writeJobs(w io.Writer) {
 				}
 				notRun = strings.Join(parts, ",")
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", printable(s.Name), printable(j.Name), printable(j.Spec),
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", printable(s.Name), printable(j.Name), printable(specText(j)),
 				paused, local(tick), printable(dash(by)), printable(result), local(j.LastSuccess), local(j.LastFailure), j.ConsecutiveFailures,
-				printable(running), local(j.Next), notRun)
+				printable(running), nextText(j), notRun)
 		}
 	}
 	writeBackfills(w, r.Schedulers)

@@ -303,4 +303,44 @@ func TestStatusPageInABrowser(t *testing.T) {
 		}
 		t.Logf("wrote %s (%d bytes)", out, len(png))
 	}
+
+	// Every replica stopped: baton status --serve, from anywhere, still
+	// lists the jobs, marked as not scheduled by anyone since the last stop.
+	status := exec.Command(bin, "status", "--serve", "127.0.0.1:0")
+	status.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+	statusOut := &syncBuffer{}
+	status.Stdout, status.Stderr = statusOut, statusOut
+	if err := status.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { status.Process.Kill(); status.Wait() }()
+	for id, r := range replicas {
+		r.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-r.done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s did not exit after SIGTERM", id)
+		}
+	}
+	var statusURL string
+	for deadline := time.Now().Add(30 * time.Second); statusURL == ""; {
+		if m := statusServing.FindStringSubmatch(statusOut.String()); m != nil {
+			statusURL = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("baton status --serve does not say where it serves:\n%s", statusOut.String())
+		} else {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1100, 720), chromedp.Navigate(statusURL)); err != nil {
+		t.Fatalf("open %s: %v", statusURL, err)
+	}
+	for _, job := range []string{"tick", "report", "flaky"} {
+		waitText(t, ctx, `tr[data-job="`+job+`"] td.next`, job+" marked not scheduled", 20*time.Second,
+			func(s string) bool { return strings.HasPrefix(s, "not scheduled by anyone since ") })
+	}
+	waitText(t, ctx, `tr[data-job="tick"] li.run`, "tick's last runs, with every replica down", 5*time.Second,
+		func(s string) bool { return strings.Contains(s, " ok ") })
 }
+
+var statusServing = regexp.MustCompile(`serving the status page of \S+ on (http://\S+/)`)

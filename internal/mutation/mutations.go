@@ -132,6 +132,48 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestPauseAfterKeepsAPauseByHand$"}},
 	},
 	{
+		Name:   "roster-unread",
+		Breaks: "with every replica stopped, baton status and the page list no job",
+		Edits:  []edit{{Marker: "roster-unread", Old: "len(live) == 0 && r.jobs[job]", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestStatusListsTheJobsWhenNoReplicaRuns$"}},
+	},
+	{
+		Name:   "roster-lists-dropped",
+		Breaks: "with every replica stopped, a job that a deploy dropped is listed again",
+		Edits:  []edit{{Marker: "roster-unread", Old: "&& r.jobs[job]", New: "&& r.jobs != nil"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestStatusListsTheJobsWhenNoReplicaRuns$"}},
+	},
+	{
+		Name:   "roster-rewritten",
+		Breaks: "cost: every term writes the roster of its jobs, unchanged or not",
+		Edits:  []edit{{Marker: "roster-rewritten", Old: `"=", sum)`, New: `"=", sum+"?")`}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestStatusListsTheJobsWhenNoReplicaRuns$"}},
+	},
+	{
+		Name:   "stop-unmarked",
+		Breaks: "with every replica stopped, a job is shown not scheduled since before the last replica stopped",
+		Edits:  []edit{{Marker: "stop-unmarked", Old: "cli.Put(ctx, co.keys.rosterStopped(), string(v))", New: "_, _ = ctx, v"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestStatusListsTheJobsWhenNoReplicaRuns$"}},
+	},
+	{
+		Name:   "at-start-again",
+		Breaks: "a job WithRunAtStart runs again when a replica of a release that ran it restarts or leads",
+		Edits:  []edit{{Marker: "at-start-again", Old: "slices.Contains(ran, co.release)", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunAtStartOncePerRelease$"}},
+	},
+	{
+		Name:   "at-start-unchecked",
+		Breaks: "replicas of a release that start together each run a job WithRunAtStart",
+		Edits:  []edit{{Marker: "at-start-unchecked", Old: `clientv3.Compare(clientv3.ModRevision(key), "=", rev)`, New: `clientv3.Compare(clientv3.ModRevision(key), ">=", rev*0)`}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunAtStartRacingReplicasAskOnce$"}},
+	},
+	{
+		Name:   "at-start-other-release",
+		Breaks: "a replica of an older release runs the start of a newer one, with the older code",
+		Edits:  []edit{{Marker: "at-start-other-release", Old: `t.release == "" || t.release == co.release`, New: "true"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunAtStartIsLeftToItsRelease$"}},
+	},
+	{
 		Name:   "last-success-forgotten",
 		Breaks: "a job's last success is not recorded, so an alert on it fires for a job that succeeds",
 		Edits:  []edit{{Marker: "last-success", Old: "o.LastSuccess, o.Failures = it.end, 0", New: "o.Failures = 0"}},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -41,13 +42,14 @@ The format:
   */5 * * * * ./bin/sweep --fast
   @every 30s curl -fsS http://localhost:3000/ping
   tokyo: TZ=Asia/Tokyo 0 3 * * * ./bin/tokyo    a zone for this entry alone
+  migrate: @start ./bin/migrate                 once per release (below)
 
 An entry is an optional job name ending in ':' (ASCII letters, digits, '.',
 '_' and '-', starting with a letter or digit), an optional TZ=ZONE or
 CRON_TZ=ZONE (the entry's time zone, as in robfig/cron; the command's own
 environment is not changed), a schedule (five fields; six, seconds first,
 with --seconds; or @yearly, @monthly, @weekly, @daily, @hourly, "@every
-DURATION" of whole seconds, at least 1s), and a command run with sh -c,
+DURATION" of whole seconds, at least 1s; or @start, below), and a command run with sh -c,
 verbatim. An unnamed job is named after its program and a hash of the
 entry, so editing an entry makes it a new job; name jobs you pause, trigger
 or watch. NAME=value followed by more words (FOO=1 * * * * * cmd) is an
@@ -103,11 +105,27 @@ schedule are an error: they would be read as the schedule or the command):
                                  new BATON_FENCE and BATON_RECOVERED set;
                                  never a run that ended, failed, timed out
                                  or was stopped (leader mode only)
+  at-start=yes|no                also run the job once per release, as @start
   on-failure=COMMAND             as --on-failure; on-failure="" for none
   on-success=COMMAND             as --on-success; on-success="" for none
   hook-timeout=DURATION          as --hook-timeout
 
 A VALUE with spaces or commas is quoted: [on-failure="./bin/alert --to ops"].
+
+An entry whose schedule is @start runs once per release of the app in the
+whole cluster, and at no other time: when the first replica of a release
+schedules it (the leader, or in claim mode the first replica to start),
+however many replicas of the release start, and not again when one of them
+restarts, nor when a replica of an older release that is still running
+leads during the roll-out (the run is left to the new release's replicas).
+at-start=yes does the same for an entry with a schedule, which keeps its
+ticks. The release is --release, else $RELEASE, which Convox sets in every
+process to the release being run; a crontab with such an entry and no
+release exits 2 before anything starts, since a start could not be told
+from a restart. The run is a triggered run (BATON_TICK is the time it was
+asked for, and the job's overlap policy treats it as a trigger), recorded
+in the history; baton status shows the releases that ran it. A release
+whose replica comes back after 16 newer releases ran the job runs it again.
 
 With --overlap replace, a tick that comes while a run of the job is in
 progress on any replica stops that run (SIGTERM, then SIGKILL after
@@ -227,6 +245,7 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	misfire := fs.String("misfire", "run-once", "a tick missed while no replica led: run-once (within --misfire-grace) or skip")
 	misfireGrace := fs.Duration("misfire-grace", cronx.DefaultMisfireGrace, "how late a missed tick may still run")
 	seconds := fs.Bool("seconds", false, "schedules have six fields, seconds first")
+	release := fs.String("release", os.Getenv("RELEASE"), "the release (deploy) of the app this replica runs: @start and at-start=yes entries run once per release in the cluster (default $RELEASE, which Convox sets)")
 	grace := fs.Duration("grace", 25*time.Second, "on SIGTERM, how long running commands get to finish (Convox allows 30s)")
 	shell := fs.String("shell", "/bin/sh", "the shell that runs each command with -c")
 	check := fs.Bool("check", false, "parse the crontab, print its jobs and exit")
@@ -304,6 +323,12 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 			return exitFailure
 		}
 		return exitUsage
+	}
+	if *release == "" && !*check {
+		if e, ok := firstAtStart(entries); ok {
+			fmt.Fprintf(env.stderr, "%s:%d: job %s runs at start, and no release tells a start from a restart: give --release or set RELEASE\nbaton crontab: nothing started\n", file, e.line, e.name)
+			return exitUsage
+		}
 	}
 	if *check {
 		for _, e := range entries {
@@ -388,6 +413,7 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 		cronx.WithMisfire(policy, *misfireGrace),
 		cronx.WithElection(eopts...),
 		cronx.WithSlog(logger),
+		cronx.WithRelease(*release),
 		cronx.WithJobOptions(cronx.WithOverlap(over), cronx.WithTimeout(*timeout), cronx.WithJitter(*jitter),
 			cronx.WithDST(dstRule)),
 	}
@@ -448,11 +474,22 @@ func runCrontab(ctx context.Context, env *environ, args []string) int {
 	defer t.Stop()
 	select {
 	case <-shut:
+		// Shutdown, given no time, does not wait for the sessions' close:
+		// a second up to revoke the leases, so that the registrations go at
+		// once and the stop is recorded for baton status.
+		select {
+		case <-c.Stop().Done():
+		case <-time.After(exitCloseWait):
+		}
 	case <-t.C:
 		logger.Warn("baton crontab: commands still running after the grace period")
 	}
 	return exitOK
 }
+
+// exitCloseWait bounds the wait, at exit, for the sessions' close: past it
+// their leases expire by themselves within the TTL.
+const exitCloseWait = time.Second
 
 // reloadCrontab replaces the jobs ids with those of file, and returns the
 // new ids; a file that does not parse leaves the jobs as they were.
@@ -474,12 +511,12 @@ func reloadCrontab(c *cronx.Cron, file string, seconds bool, jitter time.Duratio
 	return ids
 }
 
-func cronParser(seconds bool) cronx.Parser {
+func cronParser(seconds bool) crontabParser {
 	fields := cronx.Minute | cronx.Hour | cronx.Dom | cronx.Month | cronx.Dow | cronx.Descriptor
 	if seconds {
 		fields |= cronx.Second
 	}
-	return cronx.NewParser(fields)
+	return crontabParser{cronx.NewParser(fields)}
 }
 
 // oneOf maps a flag's value to the setting named by it, of two.

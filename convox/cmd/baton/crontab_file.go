@@ -50,6 +50,7 @@ type crontabEntry struct {
 	retry   retrySetting
 	hooks   hookSetting
 	options string // the options as written, normalized; "" when none
+	atStart bool   // at-start=yes (crontab_start.go)
 	// jitter is the entry's own jitter=, nil if none; gap the shortest
 	// time between two of its ticks.
 	jitter *time.Duration
@@ -192,12 +193,12 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 				bad(n, "%q: options opened with '[' are not closed with ']'", text)
 				continue
 			}
-			opts, rs, hs, norm, err := entryOptions(text[from+1 : from+end])
+			opts, rs, hs, atStart, norm, err := entryOptions(text[from+1 : from+end])
 			if err != nil {
 				bad(n, "%v", err)
 				continue
 			}
-			e.opts, e.retry, e.hooks, e.options, e.jitter = opts, rs, hs, norm, rs.jitter
+			e.opts, e.retry, e.hooks, e.options, e.jitter, e.atStart = opts, rs, hs, norm, rs.jitter, atStart
 			for i < len(toks) && toks[i][0] < from+end+1 {
 				i++
 			}
@@ -265,12 +266,12 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 			continue
 		}
 		fields := spec
-		if entryZone != "" {
+		if entryZone != "" && spec != startSpec {
 			spec = "CRON_TZ=" + entryZone + " " + spec
 		}
 		sched, err := parser.Parse(spec)
 		if err != nil {
-			if f := badField(parser, fields, seconds); f != "" {
+			if f := badField(parser.Parser, fields, seconds); f != "" {
 				bad(n, "schedule %q: %s field: %v", spec, f, err)
 			} else {
 				bad(n, "schedule %q: %v", spec, err)
@@ -278,6 +279,9 @@ func parseCrontab(r io.Reader, file string, seconds bool) ([]crontabEntry, error
 			continue
 		}
 		e.spec = spec
+		if spec == startSpec {
+			e.opts = append(e.opts, cronx.WithRunAtStart())
+		}
 		e.gap = shortestGap(sched)
 		if e.jitter != nil && *e.jitter > 0 && *e.jitter >= e.gap {
 			bad(n, "[jitter=%v] is not shorter than the %v between the job's ticks: its runs would lose ticks", *e.jitter, e.gap)

@@ -115,6 +115,14 @@ func entryOption(kv string, rs *retrySetting, hs *hookSetting) (cronx.JobOption,
 			return nil, fmt.Errorf("option %s: want a whole number of runs again of 0 or more", kv)
 		}
 		return cronx.WithRecovery(n), nil
+	case "at-start":
+		switch value {
+		case "yes":
+			return cronx.WithRunAtStart(), nil
+		case "no":
+			return nil, nil
+		}
+		return nil, fmt.Errorf("option %s: want yes or no", kv)
 	case "dst":
 		rule, err := parseDST(value)
 		if err != nil {
@@ -126,39 +134,39 @@ func entryOption(kv string, rs *retrySetting, hs *hookSetting) (cronx.JobOption,
 }
 
 // optionKeys lists the keys entryOption knows, for its errors.
-const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, pause-after, recover, on-failure, on-success, hook-timeout, catch-up"
+const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, pause-after, recover, at-start, on-failure, on-success, hook-timeout, catch-up"
 
 // entryOptions reads the options between an entry's brackets, and returns
-// them and their text as --check prints it.
-func entryOptions(inner string) ([]cronx.JobOption, retrySetting, hookSetting, string, error) {
+// them, whether at-start=yes is one, and their text as --check prints it.
+func entryOptions(inner string) ([]cronx.JobOption, retrySetting, hookSetting, bool, string, error) {
 	var (
 		rs retrySetting
 		hs hookSetting
 	)
 	words, err := optionWords(inner)
 	if err != nil {
-		return nil, rs, hs, "", err
+		return nil, rs, hs, false, "", err
 	}
 	if len(words) == 0 {
-		return nil, rs, hs, "", fmt.Errorf("empty options []: write KEY=VALUE inside the brackets, or leave them out")
+		return nil, rs, hs, false, "", fmt.Errorf("empty options []: write KEY=VALUE inside the brackets, or leave them out")
 	}
 	var opts []cronx.JobOption
 	given := map[string]string{}
 	for _, w := range words {
 		key, _, _ := strings.Cut(w, "=")
 		if prev, ok := given[key]; ok {
-			return nil, rs, hs, "", fmt.Errorf("option %s given twice (%s and %s): give each option once", key, prev, w)
+			return nil, rs, hs, false, "", fmt.Errorf("option %s given twice (%s and %s): give each option once", key, prev, w)
 		}
 		given[key] = w
 		opt, err := entryOption(w, &rs, &hs)
 		if err != nil {
-			return nil, rs, hs, "", err
+			return nil, rs, hs, false, "", err
 		}
 		if opt != nil {
 			opts = append(opts, opt)
 		}
 	}
-	return opts, rs, hs, "[" + strings.Join(words, " ") + "]", nil
+	return opts, rs, hs, given["at-start"] == "at-start=yes", "[" + strings.Join(words, " ") + "]", nil
 }
 
 // optionWords splits the options between an entry's brackets at spaces,

@@ -44,7 +44,16 @@ ran over the last day, by reason (NOT RUN (1D): no_leader, misfire_skipped, over
 paused, overtaken, etcd_unavailable, etcd_refused, runner_lost, buffer_full; see cronx.Reason). A job appears once
 a replica has published it: the leader does so when elected, and in claim
 mode every replica. A backfill in progress (baton backfill) is a line below
-the table: "backfill SCHEDULER/JOB: DONE/TICKS ticks of FROM to TO".
+the table: "backfill SCHEDULER/JOB: DONE/TICKS ticks of FROM to TO". The SPEC of a job that runs at start (@start,
+at-start=yes) names the last release whose start ran it.
+
+While no replica of a scheduler runs (every one stopped or dead), its
+jobs are still listed, those of the last replica that published, with
+their facts, and NEXT RUN says "not scheduled by anyone since TIME": the
+last time etcd heard of a replica (its stop, or after a crash the latest
+claim, run or change of the jobs). A job that a deploy dropped is not
+among them; while a replica runs, it leaves the listing once the replicas
+that had it are gone.
 
 The next run is computed here from the job's spec (five fields, or six with
 seconds), after its last tick or now, in this machine's time zone unless
@@ -74,7 +83,10 @@ escaped, as \x1b, so that no value acts on the terminal.
                                history[], not_run? (ticks not run over
                                the last day, by reason: {"paused": 3,
                                ...}), last_success?, last_failure?,
-                               consecutive_failures, backfills[]?
+                               consecutive_failures, backfills[]?, started? (the
+                               releases whose start ran it, oldest
+                               first), not_scheduled_since? (while no
+                               replica of the scheduler runs)
   backfills[]                  from, to, ticks (0 until counted), done,
                                finished?, refused? (why), by?
   last_run, history[]          tick, instance, start, duration_seconds,

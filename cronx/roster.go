@@ -1,0 +1,149 @@
+package cronx
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A job's registrations go with its replicas' leases, so with every
+// replica down no job would be listed, though their specs, claims and
+// histories stay. The roster keeps what the listing needs then, in keys of
+// the scheduler's own that no lease holds:
+//
+//	.roster/sum      a hash of the names of the jobs the publisher has
+//	.roster/jobs     those names, when and by whom they were written
+//	.roster/stopped  the last replica to stop, and when
+//
+// The replica that publishes writes the names at the end of each round of
+// specs, in one transaction that compares the hash and writes only when it
+// differs: a term whose jobs are those of the term before costs a compare
+// of one small key, and a deploy that adds or drops jobs one write. Each
+// replica writes the stop key when it stops, with its sessions' close. So
+// Status, while no replica registers any job, lists the jobs of the latest
+// roster (NotScheduledSince), and a job that a deploy dropped, absent from
+// the new release's roster, leaves the listing as it did.
+
+// rosterLimit bounds the roster's names: a scheduler whose names take more
+// (tens of thousands of jobs) writes none, and its jobs leave the listing
+// with their replicas, as they did before there was a roster.
+const rosterLimit = 1 << 20
+
+// rosterValue is the value of .roster/jobs.
+type rosterValue struct {
+	Jobs []string  `json:"jobs"`
+	By   string    `json:"by"`
+	At   time.Time `json:"at"`
+}
+
+// stoppedValue is the value of .roster/stopped.
+type stoppedValue struct {
+	By string    `json:"by"`
+	At time.Time `json:"at"`
+}
+
+// writeRoster records the names of this replica's jobs unless the roster
+// holds them already.
+func (pb *publisher) writeRoster(ctx context.Context) error {
+	co := pb.co
+	names := namesOf(co.host)
+	slices.Sort(names)
+	sum := rosterSum(names)
+	v, _ := json.Marshal(rosterValue{Jobs: names, By: co.identity, At: co.clock.Now()})
+	if len(v) > rosterLimit {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+	defer cancel()
+	_, err := co.conn.etcd().Txn(rctx).
+		If(clientv3.Compare(clientv3.Value(co.keys.rosterSum()), "=", sum)). // mutation:roster-rewritten
+		Else(clientv3.OpPut(co.keys.rosterSum(), sum), clientv3.OpPut(co.keys.rosterJobs(), string(v))).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("write the roster: %w", err)
+	}
+	return nil
+}
+
+// rosterSum is the hash of sorted names.
+func rosterSum(names []string) string {
+	h := fnv.New64a()
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+	}
+	return strconv.FormatUint(h.Sum64(), 16) + "/" + strconv.Itoa(len(names))
+}
+
+// markStopped starts the write of the stop key, and returns the wait for
+// it: bounded by closeTimeout, as the sessions' close beside it is.
+func (co *coordinator) markStopped() (wait func()) {
+	cli := co.conn.etcd()
+	if cli == nil {
+		return func() {}
+	}
+	v, _ := json.Marshal(stoppedValue{By: co.identity, At: co.clock.Now()})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		cli.Put(ctx, co.keys.rosterStopped(), string(v)) // mutation:stop-unmarked
+	}()
+	return func() { <-done }
+}
+
+// roster is what Status reads of the roster keys.
+type roster struct {
+	jobs   map[string]bool // nil: no roster
+	latest time.Time       // the latest time a replica was heard of
+}
+
+// read takes the value of a roster key.
+func (r *roster) read(k layout, kv *mvccpb.KeyValue) {
+	switch string(kv.Key) {
+	case k.rosterJobs():
+		var v rosterValue
+		if json.Unmarshal(kv.Value, &v) == nil {
+			r.jobs = map[string]bool{}
+			for _, n := range v.Jobs {
+				r.jobs[n] = true
+			}
+			r.heard(v.At)
+		}
+	case k.rosterStopped():
+		var v stoppedValue
+		if json.Unmarshal(kv.Value, &v) == nil {
+			r.heard(v.At)
+		}
+	}
+}
+
+// heard notes that a replica was at work at t.
+func (r *roster) heard(t time.Time) {
+	if t.After(r.latest) {
+		r.latest = t
+	}
+}
+
+// heardOf notes the latest claim and run end of j.
+func (r *roster) heardOf(j *JobStatus) {
+	r.heard(j.LastTick)
+	for _, h := range j.History {
+		r.heard(h.Start.Add(h.Duration))
+	}
+}
+
+// unscheduled reports whether Status lists job although no replica
+// registers it: no replica registers any job (live is empty), and job is
+// in the roster.
+func (r *roster) unscheduled(live map[string]bool, job string) bool {
+	return len(live) == 0 && r.jobs[job] // mutation:roster-unread
+}
