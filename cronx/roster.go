@@ -137,7 +137,7 @@ func (r *roster) heard(t time.Time) {
 func (r *roster) heardOf(j *JobStatus) {
 	r.heard(j.LastTick)
 	for _, h := range j.History {
-		r.heard(h.Start.Add(h.Duration))
+		r.heard(h.Start.Add(h.Duration)) // mutation:roster-unheard
 	}
 }
 

@@ -123,3 +123,62 @@ func TestStatusListsTheJobsWhenNoReplicaRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusListsTheJobsAfterEveryReplicaDied: a replica that dies records
+// no stop; once its leases have expired, Status lists its jobs all the
+// same, not scheduled since the last thing etcd has of it: here its run's
+// end, later than its roster.
+func TestStatusListsTheJobsAfterEveryReplicaDied(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
+	srv := etcdtest.Shared(t)
+	own, cli := srv.Client(t), srv.Client(t) // the replica's, closed as it dies; the reader's
+	ran := make(chan struct{}, 1)
+	c := New(WithEtcd(own), WithName("died"), WithLogger(testLogger{t, "a"}),
+		WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))
+	mustAdd(t, c, "0 0 1 1 *", Named("report", FuncJob(func() { ran <- struct{}{} })))
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	k, err := NewControl(cli, "", "died")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	report := func() (JobStatus, bool) {
+		t.Helper()
+		st, err := k.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range st.Jobs {
+			if j.Name == "report" {
+				return j, true
+			}
+		}
+		return JobStatus{}, false
+	}
+	eventually(t, 10*time.Second, func() (bool, string) {
+		_, ok := report()
+		return ok, "report not listed"
+	})
+	if err := c.Trigger(ctx, "report"); err != nil {
+		t.Fatal(err)
+	}
+	<-ran
+	var j JobStatus
+	eventually(t, 10*time.Second, func() (bool, string) {
+		j, _ = report()
+		return len(j.History) == 1, "the run not recorded"
+	})
+	h := j.History[0]
+	own.Close() // a's leases are neither revoked nor kept alive
+	eventually(t, 15*time.Second, func() (bool, string) {
+		j, _ = report()
+		return !j.NotScheduledSince.IsZero(), "report not marked once a's leases expired"
+	})
+	if want := h.Start.Add(h.Duration); !j.NotScheduledSince.Equal(want) || j.Spec != "0 0 1 1 *" {
+		t.Errorf("not scheduled since %v, spec %q; want the run's end, %v", j.NotScheduledSince, j.Spec, want)
+	}
+}

@@ -150,6 +150,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestStatusListsTheJobsWhenNoReplicaRuns$"}},
 	},
 	{
+		Name:   "roster-unheard",
+		Breaks: "after every replica died, a job is shown not scheduled since before its last run",
+		Edits:  []edit{{Marker: "roster-unheard", Old: "r.heard(h.Start.Add(h.Duration))", New: "_ = h"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestStatusListsTheJobsAfterEveryReplicaDied$"}},
+	},
+	{
 		Name:   "stop-unmarked",
 		Breaks: "with every replica stopped, a job is shown not scheduled since before the last replica stopped",
 		Edits:  []edit{{Marker: "stop-unmarked", Old: "cli.Put(ctx, co.keys.rosterStopped(), string(v))", New: "_, _ = ctx, v"}},

@@ -192,7 +192,9 @@ as they were.
 
 On SIGTERM or SIGINT baton stops scheduling, resigns at once so another
 replica takes over, sends SIGTERM to running commands, waits for them up to
---grace, kills what is left, and exits 0. A command that started less than a
+--grace, kills what is left, revokes its leases and records its stop for
+baton status (for up to a second more; past it the leases expire within
+--ttl), and exits 0. A command that started less than a
 second before gets its SIGTERM once it has run for a second, and none if it
 ends sooner: a program can catch or ignore a signal only once it runs, and
 one sent as it starts would kill it before it could. When leadership is lost (etcd
