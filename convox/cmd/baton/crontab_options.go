@@ -175,27 +175,20 @@ func optionWords(inner string) ([]string, error) {
 	var (
 		words []string
 		word  strings.Builder
-		quote rune // the open quote, 0 outside
 	)
-	for _, r := range inner {
-		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			}
-		case r == '"' || r == '\'':
-			quote = r
-		case r == ' ' || r == '\t' || r == ',':
+	open := eachRune(inner, func(_ int, r rune, quoted bool) bool {
+		if !quoted && (r == ' ' || r == '\t' || r == ',') {
 			if word.Len() > 0 {
 				words = append(words, word.String())
 				word.Reset()
 			}
-			continue
+			return true
 		}
 		word.WriteRune(r)
-	}
-	if quote != 0 {
-		return nil, fmt.Errorf("options [%s]: a %c is not closed", inner, quote)
+		return true
+	})
+	if open != 0 {
+		return nil, fmt.Errorf("options [%s]: a %c is not closed", inner, open)
 	}
 	if word.Len() > 0 {
 		words = append(words, word.String())
@@ -206,20 +199,37 @@ func optionWords(inner string) ([]string, error) {
 // closingBracket is the index in s, which opens an entry's options with
 // '[', of the ']' that closes them, outside quotes; -1 if none does.
 func closingBracket(s string) int {
+	at := -1
+	eachRune(s, func(i int, r rune, quoted bool) bool {
+		if !quoted && r == ']' {
+			at = i
+			return false
+		}
+		return true
+	})
+	return at
+}
+
+// eachRune calls f with each rune of s, at its index, and whether it is
+// quoted: inside '…' or "…", the quotes included. It stops when f returns
+// false, and returns the quote left open then, 0 for none.
+func eachRune(s string, f func(i int, r rune, quoted bool) bool) rune {
 	var quote rune
 	for i, r := range s {
+		quoted := quote != 0
 		switch {
 		case quote != 0:
 			if r == quote {
 				quote = 0
 			}
 		case r == '"' || r == '\'':
-			quote = r
-		case r == ']':
-			return i
+			quote, quoted = r, true
+		}
+		if !f(i, r, quoted) {
+			return quote
 		}
 	}
-	return -1
+	return quote
 }
 
 // parseOverlap reads an overlap policy, as --overlap and overlap= take it.
