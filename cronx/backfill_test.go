@@ -506,3 +506,49 @@ func TestBackfillBadInput(t *testing.T) {
 		t.Errorf("Backfill of a Cron without etcd: %v, want ErrNotCoordinated", err)
 	}
 }
+
+// TestBackfillGoesOnAcrossAnEtcdRestart: etcd restarts while a backfilled
+// run is in progress; the backfill goes on from where it was, each tick
+// once, whoever leads afterwards.
+func TestBackfillGoesOnAcrossAnEtcdRestart(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for etcd to come back; the full tier runs it")
+	}
+	m := etcdtest.Start(t)
+	from, to, ticks := hourlyTicks(5)
+	bf := newBackfillLedger()
+	holding, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	bf.holdFor = func(i Info) func(context.Context) {
+		if !i.Tick.Equal(ticks[1]) {
+			return nil
+		}
+		return func(ctx context.Context) {
+			once.Do(func() { close(holding) })
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+	}
+	a := backfillReplica(t, m.Client(t), "bfrestart", "a", 2*time.Second, bf)
+	eventually(t, 10*time.Second, func() (bool, string) { return a.cron.coord.scheduling(), "a does not lead" })
+	backfillReplica(t, m.Client(t), "bfrestart", "b", 2*time.Second, bf)
+	waitCandidates(t, m.Client(t), "bfrestart", 2)
+	var released sync.Once
+	t.Cleanup(func() { released.Do(func() { close(release) }) }) // before the replicas stop
+	if _, err := a.cron.Backfill(context.Background(), "hourly", from, to, 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-holding:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the second backfilled tick did not start within 15s")
+	}
+	m.Kill()
+	m.Restart(t)
+	released.Do(func() { close(release) })
+	bf.wait(t, len(ticks), 30*time.Second)
+	bf.check(t, ticks)
+}
