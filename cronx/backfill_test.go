@@ -112,9 +112,12 @@ func (l *backfillLedger) check(t *testing.T, ticks []time.Time) []string {
 	return by
 }
 
-// hourlyTicks returns n hourly ticks ending at the last full hour.
+// hourlyTicks returns n hourly ticks ending at the last full hour of
+// time.Local, the Cron's zone: one whose offset is not whole hours has its
+// own.
 func hourlyTicks(n int) (from, to time.Time, ticks []time.Time) {
-	to = time.Now().Truncate(time.Hour)
+	now := time.Now()
+	to = time.Date(now.Year(), now.Month(), now.Day(), now.Hour(), 0, 0, 0, time.Local)
 	from = to.Add(-time.Duration(n) * time.Hour)
 	for i := range n {
 		ticks = append(ticks, from.Add(time.Duration(i)*time.Hour))

@@ -31,7 +31,7 @@ func TestBackfillRunsEachTickOnceThroughTheCommand(t *testing.T) {
 	file := filepath.Join(dir, "crontab")
 	os.WriteFile(file, []byte(`report: 0 * * * * echo "$BATON_TICK $BATON_BACKFILL" >> `+ticks+"\n"), 0o644)
 	startBaton(t, append(etcd.Env(), "BATON_ID=web-1"), "crontab", "--name", "bfcli", file)
-	to := time.Now().Truncate(time.Hour)
+	to := lastLocalHour()
 	from := to.Add(-3 * time.Hour)
 	rng := []string{"--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339)}
 	var out string
@@ -125,7 +125,7 @@ func TestBackfillGoesOnAfterItsLeaderIsKilledOrPaused(t *testing.T) {
 			os.WriteFile(file, []byte(`report: 0 * * * * echo "$BATON_TICK $BATON_ID" >> `+ledger+
 				`; if [ "$BATON_ID" = r1 ] && [ "$(wc -l < `+ledger+`)" -ge 2 ]; then sleep 60; fi`+"\n"), 0o644)
 			r1 := startBaton(t, append(etcd.Env(), "BATON_ID=r1"), "crontab", "--name", "bfkill", "--ttl", "2", file)
-			to := time.Now().Truncate(time.Hour)
+			to := lastLocalHour()
 			from := to.Add(-5 * time.Hour)
 			args := []string{"backfill", "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339), "bfkill", "report"}
 			until(t, 15*time.Second, "r1 to lead and register the job", func() bool {
@@ -193,4 +193,10 @@ func cronxStatus(cli *clientv3.Client, name string) (string, error) {
 		return "", err
 	}
 	return st.Leader.Identity, nil
+}
+
+// lastLocalHour is the last full hour of time.Local, baton crontab's zone.
+func lastLocalHour() time.Time {
+	now := time.Now()
+	return time.Date(now.Year(), now.Month(), now.Day(), now.Hour(), 0, 0, 0, time.Local)
 }
