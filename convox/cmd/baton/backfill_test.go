@@ -194,4 +194,3 @@ func cronxStatus(cli *clientv3.Client, name string) (string, error) {
 	}
 	return st.Leader.Identity, nil
 }
-
