@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -554,4 +555,50 @@ func TestBackfillGoesOnAcrossAnEtcdRestart(t *testing.T) {
 	released.Do(func() { close(release) })
 	bf.wait(t, len(ticks), 30*time.Second)
 	bf.check(t, ticks)
+}
+
+// TestBackfillTicksOfARange: a range holds the ticks at or after its start
+// and before its end; the resume point is the tick after the last claimed.
+func TestBackfillTicksOfARange(t *testing.T) {
+	t.Parallel()
+	hourly, err := ParseStandard("0 * * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	never, err := ParseStandard("0 0 30 2 *") // February 30th
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		sched    Schedule
+		from, to time.Time
+		want     int
+	}{
+		{"from on a tick", hourly, h, h.Add(3 * time.Hour), 3},
+		{"from just past a tick", hourly, h.Add(time.Nanosecond), h.Add(3 * time.Hour), 2},
+		{"to on a tick, not included", hourly, h, h.Add(time.Hour), 1},
+		{"no tick", never, h, h.Add(24 * time.Hour), 0},
+	} {
+		if n, over := countTicks(tc.sched, tc.from, tc.to, 10); n != tc.want || over {
+			t.Errorf("%s: %d ticks (over %v), want %d", tc.name, n, over, tc.want)
+		}
+	}
+	if n, over := countTicks(hourly, h, h.Add(24*time.Hour), 10); !over || n != 10 {
+		t.Errorf("a day of an hourly job counted up to 10: %d, over %v", n, over)
+	}
+	v := backfillValue{From: h.UnixNano(), To: h.Add(3 * time.Hour).UnixNano()}
+	var got []time.Time
+	for {
+		tick, _ := nextBackfillTick(hourly, v, time.UTC)
+		if tick.IsZero() {
+			break
+		}
+		got = append(got, tick)
+		v.Last = tick.UnixNano()
+	}
+	if want := []time.Time{h, h.Add(time.Hour), h.Add(2 * time.Hour)}; !slices.Equal(got, want) {
+		t.Errorf("the ticks claimed one after another: %v, want %v", got, want)
+	}
 }
