@@ -176,8 +176,8 @@ func nextBackfillTick(sched Schedule, v backfillValue, loc *time.Location) (tick
 // with an error that counts them. to must not be later than now: a tick to
 // come runs on the schedule. The same range asked again, here or on
 // another replica, while its request is kept is the same backfill
-// (Backfill.Existing): its ticks run once. A job keeps its last
-// maxBackfills requests, finished ones included.
+// (Backfill.Existing): its ticks run once. A job keeps its last 16
+// requests, finished ones included; 16 in progress refuse another.
 //
 // It returns ErrNotCoordinated for a Cron without etcd and ErrUnknownJob
 // for a job this Cron does not have.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -112,9 +113,12 @@ func (l *backfillLedger) check(t *testing.T, ticks []time.Time) []string {
 	return by
 }
 
-// hourlyTicks returns n hourly ticks ending at the last full hour.
+// hourlyTicks returns n hourly ticks ending at the last full hour of
+// time.Local, the Cron's zone: one whose offset is not whole hours has its
+// own.
 func hourlyTicks(n int) (from, to time.Time, ticks []time.Time) {
-	to = time.Now().Truncate(time.Hour)
+	now := time.Now()
+	to = time.Date(now.Year(), now.Month(), now.Day(), now.Hour(), 0, 0, 0, time.Local)
 	from = to.Add(-time.Duration(n) * time.Hour)
 	for i := range n {
 		ticks = append(ticks, from.Add(time.Duration(i)*time.Hour))
@@ -504,5 +508,97 @@ func TestBackfillBadInput(t *testing.T) {
 	local := New(WithSeconds())
 	if _, err := local.Backfill(ctx, "hourly", now.Add(-time.Hour), now, 0); !errors.Is(err, ErrNotCoordinated) {
 		t.Errorf("Backfill of a Cron without etcd: %v, want ErrNotCoordinated", err)
+	}
+}
+
+// TestBackfillGoesOnAcrossAnEtcdRestart: etcd restarts while a backfilled
+// run is in progress; the backfill goes on from where it was, each tick
+// once, whoever leads afterwards.
+func TestBackfillGoesOnAcrossAnEtcdRestart(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for etcd to come back; the full tier runs it")
+	}
+	m := etcdtest.Start(t)
+	from, to, ticks := hourlyTicks(5)
+	bf := newBackfillLedger()
+	holding, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	bf.holdFor = func(i Info) func(context.Context) {
+		if !i.Tick.Equal(ticks[1]) {
+			return nil
+		}
+		return func(ctx context.Context) {
+			once.Do(func() { close(holding) })
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+	}
+	a := backfillReplica(t, m.Client(t), "bfrestart", "a", 2*time.Second, bf)
+	eventually(t, 10*time.Second, func() (bool, string) { return a.cron.coord.scheduling(), "a does not lead" })
+	backfillReplica(t, m.Client(t), "bfrestart", "b", 2*time.Second, bf)
+	waitCandidates(t, m.Client(t), "bfrestart", 2)
+	var released sync.Once
+	t.Cleanup(func() { released.Do(func() { close(release) }) }) // before the replicas stop
+	if _, err := a.cron.Backfill(context.Background(), "hourly", from, to, 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-holding:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the second backfilled tick did not start within 15s")
+	}
+	m.Kill()
+	m.Restart(t)
+	released.Do(func() { close(release) })
+	bf.wait(t, len(ticks), 30*time.Second)
+	bf.check(t, ticks)
+}
+
+// TestBackfillTicksOfARange: a range holds the ticks at or after its start
+// and before its end; the resume point is the tick after the last claimed.
+func TestBackfillTicksOfARange(t *testing.T) {
+	t.Parallel()
+	hourly, err := ParseStandard("0 * * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	never, err := ParseStandard("0 0 30 2 *") // February 30th
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		sched    Schedule
+		from, to time.Time
+		want     int
+	}{
+		{"from on a tick", hourly, h, h.Add(3 * time.Hour), 3},
+		{"from just past a tick", hourly, h.Add(time.Nanosecond), h.Add(3 * time.Hour), 2},
+		{"to on a tick, not included", hourly, h, h.Add(time.Hour), 1},
+		{"no tick", never, h, h.Add(24 * time.Hour), 0},
+	} {
+		if n, over := countTicks(tc.sched, tc.from, tc.to, 10); n != tc.want || over {
+			t.Errorf("%s: %d ticks (over %v), want %d", tc.name, n, over, tc.want)
+		}
+	}
+	if n, over := countTicks(hourly, h, h.Add(24*time.Hour), 10); !over || n != 10 {
+		t.Errorf("a day of an hourly job counted up to 10: %d, over %v", n, over)
+	}
+	v := backfillValue{From: h.UnixNano(), To: h.Add(3 * time.Hour).UnixNano()}
+	var got []time.Time
+	for {
+		tick, _ := nextBackfillTick(hourly, v, time.UTC)
+		if tick.IsZero() {
+			break
+		}
+		got = append(got, tick)
+		v.Last = tick.UnixNano()
+	}
+	if want := []time.Time{h, h.Add(time.Hour), h.Add(2 * time.Hour)}; !slices.Equal(got, want) {
+		t.Errorf("the ticks claimed one after another: %v, want %v", got, want)
 	}
 }

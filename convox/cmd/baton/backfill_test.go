@@ -29,9 +29,9 @@ func TestBackfillRunsEachTickOnceThroughTheCommand(t *testing.T) {
 	dir := t.TempDir()
 	ticks := filepath.Join(dir, "ticks")
 	file := filepath.Join(dir, "crontab")
-	os.WriteFile(file, []byte(`report: 0 * * * * echo "$BATON_TICK $BATON_BACKFILL" >> `+ticks+"\n"), 0o644)
+	os.WriteFile(file, []byte("CRON_TZ=UTC\n"+`report: 0 * * * * echo "$BATON_TICK $BATON_BACKFILL" >> `+ticks+"\n"), 0o644)
 	startBaton(t, append(etcd.Env(), "BATON_ID=web-1"), "crontab", "--name", "bfcli", file)
-	to := time.Now().Truncate(time.Hour)
+	to := time.Now().UTC().Truncate(time.Hour)
 	from := to.Add(-3 * time.Hour)
 	rng := []string{"--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339)}
 	var out string
@@ -122,10 +122,10 @@ func TestBackfillGoesOnAfterItsLeaderIsKilledOrPaused(t *testing.T) {
 			ledger := filepath.Join(dir, "ledger")
 			file := filepath.Join(dir, "crontab")
 			// r1's second backfilled run holds until r1 is stopped.
-			os.WriteFile(file, []byte(`report: 0 * * * * echo "$BATON_TICK $BATON_ID" >> `+ledger+
+			os.WriteFile(file, []byte("CRON_TZ=UTC\n"+`report: 0 * * * * echo "$BATON_TICK $BATON_ID" >> `+ledger+
 				`; if [ "$BATON_ID" = r1 ] && [ "$(wc -l < `+ledger+`)" -ge 2 ]; then sleep 60; fi`+"\n"), 0o644)
 			r1 := startBaton(t, append(etcd.Env(), "BATON_ID=r1"), "crontab", "--name", "bfkill", "--ttl", "2", file)
-			to := time.Now().Truncate(time.Hour)
+			to := time.Now().UTC().Truncate(time.Hour)
 			from := to.Add(-5 * time.Hour)
 			args := []string{"backfill", "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339), "bfkill", "report"}
 			until(t, 15*time.Second, "r1 to lead and register the job", func() bool {
