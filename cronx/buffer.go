@@ -68,7 +68,7 @@ func buffering(o Overlap) bool { return o == BufferOne || o == BufferAll }
 // bufferBound is how many ticks a job's buffer holds under o.
 func bufferBound(o Overlap) int {
 	if o == BufferAll {
-		return maxBuffered
+		return maxBuffered // mutation:buffer-all-bound
 	}
 	return 1
 }

@@ -354,3 +354,38 @@ func TestBufferingJobsTriggerWaitsForTheRunInProgress(t *testing.T) {
 		t.Errorf("%d runs of a BufferOne job went on at once, want 1", m)
 	}
 }
+
+// TestBufferAllKeepsAtMostItsBound: under BufferAll, maxBuffered ticks wait
+// behind a long run, and the next one is dropped as ReasonBufferFull.
+func TestBufferAllKeepsAtMostItsBound(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 3, 2, 10, 0, 30, 0, time.UTC)
+	tick := start.Truncate(time.Minute).Add(time.Minute)
+	h := newHeldJob()
+	notRun := make(chan TickNotRun, 16)
+	pc := newPolicyCluster(t, "bufbound", start, LeaderMode, func(id string, c *Cron) {
+		mustAdd(t, c, "* * * * *", Named("slow", h.job(), WithOverlap(BufferAll)))
+	}, notRunOf("slow", notRun))
+	pc.next(tick)
+	waitStart(t, h.starts, "run of the first tick")
+	var waiting []time.Time
+	for i := 1; i <= maxBuffered; i++ {
+		at := tick.Add(time.Duration(i) * time.Minute)
+		pc.next(at)
+		waiting = append(waiting, at)
+		// Each tick is buffered before the next comes, so that their
+		// claims keep their order.
+		pc.waitBuffered("slow", waiting...)
+	}
+	over := tick.Add(time.Duration(maxBuffered+1) * time.Minute)
+	pc.next(over)
+	select {
+	case e := <-notRun:
+		if !e.Tick.Equal(over) || e.Reason != ReasonBufferFull {
+			t.Errorf("reported the tick %v not run for %v, want %v for %v", e.Tick, e.Reason, over, ReasonBufferFull)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the tick %v, which came while %d waited, was not reported as dropped within 15s", over, maxBuffered)
+	}
+	pc.waitBuffered("slow", waiting...)
+}

@@ -415,4 +415,10 @@ var mutations = []mutation{
 		Edits:  []edit{{Marker: "buffer-trigger", Old: " || buffering(r.job.policy.overlap)", New: ""}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferingJobsTriggerWaitsForTheRunInProgress$"}},
 	},
+	{
+		Name:   "buffer-all-unbounded",
+		Breaks: "BufferAll: the buffer keeps ticks past its bound, maxBuffered",
+		Edits:  []edit{{Marker: "buffer-all-bound", Old: "return maxBuffered", New: "return 1 << 30"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferAllKeepsAtMostItsBound$"}},
+	},
 }
