@@ -389,3 +389,48 @@ func TestBufferAllKeepsAtMostItsBound(t *testing.T) {
 	}
 	pc.waitBuffered("slow", waiting...)
 }
+
+// TestBufferedTickIsNotCountedAsRunnerLost: a successor's check of a tick
+// its predecessor claimed leaves alone a tick that waits in its job's
+// buffer (its run is still to come), and reports one that neither waits,
+// nor runs, nor ran.
+func TestBufferedTickIsNotCountedAsRunnerLost(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	lost := make(chan TickNotRun, 16)
+	c := New(WithEtcd(cli), WithName("buflost"), WithLogger(testLogger{t, "a"}), notRunOf("slow", lost))
+	t.Cleanup(func() { <-c.Stop().Done() })
+	co := c.coord
+	at := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	read := func(tick time.Time) {
+		t.Helper()
+		if left, err := co.lost.read(context.Background(), []lostTick{{job: "slow", tick: tick}}); err != nil || len(left) > 0 {
+			t.Fatalf("check of %v: %v, left %v", tick, err, left)
+		}
+	}
+	next := func() TickNotRun {
+		t.Helper()
+		select {
+		case e := <-lost:
+			return e
+		case <-time.After(15 * time.Second):
+			t.Fatal("no tick reported within 15s")
+		}
+		return TickNotRun{}
+	}
+	buffered := at.Add(time.Minute)
+	if _, err := cli.Put(context.Background(), co.keys.bufferEntry("slow", buffered.UnixNano()), "x"); err != nil {
+		t.Fatal(err)
+	}
+	read(at)
+	read(buffered)
+	read(at.Add(2 * time.Minute))
+	// The observer gets the reports in order: a report of the buffered
+	// tick would come second.
+	for _, want := range []time.Time{at, at.Add(2 * time.Minute)} {
+		if e := next(); !e.Tick.Equal(want) || e.Reason != ReasonRunnerLost {
+			t.Errorf("reported %v for %v, want %v for %v", e.Reason, e.Tick, ReasonRunnerLost, want)
+		}
+	}
+}

@@ -421,4 +421,10 @@ var mutations = []mutation{
 		Edits:  []edit{{Marker: "buffer-all-bound", Old: "return maxBuffered", New: "return 1 << 30"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferAllKeepsAtMostItsBound$"}},
 	},
+	{
+		Name:   "buffered-tick-counted-lost",
+		Breaks: "BufferOne/BufferAll: a new leader counts a tick its predecessor left waiting in the buffer as runner_lost",
+		Edits:  []edit{{Marker: "lost-buffered", Old: "resp.Responses[3*i+2].GetResponseRange().Count > 0", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferedTickIsNotCountedAsRunnerLost$"}},
+	},
 }
