@@ -55,6 +55,17 @@ var errBufferFull = errors.New("the buffer of ticks waiting for the run in progr
 // took: it ran (or runs) elsewhere.
 var errBufferTaken = errors.New("the buffered tick was taken by another run")
 
+// TickBuffered is a tick of a BufferOne or BufferAll job that came while a
+// run of the job was in progress and waits in its buffer: this replica put
+// it there, once in the cluster. Its run, when its turn comes, is a
+// RunStarted with Tick set to it.
+type TickBuffered struct {
+	Scheduler string
+	Job       string
+	Tick      time.Time
+	Instance  string
+}
+
 // buffered is a tick that waits in its job's buffer.
 type buffered struct {
 	key string
@@ -143,6 +154,9 @@ func (cl *claimer) bufferTick(r *run) (held, error) {
 		case err == nil && resp.Succeeded:
 			co.rep.refusals.accepted()
 			co.logger.Info("cronx: buffered: a run is in progress", "job", job, "tick", r.tick)
+			if co.rep.observed() {
+				co.rep.emit(TickBuffered{Scheduler: co.name, Job: job, Tick: r.tick, Instance: co.identity})
+			}
 			r.buf = &buffered{key: key, rev: resp.Header.Revision}
 			return cl.claimBuffered(r) // mutation:buffer-turn
 		case err == nil && r.term != nil && !termHolds(resp, r.term):

@@ -93,15 +93,24 @@ func TestBufferOneRunsTheTickThatCameDuringARunOnceItEnds(t *testing.T) {
 	tick := start.Truncate(time.Minute).Add(time.Minute)
 	h := newHeldJob()
 	notRun := make(chan TickNotRun, 16)
+	bufferedTicks := make(chan TickBuffered, 16)
 	pc := newPolicyCluster(t, "bufone", start, LeaderMode, func(id string, c *Cron) {
 		mustAdd(t, c, "* * * * *", Named("slow", h.job(), WithOverlap(BufferOne)))
-	}, notRunOf("slow", notRun))
+	}, notRunOf("slow", notRun), WithObserver(Observer{OnTickBuffered: func(e TickBuffered) { bufferedTicks <- e }}))
 	pc.next(tick)
 	first := waitStart(t, h.starts, "run of the first tick")
 
 	second, third := tick.Add(time.Minute), tick.Add(2*time.Minute)
 	pc.next(second)
 	pc.waitBuffered("slow", second)
+	select {
+	case e := <-bufferedTicks:
+		if !e.Tick.Equal(second) || e.Job != "slow" || e.Instance != first.info.Instance {
+			t.Errorf("told %+v buffered, want %v of slow on %s", e, second, first.info.Instance)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("observers not told of the tick %v buffered within 15s", second)
+	}
 	pc.next(third)
 	select {
 	case e := <-notRun:
@@ -128,6 +137,11 @@ func TestBufferOneRunsTheTickThatCameDuringARunOnceItEnds(t *testing.T) {
 	}
 	if m := h.most.Load(); m != 1 {
 		t.Errorf("%d runs of a BufferOne job went on at once, want 1", m)
+	}
+	select {
+	case e := <-bufferedTicks:
+		t.Errorf("told %+v buffered, the tick after the one buffered, which was dropped", e)
+	default:
 	}
 }
 

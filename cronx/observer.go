@@ -40,6 +40,9 @@ type Observer struct {
 	OnEtcdAccepted     func(EtcdRefusal)
 	OnEtcdEmpty        func(EtcdEmpty)
 	OnHookFailed       func(HookFailed)
+	// OnTickBuffered is told a tick that waits for the run in progress
+	// (BufferOne, BufferAll), by the replica that buffered it.
+	OnTickBuffered func(TickBuffered)
 	// OnJobOutcome is told a job's outcome (JobOutcome) each time this
 	// replica records one of its runs, and etcd's at each Start.
 	OnJobOutcome func(JobOutcome)
@@ -218,6 +221,8 @@ func (o *Observer) call(ev any) observerCall {
 		return bind("OnEtcdEmpty", o.OnEtcdEmpty, ev)
 	case HookFailed:
 		return bind("OnHookFailed", o.OnHookFailed, ev)
+	case TickBuffered:
+		return bind("OnTickBuffered", o.OnTickBuffered, ev)
 	case JobOutcome:
 		return bind("OnJobOutcome", o.OnJobOutcome, ev)
 	case ObserverPanic:

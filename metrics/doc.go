@@ -30,6 +30,8 @@
 //	                                                     (out of space, permission denied, request too large)
 //	                                                     until it accepts writes again, else 0
 //	baton_etcd_found_empty_total{scheduler}              counter: times etcd was found to have lost its data
+//	baton_job_ticks_buffered_total{scheduler,job}        counter: ticks of a BufferOne or BufferAll job this replica
+//	                                                     buffered behind a run in progress
 //	baton_job_hook_failures_total{scheduler,job,hook}    counter: calls of a job's hook ("on_failure", "on_success")
 //	                                                     that returned an error, panicked or outlived their timeout
 //	baton_observer_events_dropped_total                  counter: events dropped because this observer's
