@@ -428,7 +428,8 @@
 // so any live one runs it. A job paused while ticks wait drops them, each
 // a ReasonPaused, when its turn comes. A trigger of a buffering job waits
 // for the run in progress, as under Forbid. Status lists the waiting ticks
-// (JobStatus.Buffered). Limits: a tick waits as long as the run before it
+// (JobStatus.Buffered), and observers are told each tick buffered
+// (OnTickBuffered). Limits: a tick waits as long as the run before it
 // lasts, with no misfire deadline, and its run's lateness counts from its
 // tick; a catch-up tick (the misfire grace) is buffered only for a job that
 // ran before.
