@@ -252,8 +252,13 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 			rs := resp.Responses
 			mine := rs[0].GetResponseRange().Kvs
 			switch {
-			case len(mine) == 0 || mine[0].CreateRevision != r.buf.rev:
+			case len(mine) == 0:
 				return held{}, errBufferTaken
+			case mine[0].CreateRevision != r.buf.rev:
+				// Put back by a run that took its turn and did not start:
+				// the tick waits still, under the key's new revision.
+				r.buf.rev = mine[0].CreateRevision
+				continue
 			case r.term != nil && !termHolds(resp, r.term):
 				return held{}, election.ErrNotLeader
 			case rs[1].GetResponseRange().Count > 0:
