@@ -432,7 +432,8 @@
 // (OnTickBuffered). Limits: a tick waits as long as the run before it
 // lasts, with no misfire deadline, and its run's lateness counts from its
 // tick; a catch-up tick (the misfire grace) is buffered only for a job that
-// ran before.
+// ran before; a job removed, or given another overlap policy, leaves its
+// waiting ticks in etcd, to run if it buffers again.
 //
 // WithTimeout(d) ends each run's context d after it started, on the
 // replica that runs it, with ErrTimeout as the cause; the run is recorded
