@@ -497,8 +497,9 @@
 // OnEtcdAccepted (etcd refusing this replica's claims, and accepting writes
 // again), OnEtcdEmpty (etcd came back without its data), OnJobOutcome (the
 // last success, last failure and failures in a row that the record of a
-// run wrote in etcd) and OnObserverPanic (a function of an observer
-// panicked). A Cron without etcd reports its jobs and runs too. Package
+// run wrote in etcd), OnTickBuffered (a tick of a BufferOne or BufferAll
+// job that waits for the run in progress) and OnObserverPanic (a function
+// of an observer panicked). A Cron without etcd reports its jobs and runs too. Package
 // github.com/batonhq/baton/metrics turns them into Prometheus metrics.
 //
 // The reasons are a closed set, each reported by the replica that knows it:
