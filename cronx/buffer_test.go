@@ -448,3 +448,45 @@ func TestBufferedTickIsNotCountedAsRunnerLost(t *testing.T) {
 		}
 	}
 }
+
+// TestBufferedTickRunsAcrossAnEtcdRestart: etcd dies while a run goes on
+// and a tick waits in the buffer, and the run ends before etcd comes back;
+// the waiting tick runs, once, when it is back.
+func TestBufferedTickRunsAcrossAnEtcdRestart(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("restarts etcd; the full tier runs it")
+	}
+	srv := etcdtest.Start(t)
+	h := newHeldJob()
+	start := time.Date(2026, 3, 2, 10, 0, 30, 0, time.UTC)
+	tick := start.Truncate(time.Minute).Add(time.Minute)
+	fake := clock.NewFake(start)
+	pc := &policyCluster{t: t, cli: srv.Client(t), name: "bufrestart"}
+	c := New(WithEtcd(srv.Client(t)), WithName("bufrestart"), withClock(fake), WithLocation(time.UTC), WithLogger(testLogger{t, "a"}),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	mustAdd(t, c, "* * * * *", Named("slow", h.job(), WithOverlap(BufferOne)))
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	pc.ids, pc.fakes, pc.crons = []string{"a"}, []*clock.Fake{fake}, []*Cron{c}
+	pc.next(tick)
+	waitStart(t, h.starts, "run of the first tick")
+	second := tick.Add(time.Minute)
+	pc.next(second)
+	pc.waitBuffered("slow", second)
+
+	// etcd dies, the run ends meanwhile, and etcd comes back with its data.
+	srv.Kill()
+	h.release <- struct{}{}
+	noStart(t, h.starts, 300*time.Millisecond, "while etcd is down")
+	srv.Restart(t)
+	s := waitStart(t, h.starts, "run of the buffered tick after etcd's restart")
+	if !s.info.Tick.Equal(second) {
+		t.Errorf("ran %v, want the buffered tick %v", s.info.Tick, second)
+	}
+	h.release <- struct{}{}
+	pc.waitBuffered("slow")
+	if m := h.most.Load(); m != 1 {
+		t.Errorf("%d runs of a BufferOne job went on at once, want 1", m)
+	}
+}
