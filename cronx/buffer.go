@@ -55,6 +55,17 @@ var errBufferFull = errors.New("the buffer of ticks waiting for the run in progr
 // took: it ran (or runs) elsewhere.
 var errBufferTaken = errors.New("the buffered tick was taken by another run")
 
+// TickBuffered is a tick of a BufferOne or BufferAll job that came while a
+// run of the job was in progress and waits in its buffer: this replica put
+// it there, once in the cluster. Its run, when its turn comes, is a
+// RunStarted with Tick set to it.
+type TickBuffered struct {
+	Scheduler string
+	Job       string
+	Tick      time.Time
+	Instance  string
+}
+
 // buffered is a tick that waits in its job's buffer.
 type buffered struct {
 	key string
@@ -68,7 +79,7 @@ func buffering(o Overlap) bool { return o == BufferOne || o == BufferAll }
 // bufferBound is how many ticks a job's buffer holds under o.
 func bufferBound(o Overlap) int {
 	if o == BufferAll {
-		return maxBuffered
+		return maxBuffered // mutation:buffer-all-bound
 	}
 	return 1
 }
@@ -143,6 +154,9 @@ func (cl *claimer) bufferTick(r *run) (held, error) {
 		case err == nil && resp.Succeeded:
 			co.rep.refusals.accepted()
 			co.logger.Info("cronx: buffered: a run is in progress", "job", job, "tick", r.tick)
+			if co.rep.observed() {
+				co.rep.emit(TickBuffered{Scheduler: co.name, Job: job, Tick: r.tick, Instance: co.identity})
+			}
 			r.buf = &buffered{key: key, rev: resp.Header.Revision}
 			return cl.claimBuffered(r) // mutation:buffer-turn
 		case err == nil && r.term != nil && !termHolds(resp, r.term):
@@ -238,8 +252,13 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 			rs := resp.Responses
 			mine := rs[0].GetResponseRange().Kvs
 			switch {
-			case len(mine) == 0 || mine[0].CreateRevision != r.buf.rev:
+			case len(mine) == 0:
 				return held{}, errBufferTaken
+			case mine[0].CreateRevision != r.buf.rev:
+				// Put back by a run that took its turn and did not start:
+				// the tick waits still, under the key's new revision.
+				r.buf.rev = mine[0].CreateRevision
+				continue
 			case r.term != nil && !termHolds(resp, r.term):
 				return held{}, election.ErrNotLeader
 			case rs[1].GetResponseRange().Count > 0:

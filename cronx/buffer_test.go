@@ -93,15 +93,24 @@ func TestBufferOneRunsTheTickThatCameDuringARunOnceItEnds(t *testing.T) {
 	tick := start.Truncate(time.Minute).Add(time.Minute)
 	h := newHeldJob()
 	notRun := make(chan TickNotRun, 16)
+	bufferedTicks := make(chan TickBuffered, 16)
 	pc := newPolicyCluster(t, "bufone", start, LeaderMode, func(id string, c *Cron) {
 		mustAdd(t, c, "* * * * *", Named("slow", h.job(), WithOverlap(BufferOne)))
-	}, notRunOf("slow", notRun))
+	}, notRunOf("slow", notRun), WithObserver(Observer{OnTickBuffered: func(e TickBuffered) { bufferedTicks <- e }}))
 	pc.next(tick)
 	first := waitStart(t, h.starts, "run of the first tick")
 
 	second, third := tick.Add(time.Minute), tick.Add(2*time.Minute)
 	pc.next(second)
 	pc.waitBuffered("slow", second)
+	select {
+	case e := <-bufferedTicks:
+		if !e.Tick.Equal(second) || e.Job != "slow" || e.Instance != first.info.Instance {
+			t.Errorf("told %+v buffered, want %v of slow on %s", e, second, first.info.Instance)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("observers not told of the tick %v buffered within 15s", second)
+	}
 	pc.next(third)
 	select {
 	case e := <-notRun:
@@ -128,6 +137,11 @@ func TestBufferOneRunsTheTickThatCameDuringARunOnceItEnds(t *testing.T) {
 	}
 	if m := h.most.Load(); m != 1 {
 		t.Errorf("%d runs of a BufferOne job went on at once, want 1", m)
+	}
+	select {
+	case e := <-bufferedTicks:
+		t.Errorf("told %+v buffered, the tick after the one buffered, which was dropped", e)
+	default:
 	}
 }
 
@@ -350,6 +364,128 @@ func TestBufferingJobsTriggerWaitsForTheRunInProgress(t *testing.T) {
 		t.Errorf("ran %+v, want the triggered run", s.info)
 	}
 	h.release <- struct{}{}
+	if m := h.most.Load(); m != 1 {
+		t.Errorf("%d runs of a BufferOne job went on at once, want 1", m)
+	}
+}
+
+// TestBufferAllKeepsAtMostItsBound: under BufferAll, maxBuffered ticks wait
+// behind a long run, and the next one is dropped as ReasonBufferFull.
+func TestBufferAllKeepsAtMostItsBound(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 3, 2, 10, 0, 30, 0, time.UTC)
+	tick := start.Truncate(time.Minute).Add(time.Minute)
+	h := newHeldJob()
+	notRun := make(chan TickNotRun, 16)
+	pc := newPolicyCluster(t, "bufbound", start, LeaderMode, func(id string, c *Cron) {
+		mustAdd(t, c, "* * * * *", Named("slow", h.job(), WithOverlap(BufferAll)))
+	}, notRunOf("slow", notRun))
+	pc.next(tick)
+	waitStart(t, h.starts, "run of the first tick")
+	var waiting []time.Time
+	for i := 1; i <= maxBuffered; i++ {
+		at := tick.Add(time.Duration(i) * time.Minute)
+		pc.next(at)
+		waiting = append(waiting, at)
+		// Each tick is buffered before the next comes, so that their
+		// claims keep their order.
+		pc.waitBuffered("slow", waiting...)
+	}
+	over := tick.Add(time.Duration(maxBuffered+1) * time.Minute)
+	pc.next(over)
+	select {
+	case e := <-notRun:
+		if !e.Tick.Equal(over) || e.Reason != ReasonBufferFull {
+			t.Errorf("reported the tick %v not run for %v, want %v for %v", e.Tick, e.Reason, over, ReasonBufferFull)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the tick %v, which came while %d waited, was not reported as dropped within 15s", over, maxBuffered)
+	}
+	pc.waitBuffered("slow", waiting...)
+}
+
+// TestBufferedTickIsNotCountedAsRunnerLost: a successor's check of a tick
+// its predecessor claimed leaves alone a tick that waits in its job's
+// buffer (its run is still to come), and reports one that neither waits,
+// nor runs, nor ran.
+func TestBufferedTickIsNotCountedAsRunnerLost(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	lost := make(chan TickNotRun, 16)
+	c := New(WithEtcd(cli), WithName("buflost"), WithLogger(testLogger{t, "a"}), notRunOf("slow", lost))
+	t.Cleanup(func() { <-c.Stop().Done() })
+	co := c.coord
+	at := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	read := func(tick time.Time) {
+		t.Helper()
+		if left, err := co.lost.read(context.Background(), []lostTick{{job: "slow", tick: tick}}); err != nil || len(left) > 0 {
+			t.Fatalf("check of %v: %v, left %v", tick, err, left)
+		}
+	}
+	next := func() TickNotRun {
+		t.Helper()
+		select {
+		case e := <-lost:
+			return e
+		case <-time.After(15 * time.Second):
+			t.Fatal("no tick reported within 15s")
+		}
+		return TickNotRun{}
+	}
+	buffered := at.Add(time.Minute)
+	if _, err := cli.Put(context.Background(), co.keys.bufferEntry("slow", buffered.UnixNano()), "x"); err != nil {
+		t.Fatal(err)
+	}
+	read(at)
+	read(buffered)
+	read(at.Add(2 * time.Minute))
+	// The observer gets the reports in order: a report of the buffered
+	// tick would come second.
+	for _, want := range []time.Time{at, at.Add(2 * time.Minute)} {
+		if e := next(); !e.Tick.Equal(want) || e.Reason != ReasonRunnerLost {
+			t.Errorf("reported %v for %v, want %v for %v", e.Reason, e.Tick, ReasonRunnerLost, want)
+		}
+	}
+}
+
+// TestBufferedTickRunsAcrossAnEtcdRestart: etcd dies while a run goes on
+// and a tick waits in the buffer, and the run ends before etcd comes back;
+// the waiting tick runs, once, when it is back.
+func TestBufferedTickRunsAcrossAnEtcdRestart(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("restarts etcd; the full tier runs it")
+	}
+	srv := etcdtest.Start(t)
+	h := newHeldJob()
+	start := time.Date(2026, 3, 2, 10, 0, 30, 0, time.UTC)
+	tick := start.Truncate(time.Minute).Add(time.Minute)
+	fake := clock.NewFake(start)
+	pc := &policyCluster{t: t, cli: srv.Client(t), name: "bufrestart"}
+	c := New(WithEtcd(srv.Client(t)), WithName("bufrestart"), withClock(fake), WithLocation(time.UTC), WithLogger(testLogger{t, "a"}),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	mustAdd(t, c, "* * * * *", Named("slow", h.job(), WithOverlap(BufferOne)))
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	pc.ids, pc.fakes, pc.crons = []string{"a"}, []*clock.Fake{fake}, []*Cron{c}
+	pc.next(tick)
+	waitStart(t, h.starts, "run of the first tick")
+	second := tick.Add(time.Minute)
+	pc.next(second)
+	pc.waitBuffered("slow", second)
+
+	// etcd dies, the run ends meanwhile, and etcd comes back with its data.
+	srv.Kill()
+	h.release <- struct{}{}
+	noStart(t, h.starts, 300*time.Millisecond, "while etcd is down")
+	srv.Restart(t)
+	s := waitStart(t, h.starts, "run of the buffered tick after etcd's restart")
+	if !s.info.Tick.Equal(second) {
+		t.Errorf("ran %v, want the buffered tick %v", s.info.Tick, second)
+	}
+	h.release <- struct{}{}
+	pc.waitBuffered("slow")
 	if m := h.most.Load(); m != 1 {
 		t.Errorf("%d runs of a BufferOne job went on at once, want 1", m)
 	}

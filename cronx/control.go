@@ -85,8 +85,9 @@ func (k *Control) Resume(ctx context.Context, job string) error {
 // run, on the leader (leader mode) or the first replica to claim it (claim
 // mode), even while the job is paused, with the time of the call as its
 // Info.Tick. The job's overlap policy treats it as it treats a tick: under
-// Allow it runs at once, beside any run in progress; under Forbid it waits
-// its turn and runs once the run in progress has ended; under Replace it
+// Allow it runs at once, beside any run in progress; under Forbid,
+// BufferOne and BufferAll it waits its turn and runs once the run in
+// progress has ended; under Replace it
 // replaces the run in progress, and the next tick replaces it. So n calls
 // at once are n runs side by side under Allow, one after another under
 // Forbid, and under Replace each replaces the one before, the last running

@@ -457,10 +457,12 @@
 // so any live one runs it. A job paused while ticks wait drops them, each
 // a ReasonPaused, when its turn comes. A trigger of a buffering job waits
 // for the run in progress, as under Forbid. Status lists the waiting ticks
-// (JobStatus.Buffered). Limits: a tick waits as long as the run before it
+// (JobStatus.Buffered), and observers are told each tick buffered
+// (OnTickBuffered). Limits: a tick waits as long as the run before it
 // lasts, with no misfire deadline, and its run's lateness counts from its
 // tick; a catch-up tick (the misfire grace) is buffered only for a job that
-// ran before.
+// ran before; a job removed, or given another overlap policy, leaves its
+// waiting ticks in etcd, to run if it buffers again.
 //
 // WithTimeout(d) ends each run's context d after it started, on the
 // replica that runs it, with ErrTimeout as the cause; the run is recorded
@@ -587,7 +589,8 @@
 // again), OnEtcdEmpty (etcd came back without its data), OnJobOutcome (the
 // last success, last failure and failures in a row that the record of a
 // run wrote in etcd), OnStartAsked (a run at start this replica asked
-// for) and OnObserverPanic (a function of an observer
+// for), OnTickBuffered (a tick of a BufferOne or BufferAll job that waits
+// for the run in progress) and OnObserverPanic (a function of an observer
 // panicked). A Cron without etcd reports its jobs and runs too. Package
 // github.com/batonhq/baton/metrics turns them into Prometheus metrics.
 //

@@ -65,7 +65,7 @@ const (
 	// (ReasonBufferFull). Two runs never overlap. See the package
 	// documentation.
 	BufferOne
-	// BufferAll is BufferOne with up to 100 ticks waiting (maxBuffered),
+	// BufferAll is BufferOne with up to 100 ticks waiting,
 	// which run one after another in the order of their ticks.
 	BufferAll
 )

@@ -119,7 +119,7 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 	now := time.Now()
 	var left []lostTick
 	for i, l := range batch {
-		if resp.Responses[3*i+2].GetResponseRange().Count > 0 {
+		if resp.Responses[3*i+2].GetResponseRange().Count > 0 { // mutation:lost-buffered
 			continue
 		}
 		if resp.Responses[3*i].GetResponseRange().Count > 0 {

@@ -46,6 +46,9 @@ type Observer struct {
 	// OnStartAsked is told of each run at start (WithRunAtStart) that this
 	// replica asked for.
 	OnStartAsked func(StartAsked)
+	// OnTickBuffered is told a tick that waits for the run in progress
+	// (BufferOne, BufferAll), by the replica that buffered it.
+	OnTickBuffered func(TickBuffered)
 	// OnJobOutcome is told a job's outcome (JobOutcome) each time this
 	// replica records one of its runs, and etcd's at each Start.
 	OnJobOutcome func(JobOutcome)
@@ -226,6 +229,8 @@ func (o *Observer) call(ev any) observerCall {
 		return bind("OnHookFailed", o.OnHookFailed, ev)
 	case StartAsked:
 		return bind("OnStartAsked", o.OnStartAsked, ev)
+	case TickBuffered:
+		return bind("OnTickBuffered", o.OnTickBuffered, ev)
 	case JobOutcome:
 		return bind("OnJobOutcome", o.OnJobOutcome, ev)
 	case BackfillProgress:

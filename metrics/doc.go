@@ -31,6 +31,8 @@
 //	                                                     until it accepts writes again, else 0
 //	baton_etcd_found_empty_total{scheduler}              counter: times etcd was found to have lost its data
 //	baton_job_recovered_runs_total{scheduler,job}        counter: runs again of a tick whose runner died (WithRecovery); at 0 from the registration of a job that recovers
+//	baton_job_ticks_buffered_total{scheduler,job}        counter: ticks of a BufferOne or BufferAll job this replica
+//	                                                     buffered behind a run in progress
 //	baton_job_hook_failures_total{scheduler,job,hook}    counter: calls of a job's hook ("on_failure", "on_success")
 //	                                                     that returned an error, panicked or outlived their timeout
 //	baton_job_start_runs_asked_total{scheduler,job}      counter: runs at start (cronx.WithRunAtStart) this

@@ -32,6 +32,7 @@ type collectors struct {
 	refused  *prometheus.GaugeVec
 	empty    *prometheus.CounterVec
 	hooks    *prometheus.CounterVec
+	buffered *prometheus.CounterVec
 	// recovered counts the runs again of ticks whose runner died.
 	recovered *prometheus.CounterVec
 	dropped   prometheus.Counter
@@ -94,6 +95,9 @@ func New(reg prometheus.Registerer) (cronx.Observer, error) {
 		hooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_job_hook_failures_total", Help: "Calls of a job's hook on this replica that returned an error, panicked or outlived their timeout.",
 		}, []string{"scheduler", "job", "hook"}),
+		buffered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_job_ticks_buffered_total", Help: "Ticks of a BufferOne or BufferAll job that came while a run was in progress and that this replica buffered to run after it.",
+		}, []string{"scheduler", "job"}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "baton_observer_events_dropped_total", Help: "Events dropped because the metrics observer's queue was full.",
 		}),
@@ -136,7 +140,7 @@ func New(reg prometheus.Registerer) (cronx.Observer, error) {
 func register(reg prometheus.Registerer, c *collectors) error {
 	return errors.Join(
 		use(reg, &c.runs), use(reg, &c.notRun), use(reg, &c.duration), use(reg, &c.lateness), use(reg, &c.claim),
-		use(reg, &c.leader), use(reg, &c.changes), use(reg, &c.session), use(reg, &c.refused), use(reg, &c.empty), use(reg, &c.hooks), use(reg, &c.recovered),
+		use(reg, &c.leader), use(reg, &c.changes), use(reg, &c.session), use(reg, &c.refused), use(reg, &c.empty), use(reg, &c.hooks), use(reg, &c.recovered), use(reg, &c.buffered),
 		use(reg, &c.dropped), use(reg, &c.lastSuccess), use(reg, &c.lastFailure), use(reg, &c.failures), use(reg, &c.period), use(reg, &c.panics),
 		use(reg, &c.caughtUp), use(reg, &c.backfillTicks), use(reg, &c.backfillDone), use(reg, &c.startsAsked))
 }
@@ -197,6 +201,7 @@ func (c collectors) observer() cronx.Observer {
 		OnEtcdAccepted:    func(e cronx.EtcdRefusal) { c.refused.WithLabelValues(e.Scheduler).Set(0) },
 		OnEtcdEmpty:       func(e cronx.EtcdEmpty) { c.empty.WithLabelValues(e.Scheduler).Inc() },
 		OnHookFailed:      func(e cronx.HookFailed) { c.hooks.WithLabelValues(e.Scheduler, e.Job, string(e.Hook)).Inc() },
+		OnTickBuffered:    func(e cronx.TickBuffered) { c.buffered.WithLabelValues(e.Scheduler, e.Job).Inc() },
 		OnDropped:         func(n int) { c.dropped.Add(float64(n)) },
 		OnJobOutcome:      c.jobOutcome,
 		OnObserverPanic:   func(e cronx.ObserverPanic) { c.panics.WithLabelValues(e.Scheduler).Inc() },
@@ -216,6 +221,9 @@ func (c collectors) jobAdded(e cronx.JobAdded) {
 	}
 	for _, r := range e.Reasons {
 		c.notRun.WithLabelValues(e.Scheduler, e.Job, r.String())
+		if r == cronx.ReasonBufferFull { // a job that buffers its ticks
+			c.buffered.WithLabelValues(e.Scheduler, e.Job)
+		}
 	}
 	for _, h := range e.Hooks {
 		c.hooks.WithLabelValues(e.Scheduler, e.Job, string(h))

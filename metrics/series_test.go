@@ -133,6 +133,8 @@ func TestSeriesExistFromRegistration(t *testing.T) {
 	}
 	// A job's hooks are series of their failures; a job without is none.
 	waitSeries(t, reg, "baton_job_hook_failures_total", map[string]string{"scheduler": "lead", "job": "hooked"}, "hook", atZero("on_failure"))
+	// A job that buffers its ticks counts them; another has no such series.
+	waitSeries(t, reg, "baton_job_ticks_buffered_total", map[string]string{"scheduler": "lead"}, "job", atZero("buffered"))
 	waitSeries(t, reg, "baton_job_hook_failures_total", map[string]string{"scheduler": "lead", "job": "plain"}, "hook", nil)
 	// A job that recovers its runs counts them from 0; one that does not, none.
 	waitSeries(t, reg, "baton_job_recovered_runs_total", map[string]string{"scheduler": "lead", "job": "recovers"}, "job", atZero("recovers"))
@@ -204,5 +206,27 @@ func TestJobAddedLeavesValuesAlone(t *testing.T) {
 	obs.OnEtcdAccepted(cronx.EtcdRefusal{Scheduler: "s"})
 	if got := series(t, reg, "baton_etcd_writes_refused", s, "scheduler"); !slices.Equal(got, []string{"s=0"}) {
 		t.Errorf("refused once etcd accepts writes: %v, want s=0", got)
+	}
+}
+
+// TestBufferedTicksAreCounted: each tick a replica buffers counts once for
+// its job, from the 0 its registration made.
+func TestBufferedTicksAreCounted(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	obs, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs.OnJobAdded(cronx.JobAdded{Scheduler: "s", Job: "a", Coordinated: true, Mode: cronx.LeaderMode, Reasons: []cronx.Reason{cronx.ReasonBufferFull}})
+	obs.OnJobAdded(cronx.JobAdded{Scheduler: "s", Job: "b", Coordinated: true, Mode: cronx.LeaderMode, Reasons: []cronx.Reason{cronx.ReasonPaused}})
+	s := map[string]string{"scheduler": "s"}
+	if got := series(t, reg, "baton_job_ticks_buffered_total", s, "job"); !slices.Equal(got, []string{"a=0"}) {
+		t.Errorf("before any tick buffered: %v, want a=0", got)
+	}
+	obs.OnTickBuffered(cronx.TickBuffered{Scheduler: "s", Job: "a"})
+	obs.OnTickBuffered(cronx.TickBuffered{Scheduler: "s", Job: "a"})
+	if got := series(t, reg, "baton_job_ticks_buffered_total", s, "job"); !slices.Equal(got, []string{"a=2"}) {
+		t.Errorf("two ticks of a buffered: %v, want a=2", got)
 	}
 }

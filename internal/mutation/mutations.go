@@ -562,4 +562,16 @@ var mutations = []mutation{
 		Edits:  []edit{{Marker: "backfill-resume", Old: "after = time.Unix(0, v.Last).In(loc)", New: "after = time.Unix(0, v.Last).In(loc).Add(time.Hour)"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestBackfillResumesOnASuccessor$"}},
 	},
+	{
+		Name:   "buffer-all-unbounded",
+		Breaks: "BufferAll: the buffer keeps ticks past its bound, maxBuffered",
+		Edits:  []edit{{Marker: "buffer-all-bound", Old: "return maxBuffered", New: "return 1 << 30"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferAllKeepsAtMostItsBound$"}},
+	},
+	{
+		Name:   "buffered-tick-counted-lost",
+		Breaks: "BufferOne/BufferAll: a new leader counts a tick its predecessor left waiting in the buffer as runner_lost",
+		Edits:  []edit{{Marker: "lost-buffered", Old: "resp.Responses[3*i+2].GetResponseRange().Count > 0", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferedTickIsNotCountedAsRunnerLost$"}},
+	},
 }

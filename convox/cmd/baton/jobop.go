@@ -89,8 +89,8 @@ var triggerOp = jobOp{
 
 Runs JOB once, now, outside its schedule: on the scheduler's leader (leader
 mode) or on the first replica to claim it (claim mode), even while it is
-paused. A job that forbids overlapping runs still waits for a run in
-progress. The trigger is recorded with who asked (--id), and the run is
+paused. A job that forbids overlapping runs, or buffers its ticks
+(overlap=buffer-one, buffer-all), still waits for a run in progress. The trigger is recorded with who asked (--id), and the run is
 marked triggered in its history.
 
 ` + jobOpArgs,
