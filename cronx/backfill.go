@@ -106,7 +106,7 @@ func checkBackfill(job string, from, to time.Time, max int, now time.Time) (int,
 	case to.After(now):
 		return bad("to %s is later than now (%s): a tick to come runs on the schedule", stamp(to), stamp(now))
 	case max < 0 || max > MaxBackfillTicks:
-		return bad("max %d is not within 1..%d", max, MaxBackfillTicks)
+		return bad("max %d is not within 0..%d", max, MaxBackfillTicks)
 	case max == 0:
 		return DefaultMaxBackfill, nil
 	}

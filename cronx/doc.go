@@ -588,8 +588,9 @@
 // OnEtcdAccepted (etcd refusing this replica's claims, and accepting writes
 // again), OnEtcdEmpty (etcd came back without its data), OnJobOutcome (the
 // last success, last failure and failures in a row that the record of a
-// run wrote in etcd), OnStartAsked (a run at start this replica asked
-// for), OnTickBuffered (a tick of a BufferOne or BufferAll job that waits
+// run wrote in etcd), OnBackfill (each step of a backfill this replica
+// runs), OnStartAsked (a run at start this replica asked for),
+// OnTickBuffered (a tick of a BufferOne or BufferAll job that waits
 // for the run in progress) and OnObserverPanic (a function of an observer
 // panicked). A Cron without etcd reports its jobs and runs too. Package
 // github.com/batonhq/baton/metrics turns them into Prometheus metrics.

@@ -217,7 +217,7 @@ func (t *notRunTally) write(ctx context.Context, cli *clientv3.Client, batch []s
 func mergeNotRun(v *notRunValue, entries []notRunEntry, last int64, hist []Record, now time.Time) bool {
 	ran := make(map[int64]bool, len(hist))
 	for _, h := range hist {
-		if !h.Triggered {
+		if !h.Triggered && !h.Backfill {
 			ran[h.Tick.UnixNano()] = true
 		}
 	}

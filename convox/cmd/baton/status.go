@@ -83,17 +83,24 @@ escaped, as \x1b, so that no value acts on the terminal.
                                history[], not_run? (ticks not run over
                                the last day, by reason: {"paused": 3,
                                ...}), last_success?, last_failure?,
-                               consecutive_failures, backfills[]?, started? (the
-                               releases whose start ran it, oldest
-                               first), not_scheduled_since? (while no
-                               replica of the scheduler runs)
+                               consecutive_failures, buffered[]? (the
+                               ticks waiting for the run in progress, of
+                               a BufferOne or BufferAll job),
+                               backfills[]?, started? (the releases
+                               whose start ran it, oldest first),
+                               not_scheduled_since? (while no replica of
+                               the scheduler runs)
   backfills[]                  from, to, ticks (0 until counted), done,
                                finished?, refused? (why), by?
   last_run, history[]          tick, instance, start, duration_seconds,
                                error? (the run failed), triggered?,
                                backfill? (a run of a backfill),
                                timed_out? (the run reached its timeout),
-                               attempt? (its number, for a job with retries)
+                               attempt? (its number, for a job with retries),
+                               caught_up? (a tick missed in an outage, run
+                               late within its catch-up window),
+                               recovered? (the how-manieth run again of a
+                               tick whose runner died)
   etcd_came_back_empty?        at, by, why: the last time a replica found
                                that etcd had lost its data, and with it ` + emptyetcd.Lost + `
   ignored_keys[]?              key, keys, why: keys under PREFIX/jobs/
