@@ -114,12 +114,12 @@ func TestRunKilledMidRunRunsAgainOnceWithRecovery(t *testing.T) {
 					t.Errorf("tick not run: %v, want %v", e.Tick, tick)
 				}
 			} else {
-				started := waitFor(t, l, 30*time.Second, "the run again", func(e RunStarted) bool { return e.Job == long })
+				started := waitFor(t, l, 30*time.Second, "start of the tick run again", func(e RunStarted) bool { return e.Job == long })
 				if !started.Tick.Equal(tick) || started.Recovered != 1 || started.Fence.Revision <= lost.fence {
 					t.Errorf("run again: tick %v recovered %d fence %d, want %v, 1 and a fence after the lost run's %d",
 						started.Tick, started.Recovered, started.Fence.Revision, tick, lost.fence)
 				}
-				ended := waitFor(t, l, 30*time.Second, "the end of the run again", func(e RunEnded) bool { return e.Job == long })
+				ended := waitFor(t, l, 30*time.Second, "end of the tick run again", func(e RunEnded) bool { return e.Job == long })
 				if ended.Recovered != 1 {
 					t.Errorf("RunEnded.Recovered = %d, want 1", ended.Recovered)
 				}
