@@ -158,6 +158,7 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	notice(co.logger, "cronx: leading", "scheduler", co.name, "instance", co.identity, "fence", term.Revision)
 	co.host.requestResync()
 	co.specs.publishAll()
+	recovery{co}.termStarted(ctx)
 	co.watchTriggers(ctx, ts)
 	co.mu.Lock()
 	co.term = nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
 )
 
@@ -81,7 +82,9 @@ func waitRecorded(t *testing.T, srv *etcdtest.Space, scheduler, job string, tick
 // with SIGKILL while its run of a tick goes on. With WithRecovery, the
 // successor runs the tick again, once, with a later fence and
 // Info.Recovered 1, recorded as recovered, however long the run had gone
-// on (the successor takes over 40 s after the tick); a job whose run ended
+// on: the successor takes over 40 s after a minute's tick (its catch-up
+// finds it), or 10 minutes after an hour's (past the misfire grace, its
+// term's look at the jobs that recover finds it); a job whose run ended
 // and was recorded before the kill does not run again. Without it, the
 // tick is counted not run (runner_lost), as before.
 func TestRunKilledMidRunRunsAgainOnceWithRecovery(t *testing.T) {
@@ -91,16 +94,21 @@ func TestRunKilledMidRunRunsAgainOnceWithRecovery(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		recover int
+		every   time.Duration // between the job's ticks
 		late    time.Duration // the successor's clock past the tick
-	}{{1, 40 * time.Second}, {0, time.Second}} {
+	}{{1, time.Minute, 40 * time.Second}, {1, time.Hour, 10 * time.Minute}, {0, time.Minute, time.Second}} {
 		recover := tc.recover
-		t.Run(fmt.Sprintf("recover=%d", recover), func(t *testing.T) {
+		t.Run(fmt.Sprintf("recover=%d,every=%s", recover, tc.every), func(t *testing.T) {
 			t.Parallel()
 			srv := etcdtest.Shared(t)
-			spec := childSpec{scheduler: fmt.Sprintf("recover-%d", recover), jobs: 2, spec: "0 * * * * *",
+			sched := "0 * * * * *"
+			if tc.every == time.Hour {
+				sched = "0 0 * * * *"
+			}
+			spec := childSpec{scheduler: fmt.Sprintf("recover-%d-%d", recover, int(tc.every.Minutes())), jobs: 2, spec: sched,
 				ttl: 3 * time.Second, hold: time.Hour, held: 1, recover: recover}
 			long, short := childJobName(0), childJobName(1)
-			tick := time.Now().UTC().Truncate(time.Minute).Add(time.Minute)
+			tick := time.Now().UTC().Truncate(tc.every).Add(tc.every)
 			l := newEventLog()
 			var ran tickLedger
 			var b *Cron
@@ -232,5 +240,49 @@ func TestRecoveryLeavesARunShutdownEnded(t *testing.T) {
 	}
 	if got := l.notRun(long, ReasonRunnerLost); len(got) != 0 {
 		t.Errorf("a run Shutdown ended reported not run: %v", got)
+	}
+}
+
+// TestRecoveryLeavesATickOlderThanTheLatest: a new term runs again the
+// latest tick of a job that recovers, claimed by a lost term with no record
+// and no marker left, though its misfire grace has passed (an hourly job's,
+// ten minutes on); but not a tick whose next one has come since: its run
+// ended long ago (a record etcd did not take), not mid-run now.
+func TestRecoveryLeavesATickOlderThanTheLatest(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	keys := newLayout(election.DefaultPrefix, "recover-old")
+	for job, tick := range map[string]time.Time{"minutely": t0.Add(-3 * time.Minute), "hourly": t0} {
+		if _, err := election.ClaimSeq(ctx, cli, keys.last(job), tick.UnixNano(), election.ClaimedBy("gone")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := newEventLog()
+	var ran tickLedger
+	now := t0.Add(10 * time.Minute)
+	b := New(append(observed(l), WithSeconds(), withClock(clock.NewFake(now)), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(srv.Client(t)), WithName("recover-old"),
+		WithElection(election.WithIdentity("b"), election.WithTTL(stallTTL)))...)
+	mustAdd(t, b, "0 * * * * *", Named("minutely", ran.job("minutely"), WithRecovery(3)))
+	mustAdd(t, b, "0 0 * * * *", Named("hourly", ran.job("hourly"), WithRecovery(3)))
+	b.Start()
+	t.Cleanup(func() { shutdown(t, b, "b") })
+	// One read of the term looks at both jobs: once the hourly tick runs
+	// again, the minutely one was passed over.
+	again := waitFor(t, l, 20*time.Second, "the hourly tick run again", func(e RunStarted) bool { return e.Job == "hourly" })
+	if !again.Tick.Equal(t0) || again.Recovered != 1 {
+		t.Errorf("hourly ran %v recovered %d, want %v recovered 1", again.Tick, again.Recovered, t0)
+	}
+	idleWithin(t, b, 10*time.Second, "b")
+	ran.mu.Lock()
+	defer ran.mu.Unlock()
+	if got := ran.ran["minutely"]; len(got) != 1 || !got[0].Equal(now) {
+		t.Errorf("minutely ran %v, want its catch-up %v alone", got, now)
+	}
+	if got := l.notRun("minutely", ReasonRunnerLost); len(got) != 0 {
+		t.Errorf("an old tick reported runner_lost: %v", got)
 	}
 }

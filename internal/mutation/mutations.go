@@ -45,6 +45,18 @@ var mutations = []mutation{
 		Tests: []tests{{Pkg: "cronx", Run: "^(TestRunKilledMidRunRunsAgainOnceWithRecovery|TestRecoveryLeavesARunShutdownEnded)$"}},
 	},
 	{
+		Name:   "recovery-term-look-skipped",
+		Breaks: "WithRecovery: a run that died past the misfire grace after its tick (a long run) is neither run again nor counted",
+		Edits:  []edit{{Marker: "recovery-term-look", Old: "e.name != \"\" && e.policy.recovery > 0", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickOlderThanTheLatest$"}},
+	},
+	{
+		Name:   "recovery-reruns-old-ticks",
+		Breaks: "WithRecovery: a new term runs again a tick whose next one came since, a run that ended long ago with no record",
+		Edits:  []edit{{Marker: "recovery-latest", Old: "!next.IsZero() && !next.After(start)", New: "false && !next.IsZero()"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickOlderThanTheLatest$"}},
+	},
+	{
 		Name:   "recovery-long-run-unchecked",
 		Breaks: "WithRecovery: a run that died longer after its tick than a lost claim is looked for is neither run again nor counted",
 		Edits:  []edit{{Marker: "runner-lost", Old: "|| r.job.policy.recovery > 0", New: "|| false"}},
