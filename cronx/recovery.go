@@ -115,7 +115,9 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 	}
 	ts := co.currentTerm()
 	if ts == nil {
-		return false, errRunnerLost // no longer leading: nobody decides
+		// No longer leading: the next leader looks at the tick as its term
+		// begins (termStarted), and decides.
+		return true, nil
 	}
 	seq := tick.UnixNano()
 	marker, key, hist := co.keys.tickMarker(job, seq), co.keys.recovered(job), co.keys.history(job)
