@@ -27,7 +27,8 @@ var mutations = []mutation{
 		Name:   "recovery-opt-in-ignored",
 		Breaks: "WithRecovery: a tick whose runner died mid-run is counted not run and never run again, whatever the job asks",
 		Edits:  []edit{{Marker: "recovery-opt-in", Old: "e.policy.recovery == 0", New: "e.policy.recovery >= 0"}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunKilledMidRunRunsAgainOnceWithRecovery$"}},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestRunKilledMidRunRunsAgainOnceWithRecovery$"},
+			{Pkg: "convox/cmd/baton", Run: "^TestCrontabRecoverRunsAKilledRunAgain$"}},
 	},
 	{
 		Name:   "recovery-unbounded",
