@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -284,5 +285,81 @@ func TestRecoveryLeavesATickOlderThanTheLatest(t *testing.T) {
 	}
 	if got := l.notRun("minutely", ReasonRunnerLost); len(got) != 0 {
 		t.Errorf("an old tick reported runner_lost: %v", got)
+	}
+}
+
+// TestRecoveryOfACutOffRunnerNeverOverlaps: a leader cut off from etcd
+// mid-run ends its run at its session's safe deadline, and cannot record
+// it; once its lease has lapsed the successor runs the tick again
+// (WithRecovery), and only after the cut-off run's context had ended.
+func TestRecoveryOfACutOffRunnerNeverOverlaps(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for a cut-off leader's lease to lapse; the full tier runs it")
+	}
+	srv := etcdtest.Shared(t)
+	proxy := etcdtest.NewProxy(t, srv.Addr())
+	var mu sync.Mutex
+	var aEnded, bStarted time.Time
+	aStarted := make(chan struct{})
+	bRan := make(chan Info, 1)
+	jobOf := func(id string) Job {
+		return ContextFunc(func(ctx context.Context) error {
+			info, _ := InfoFrom(ctx)
+			if id == "a" {
+				close(aStarted)
+				<-ctx.Done()
+				mu.Lock()
+				aEnded = time.Now()
+				mu.Unlock()
+				return ctx.Err()
+			}
+			mu.Lock()
+			bStarted = time.Now()
+			mu.Unlock()
+			bRan <- info
+			return nil
+		})
+	}
+	replica := func(id string, fake *clock.Fake, endpoint string, ttl time.Duration) *Cron {
+		c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+			WithEtcd(srv.NewClient(t, endpoint)), WithName("recover-cut"),
+			WithElection(election.WithIdentity(id), election.WithTTL(ttl)))
+		mustAdd(t, c, "*/10 * * * * *", Named("long", jobOf(id), WithRecovery(1)))
+		c.Start()
+		t.Cleanup(func() { shutdown(t, c, id) })
+		return c
+	}
+	fakeA, fakeB := clock.NewFake(t0), clock.NewFake(t0)
+	a := replica("a", fakeA, proxy.Endpoint(), 3*time.Second)
+	eventually(t, wait, func() (bool, string) { return a.coord.scheduling(), "a does not lead" })
+	waitPublished(t, srv.Client(t), "recover-cut", "long")
+	replica("b", fakeB, srv.Endpoint(), stallTTL)
+	waitCandidates(t, srv.Client(t), "recover-cut", 2)
+	tick := t0.Add(10 * time.Second)
+	if !fakeA.WaitDueBy(tick, wait) {
+		t.Fatal("a armed no timer for the tick")
+	}
+	fakeA.Set(tick)
+	fakeB.Set(tick.Add(time.Second))
+	select {
+	case <-aStarted:
+	case <-time.After(15 * time.Second):
+		t.Fatal("a's run did not start")
+	}
+	proxy.Blackhole()
+	var info Info
+	select {
+	case info = <-bRan:
+	case <-time.After(40 * time.Second):
+		t.Fatal("the successor did not run the tick again")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !info.Tick.Equal(tick) || info.Recovered != 1 {
+		t.Errorf("b ran %v recovered %d, want %v recovered 1", info.Tick, info.Recovered, tick)
+	}
+	if aEnded.IsZero() || !aEnded.Before(bStarted) {
+		t.Errorf("the cut-off run ended at %v, the run again started at %v: they overlap", aEnded, bStarted)
 	}
 }
