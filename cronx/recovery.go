@@ -96,13 +96,6 @@ type recovery struct {
 	co *coordinator
 }
 
-// awaits reports whether a marker of job is watched until it lapses, however
-// long its run takes: the job recovers its runs.
-func (rv recovery) awaits(job string) bool {
-	e, ok := rv.co.host.entryByName(job)
-	return ok && e.policy.recovery > 0
-}
-
 // lost handles a tick of job whose marker lapsed with no record of its run:
 // it claims a recovery and starts the run again, and reports true when the
 // tick is thus run again, here or, decided by another claim, elsewhere.
@@ -234,7 +227,7 @@ func (rv recovery) termStarted(ctx context.Context) {
 				if co.misfire == RunOnce && latestTick(e.Schedule, start, co.grace).Equal(tick) {
 					continue // the catch-up finds it (triage.go)
 				}
-				co.lost.check(e.name, tick)
+				co.lost.check(e.name, tick, true)
 			}
 		}
 	}()

@@ -40,7 +40,7 @@ func (cl *claimer) triage(r *run, err error) {
 		// whether it ran is known once its runner has recorded it, or its
 		// marker has lapsed with the runner. A job that recovers its runs
 		// is checked however long ago its tick was: its run may be long.
-		co.lost.check(r.job.name, r.tick)
+		co.lost.check(r.job.name, r.tick, r.job.policy.recovery > 0)
 	case errors.Is(err, errTriggerTaken):
 		// Another replica took the request, or this one ran it already.
 	case errors.Is(err, election.ErrClaimed), errors.Is(err, claims.ErrNeverClaimed):
