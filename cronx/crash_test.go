@@ -134,7 +134,14 @@ func TestLeaderKilledAfterACrowdedTickLosesNoTick(t *testing.T) {
 	// built with the race detector takes longer to fire a thousand runs.
 	wctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	claimed := srv.Client(t).Watch(wctx, newLayout(election.DefaultPrefix, spec.scheduler).jobs, clientv3.WithPrefix())
+	cli := srv.Client(t)
+	now, err := cli.Get(wctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From the revision before the tick, so no claim comes before the watch.
+	claimed := cli.Watch(wctx, newLayout(election.DefaultPrefix, spec.scheduler).jobs, clientv3.WithPrefix(),
+		clientv3.WithRev(now.Header.Revision+1))
 	after := 20*time.Millisecond + rand.N(60*time.Millisecond)
 	a.set(tick)
 	fakeB.Set(tick)

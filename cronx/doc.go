@@ -533,26 +533,28 @@
 // ConsecutiveFailures, cluster-wide however far back in the history.
 //
 // WithRecovery(n) runs a tick again, up to n times, when the replica that
-// ran it died mid-run (a crash, or a pause or partition past its lease): in
-// leader mode, the next leader catches the tick up, finds it claimed, and
-// once the lost run's in-progress marker has lapsed with no record of the
-// run in the job's history, claims a recovery in one transaction, under
-// its term, while the tick has no marker, no record came meanwhile and
-// fewer than n recoveries are counted in the job's recovered key; however
-// many replicas look, the cluster decides once. The run again has a fence
-// of its own, later than the lost run's, and Info.Recovered (1 for the
-// first recovery; its attempts count from 1 again), and is recorded so
-// (Record.Recovered); a tick whose recoveries are spent is reported not
-// run, ReasonRunnerLost. A run that returned, failed, timed out, was
-// replaced or was ended by Stop, Shutdown or the loss of its claim writes
-// its record before its marker goes, and is never run again. Only the tick
-// the new leader catches up (the latest within the misfire grace, under
-// RunOnce) is looked at; and a runner cut off from etcd, which ends its run
-// at its safe deadline, writes its record only once it reaches etcd again,
-// so a successor that decides before then runs the tick again. A run again
-// is the tick's second start: the lost run's context ended before its lease
-// lapsed, so the two never overlap, but work a job does outside its context
-// and its fence can be done twice.
+// ran it died mid-run (a crash, or a pause or partition past its lease). In
+// leader mode, a new leader looks at the tick it catches up (within the
+// job's catch-up window: WithCatchUp, else the misfire grace under RunOnce)
+// and at each such job's last claimed tick while its next has not come
+// due, so a long run found dead past the window
+// is run again too (of overlapping runs, only the latest's). Once the lost
+// run's in-progress marker has lapsed with no record of the run in the
+// job's history, it claims a recovery in one transaction, under its term,
+// while the tick has no marker, no record came meanwhile and fewer than n
+// recoveries are counted in the job's recovered key: however many replicas
+// look, the cluster decides once. The run again has a fence of its own,
+// later than the lost run's, and Info.Recovered (1 for the first recovery;
+// its attempts count from 1 again), and is recorded so (Record.Recovered);
+// a tick whose recoveries are spent is reported not run, ReasonRunnerLost.
+// A run that returned, failed, timed out, was replaced or was ended by
+// Stop, Shutdown or the loss of its claim writes its record before its
+// marker goes, and is never run again; but a runner cut off from etcd,
+// which ends its run at its safe deadline, can write its record only once
+// it reaches etcd again, so a successor that decides before then runs the
+// tick again. A run again is the tick's second start: the lost run's
+// context ended before its lease lapsed, so the two never overlap, but
+// work a job does outside its context and its fence can be done twice.
 //
 // WithRunAtStart runs the job once per release of the app, in the whole
 // cluster: however many replicas of a release start, and not again when one

@@ -164,6 +164,7 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	co.specs.publishAll()
 	co.resumeBuffers(ctx, ts) // mutation:buffer-resume
 	co.watchBackfills(ctx, ts)
+	recovery{co}.termStarted(ctx)
 	co.watchTriggers(ctx, ts)
 	co.mu.Lock()
 	co.term = nil

@@ -16,7 +16,9 @@ import (
 // is whether the run was recorded: once the claim's marker has lapsed with
 // the lost runner's lease (or been released), a tick not in the job's
 // history is reported as ReasonRunnerLost, so that OnTickNotRun and the
-// NotRun count say what happened to it.
+// NotRun count say what happened to it; a job with WithRecovery has it run
+// again instead (recovery.go), and its marker is waited for however long
+// its run goes on.
 //
 // Cost: only a new term's catch-ups that find their tick claimed by another
 // term, within two TTLs before (recent), are checked, lostBatch jobs to a
@@ -28,9 +30,10 @@ var errRunnerLost = errors.New("claimed by a leader that was lost before it reco
 
 // lostTick is a tick another term claimed, to check.
 type lostTick struct {
-	job     string
-	tick    time.Time
-	waiting time.Time // when its marker was first found; zero before
+	job      string
+	tick     time.Time
+	waiting  time.Time // when its marker was first found; zero before
+	recovers bool      // its job runs such a tick again (recovery.go)
 }
 
 // lostClaims checks, from one goroutine at a time, the ticks a new term
@@ -52,10 +55,11 @@ func (lc *lostClaims) recent(tick time.Time) bool {
 	return tick.After(co.clock.Now().Add(-2*co.ttl - lostExpiry))
 }
 
-// check queues a tick of job to check; it never waits for etcd.
-func (lc *lostClaims) check(job string, tick time.Time) {
+// check queues a tick of job to check, a job that recovers such ticks or
+// not; it never waits for etcd.
+func (lc *lostClaims) check(job string, tick time.Time, recovers bool) {
 	lc.mu.Lock()
-	lc.pending = append(lc.pending, lostTick{job: job, tick: tick})
+	lc.pending = append(lc.pending, lostTick{job: job, tick: tick, recovers: recovers})
 	start := !lc.checking
 	lc.checking = true
 	lc.mu.Unlock()
@@ -126,7 +130,8 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 			if l.waiting.IsZero() {
 				l.waiting = now
 			}
-			if now.Sub(l.waiting) < co.ttl+lostExpiry || (recovery{co}).awaits(l.job) {
+			// A job that recovers waits for the marker, however long its run.
+			if now.Sub(l.waiting) < co.ttl+lostExpiry || l.recovers {
 				left = append(left, l)
 			}
 			continue
@@ -135,7 +140,10 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 		if ranTick(hist, l.tick) { // mutation:lost-recorded
 			continue
 		}
-		again, why := (recovery{co}).lost(ctx, l.job, l.tick)
+		again, why := false, errRunnerLost
+		if l.recovers {
+			again, why = (recovery{co}).lost(ctx, l.job, l.tick)
+		}
 		switch {
 		case again:
 		case errors.Is(why, errRunnerLost), errors.Is(why, errRecoveredEnough):

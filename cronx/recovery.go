@@ -20,9 +20,10 @@ import (
 // WithRecovery runs a tick again, up to n times, when the replica that ran
 // it died mid-run (a crash, or a pause or partition past its lease): its
 // in-progress marker lapsed with its lease, and the job's history holds no
-// record of the run's end. The next leader, which catches the tick up
-// (misfire RunOnce, within the grace), decides it once for the cluster, by
-// a claim in etcd that commits only under its term, while no marker of the
+// record of the run's end. The next leader decides it once for the
+// cluster, for the tick it catches up (within the job's catch-up window)
+// and for the job's last claimed tick while its next has not come, by a
+// claim in etcd that commits only under its term, while no marker of the
 // tick exists, no record of it has been written since it looked, and fewer
 // than n recoveries of the tick were claimed. The run again has a fence of
 // its own, later than the lost run's, and Info.Recovered set (1 for the
@@ -95,13 +96,6 @@ type recovery struct {
 	co *coordinator
 }
 
-// awaits reports whether a marker of job is watched until it lapses, however
-// long its run takes: the job recovers its runs.
-func (rv recovery) awaits(job string) bool {
-	e, ok := rv.co.host.entryByName(job)
-	return ok && e.policy.recovery > 0
-}
-
 // lost handles a tick of job whose marker lapsed with no record of its run:
 // it claims a recovery and starts the run again, and reports true when the
 // tick is thus run again, here or, decided by another claim, elsewhere.
@@ -114,7 +108,9 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 	}
 	ts := co.currentTerm()
 	if ts == nil {
-		return false, errRunnerLost // no longer leading: nobody decides
+		// No longer leading: the next leader looks at the tick as its term
+		// begins (termStarted), and decides.
+		return true, nil
 	}
 	seq := tick.UnixNano()
 	marker, key, hist := co.keys.tickMarker(job, seq), co.keys.recovered(job), co.keys.history(job)
@@ -175,4 +171,64 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		co.claims.sessions.put(sess)
 	}
 	return true, nil
+}
+
+// termStarted looks, for the jobs that recover their runs, at the tick each
+// last claimed as the term ctx began: a run of it that died mid-run, later
+// than its catch-up window after its tick, is not the catch-up's to find. It
+// is checked as a lost claim (lost.go) while it is still the job's latest
+// tick (its next one has not come), so a run that ended long ago with no
+// record (etcd did not take it) is not taken for lost; a run still going,
+// this replica's or another's, is waited for until it is recorded. It
+// never waits for etcd. Cost: per term, a read of up to maxTxnOps jobs' last keys, for the
+// jobs that recover only.
+func (rv recovery) termStarted(ctx context.Context) {
+	co := rv.co
+	var jobs []Entry
+	for _, e := range co.host.Entries() {
+		if e.name != "" && e.policy.recovery > 0 { // mutation:recovery-term-look
+			jobs = append(jobs, e)
+		}
+	}
+	if len(jobs) == 0 {
+		return
+	}
+	start := co.host.now()
+	co.work.add() // the client outlives it
+	go func() {
+		defer co.work.done()
+		for len(jobs) > 0 && ctx.Err() == nil {
+			batch := jobs[:min(len(jobs), maxTxnOps)]
+			jobs = jobs[len(batch):]
+			gets := make([]clientv3.Op, len(batch))
+			for i, e := range batch {
+				gets[i] = clientv3.OpGet(co.keys.last(e.name))
+			}
+			rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+			resp, err := co.conn.etcd().Txn(rctx).Then(gets...).Commit()
+			cancel()
+			if err != nil {
+				co.logger.Info("cronx: the runs of jobs that recover not looked at for this term", "scheduler", co.name, "err", err)
+				return
+			}
+			for i, e := range batch {
+				kvs := resp.Responses[i].GetResponseRange().Kvs
+				if len(kvs) == 0 {
+					continue // never claimed
+				}
+				seq, _, err := parseLast(string(kvs[0].Value))
+				if err != nil {
+					continue
+				}
+				tick := time.Unix(0, seq).In(start.Location())
+				if next := e.Schedule.Next(tick); !next.IsZero() && !next.After(start) { // mutation:recovery-latest
+					continue // a later tick came due: this one's run is past looking for
+				}
+				if co.catchUpTick(&e, start).Equal(tick) {
+					continue // the catch-up finds it (triage.go)
+				}
+				co.lost.check(e.name, tick, true)
+			}
+		}
+	}()
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
 )
 
@@ -81,7 +83,9 @@ func waitRecorded(t *testing.T, srv *etcdtest.Space, scheduler, job string, tick
 // with SIGKILL while its run of a tick goes on. With WithRecovery, the
 // successor runs the tick again, once, with a later fence and
 // Info.Recovered 1, recorded as recovered, however long the run had gone
-// on (the successor takes over 40 s after the tick); a job whose run ended
+// on: the successor takes over 40 s after a minute's tick (its catch-up
+// finds it), or 10 minutes after an hour's (past the misfire grace, its
+// term's look at the jobs that recover finds it); a job whose run ended
 // and was recorded before the kill does not run again. Without it, the
 // tick is counted not run (runner_lost), as before.
 func TestRunKilledMidRunRunsAgainOnceWithRecovery(t *testing.T) {
@@ -91,16 +95,21 @@ func TestRunKilledMidRunRunsAgainOnceWithRecovery(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		recover int
+		every   time.Duration // between the job's ticks
 		late    time.Duration // the successor's clock past the tick
-	}{{1, 40 * time.Second}, {0, time.Second}} {
+	}{{1, time.Minute, 40 * time.Second}, {1, time.Hour, 10 * time.Minute}, {0, time.Minute, time.Second}} {
 		recover := tc.recover
-		t.Run(fmt.Sprintf("recover=%d", recover), func(t *testing.T) {
+		t.Run(fmt.Sprintf("recover=%d,every=%s", recover, tc.every), func(t *testing.T) {
 			t.Parallel()
 			srv := etcdtest.Shared(t)
-			spec := childSpec{scheduler: fmt.Sprintf("recover-%d", recover), jobs: 2, spec: "0 * * * * *",
+			sched := "0 * * * * *"
+			if tc.every == time.Hour {
+				sched = "0 0 * * * *"
+			}
+			spec := childSpec{scheduler: fmt.Sprintf("recover-%d-%d", recover, int(tc.every.Minutes())), jobs: 2, spec: sched,
 				ttl: 3 * time.Second, hold: time.Hour, held: 1, recover: recover}
 			long, short := childJobName(0), childJobName(1)
-			tick := time.Now().UTC().Truncate(time.Minute).Add(time.Minute)
+			tick := time.Now().UTC().Truncate(tc.every).Add(tc.every)
 			l := newEventLog()
 			var ran tickLedger
 			var b *Cron
@@ -114,12 +123,12 @@ func TestRunKilledMidRunRunsAgainOnceWithRecovery(t *testing.T) {
 					t.Errorf("tick not run: %v, want %v", e.Tick, tick)
 				}
 			} else {
-				started := waitFor(t, l, 30*time.Second, "the run again", func(e RunStarted) bool { return e.Job == long })
+				started := waitFor(t, l, 30*time.Second, "start of the tick run again", func(e RunStarted) bool { return e.Job == long })
 				if !started.Tick.Equal(tick) || started.Recovered != 1 || started.Fence.Revision <= lost.fence {
 					t.Errorf("run again: tick %v recovered %d fence %d, want %v, 1 and a fence after the lost run's %d",
 						started.Tick, started.Recovered, started.Fence.Revision, tick, lost.fence)
 				}
-				ended := waitFor(t, l, 30*time.Second, "the end of the run again", func(e RunEnded) bool { return e.Job == long })
+				ended := waitFor(t, l, 30*time.Second, "end of the tick run again", func(e RunEnded) bool { return e.Job == long })
 				if ended.Recovered != 1 {
 					t.Errorf("RunEnded.Recovered = %d, want 1", ended.Recovered)
 				}
@@ -232,5 +241,125 @@ func TestRecoveryLeavesARunShutdownEnded(t *testing.T) {
 	}
 	if got := l.notRun(long, ReasonRunnerLost); len(got) != 0 {
 		t.Errorf("a run Shutdown ended reported not run: %v", got)
+	}
+}
+
+// TestRecoveryLeavesATickOlderThanTheLatest: a new term runs again the
+// latest tick of a job that recovers, claimed by a lost term with no record
+// and no marker left, though its misfire grace has passed (an hourly job's,
+// ten minutes on); but not a tick whose next one has come since: its run
+// ended long ago (a record etcd did not take), not mid-run now.
+func TestRecoveryLeavesATickOlderThanTheLatest(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	keys := newLayout(election.DefaultPrefix, "recover-old")
+	for job, tick := range map[string]time.Time{"minutely": t0.Add(-3 * time.Minute), "hourly": t0} {
+		if _, err := election.ClaimSeq(ctx, cli, keys.last(job), tick.UnixNano(), election.ClaimedBy("gone")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := newEventLog()
+	var ran tickLedger
+	now := t0.Add(10 * time.Minute)
+	b := New(append(observed(l), WithSeconds(), withClock(clock.NewFake(now)), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(srv.Client(t)), WithName("recover-old"),
+		WithElection(election.WithIdentity("b"), election.WithTTL(stallTTL)))...)
+	mustAdd(t, b, "0 * * * * *", Named("minutely", ran.job("minutely"), WithRecovery(3)))
+	mustAdd(t, b, "0 0 * * * *", Named("hourly", ran.job("hourly"), WithRecovery(3)))
+	b.Start()
+	t.Cleanup(func() { shutdown(t, b, "b") })
+	// One read of the term looks at both jobs: once the hourly tick runs
+	// again, the minutely one was passed over.
+	again := waitFor(t, l, 20*time.Second, "the hourly tick run again", func(e RunStarted) bool { return e.Job == "hourly" })
+	if !again.Tick.Equal(t0) || again.Recovered != 1 {
+		t.Errorf("hourly ran %v recovered %d, want %v recovered 1", again.Tick, again.Recovered, t0)
+	}
+	idleWithin(t, b, 10*time.Second, "b")
+	ran.mu.Lock()
+	defer ran.mu.Unlock()
+	if got := ran.ran["minutely"]; len(got) != 1 || !got[0].Equal(now) {
+		t.Errorf("minutely ran %v, want its catch-up %v alone", got, now)
+	}
+	if got := l.notRun("minutely", ReasonRunnerLost); len(got) != 0 {
+		t.Errorf("an old tick reported runner_lost: %v", got)
+	}
+}
+
+// TestRecoveryOfACutOffRunnerNeverOverlaps: a leader cut off from etcd
+// mid-run ends its run at its session's safe deadline, and cannot record
+// it; once its lease has lapsed the successor runs the tick again
+// (WithRecovery), and only after the cut-off run's context had ended.
+func TestRecoveryOfACutOffRunnerNeverOverlaps(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for a cut-off leader's lease to lapse; the full tier runs it")
+	}
+	srv := etcdtest.Shared(t)
+	proxy := etcdtest.NewProxy(t, srv.Addr())
+	var mu sync.Mutex
+	var aEnded, bStarted time.Time
+	aStarted := make(chan struct{})
+	bRan := make(chan Info, 1)
+	jobOf := func(id string) Job {
+		return ContextFunc(func(ctx context.Context) error {
+			info, _ := InfoFrom(ctx)
+			if id == "a" {
+				close(aStarted)
+				<-ctx.Done()
+				mu.Lock()
+				aEnded = time.Now()
+				mu.Unlock()
+				return ctx.Err()
+			}
+			mu.Lock()
+			bStarted = time.Now()
+			mu.Unlock()
+			bRan <- info
+			return nil
+		})
+	}
+	replica := func(id string, fake *clock.Fake, endpoint string, ttl time.Duration) *Cron {
+		c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+			WithEtcd(srv.NewClient(t, endpoint)), WithName("recover-cut"),
+			WithElection(election.WithIdentity(id), election.WithTTL(ttl)))
+		mustAdd(t, c, "*/10 * * * * *", Named("long", jobOf(id), WithRecovery(1)))
+		c.Start()
+		t.Cleanup(func() { shutdown(t, c, id) })
+		return c
+	}
+	fakeA, fakeB := clock.NewFake(t0), clock.NewFake(t0)
+	a := replica("a", fakeA, proxy.Endpoint(), 3*time.Second)
+	eventually(t, wait, func() (bool, string) { return a.coord.scheduling(), "a does not lead" })
+	waitPublished(t, srv.Client(t), "recover-cut", "long")
+	replica("b", fakeB, srv.Endpoint(), stallTTL)
+	waitCandidates(t, srv.Client(t), "recover-cut", 2)
+	tick := t0.Add(10 * time.Second)
+	if !fakeA.WaitDueBy(tick, wait) {
+		t.Fatal("a armed no timer for the tick")
+	}
+	fakeA.Set(tick)
+	fakeB.Set(tick.Add(time.Second))
+	select {
+	case <-aStarted:
+	case <-time.After(15 * time.Second):
+		t.Fatal("a's run did not start")
+	}
+	proxy.Blackhole()
+	var info Info
+	select {
+	case info = <-bRan:
+	case <-time.After(40 * time.Second):
+		t.Fatal("the successor did not run the tick again")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !info.Tick.Equal(tick) || info.Recovered != 1 {
+		t.Errorf("b ran %v recovered %d, want %v recovered 1", info.Tick, info.Recovered, tick)
+	}
+	if aEnded.IsZero() || !aEnded.Before(bStarted) {
+		t.Errorf("the cut-off run ended at %v, the run again started at %v: they overlap", aEnded, bStarted)
 	}
 }

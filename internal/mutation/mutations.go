@@ -54,7 +54,8 @@ var mutations = []mutation{
 		Name:   "recovery-opt-in-ignored",
 		Breaks: "WithRecovery: a tick whose runner died mid-run is counted not run and never run again, whatever the job asks",
 		Edits:  []edit{{Marker: "recovery-opt-in", Old: "e.policy.recovery == 0", New: "e.policy.recovery >= 0"}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunKilledMidRunRunsAgainOnceWithRecovery$"}},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestRunKilledMidRunRunsAgainOnceWithRecovery$"},
+			{Pkg: "convox/cmd/baton", Run: "^TestCrontabRecoverRunsAKilledRunAgain$"}},
 	},
 	{
 		Name:   "recovery-unbounded",
@@ -70,6 +71,18 @@ var mutations = []mutation{
 			{Marker: "recovery-recorded", Old: "ranTick(records, tick)", New: "ranTick(records, tick) && false"},
 		},
 		Tests: []tests{{Pkg: "cronx", Run: "^(TestRunKilledMidRunRunsAgainOnceWithRecovery|TestRecoveryLeavesARunShutdownEnded)$"}},
+	},
+	{
+		Name:   "recovery-term-look-skipped",
+		Breaks: "WithRecovery: a run that died past the misfire grace after its tick (a long run) is neither run again nor counted",
+		Edits:  []edit{{Marker: "recovery-term-look", Old: "e.name != \"\" && e.policy.recovery > 0", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickOlderThanTheLatest$"}},
+	},
+	{
+		Name:   "recovery-reruns-old-ticks",
+		Breaks: "WithRecovery: a new term runs again a tick whose next one came since, a run that ended long ago with no record",
+		Edits:  []edit{{Marker: "recovery-latest", Old: "!next.IsZero() && !next.After(start)", New: "false && !next.IsZero()"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickOlderThanTheLatest$"}},
 	},
 	{
 		Name:   "recovery-long-run-unchecked",
