@@ -56,6 +56,7 @@ func (l layout) paused(job string) string    { return l.jobs + job + "/paused" }
 func (l layout) history(job string) string   { return l.jobs + job + "/history" }
 func (l layout) spec(job string) string      { return l.jobs + job + "/spec" }
 func (l layout) notRun(job string) string    { return l.jobs + job + "/notrun" }
+func (l layout) runs(job string) string      { return l.jobs + job + "/runs" }
 func (l layout) byDir(job string) string     { return l.jobs + job + "/by/" }
 
 // by is the registration of job by the replica of lease.

@@ -26,6 +26,7 @@ type jobPolicy struct {
 	// pauseAfter is WithPauseAfter's failures; 0: never (pauseafter.go).
 	pauseAfter int
 	catchUp    catchUpPolicy // WithCatchUp (catchup.go)
+	bounds     boundsPolicy  // WithStartAt, WithEndAt, WithMaxRuns (bounds.go)
 }
 
 // policyDraft is a policy while options are applied to it.

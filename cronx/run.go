@@ -48,10 +48,14 @@ type jobRef struct {
 	wrapped Job
 	policy  *jobPolicy
 	plain   bool // nothing in wrapped reads its context
+	// bounds is the entry's schedule when it has WithStartAt, WithEndAt or
+	// WithMaxRuns (bounds.go); nil otherwise.
+	bounds *boundedSchedule
 }
 
 func refOf(e *Entry) jobRef {
-	return jobRef{entry: e.ID, name: e.name, wrapped: e.WrappedJob, policy: e.policy, plain: plainJob(e.WrappedJob)}
+	return jobRef{entry: e.ID, name: e.name, wrapped: e.WrappedJob, policy: e.policy, plain: plainJob(e.WrappedJob),
+		bounds: boundsOf(e.Schedule)}
 }
 
 // plainJob reports whether no part of a wrapped job reads its context:

@@ -40,6 +40,8 @@ func (cl *claimer) triage(r *run, err error) {
 		// whether it ran is known once its runner has recorded it, or its
 		// marker has lapsed with the runner.
 		co.lost.check(r.job.name, r.tick)
+	case errors.Is(err, ErrMaxRuns):
+		reachedMaxRuns(r) // the job is done: not a tick missed
 	case errors.Is(err, errTriggerTaken):
 		// Another replica took the request, or this one ran it already.
 	case errors.Is(err, election.ErrClaimed), errors.Is(err, claims.ErrNeverClaimed):

@@ -109,6 +109,8 @@ func entryOption(kv string, rs *retrySetting, hs *hookSetting) (cronx.JobOption,
 		return cronx.WithPauseAfter(n), nil
 	case "catch-up":
 		return catchUpOption(kv, value)
+	case "start", "end", "max-runs":
+		return boundsOption(key, kv, value)
 	case "dst":
 		rule, err := parseDST(value)
 		if err != nil {
@@ -120,7 +122,7 @@ func entryOption(kv string, rs *retrySetting, hs *hookSetting) (cronx.JobOption,
 }
 
 // optionKeys lists the keys entryOption knows, for its errors.
-const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, pause-after, on-failure, on-success, hook-timeout, catch-up"
+const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, pause-after, on-failure, on-success, hook-timeout, catch-up, start, end, max-runs"
 
 // entryOptions reads the options between an entry's brackets, and returns
 // them and their text as --check prints it.

@@ -43,7 +43,8 @@ func TestParseCrontabOptions(t *testing.T) {
 		t.Errorf("hooks %+v of %+v", h, hooked[0])
 	}
 	// A catch-up window is a duration; 0 catches nothing up.
-	for _, line := range []string{"nightly: [catch-up=2h] 0 2 * * * x", "nightly: [catch-up=0] 0 2 * * * x"} {
+	for _, line := range []string{"nightly: [catch-up=2h] 0 2 * * * x", "nightly: [catch-up=0] 0 2 * * * x",
+		"nightly: [max-runs=3] 0 2 * * * x", "nightly: [start=2026-12-24T18:00:00+01:00] 0 2 * * * x", "nightly: [end=2027-01-01T00:00:00Z] 0 2 * * * x"} {
 		if e, err := parseCrontab(strings.NewReader(line+"\n"), "crontab", false); err != nil || len(e) != 1 || len(e[0].opts) != 1 {
 			t.Errorf("%s: %+v, %v", line, e, err)
 		}
@@ -71,6 +72,9 @@ func TestParseCrontabOptions(t *testing.T) {
 		{"a: [pause-after=0] * * * * * x", "want a whole number of failures of 1 or more"},
 		{"a: [catch-up=-1h] * * * * * x", "option catch-up=-1h: -1h: must not be negative"},
 		{"a: [catch-up=a-while] * * * * * x", `option catch-up=a-while: time: invalid duration "a-while"`},
+		{"a: [max-runs=0] * * * * * x", "option max-runs=0: want a whole number of runs of 1 or more"},
+		{"a: [start=tomorrow] * * * * * x", "option start=tomorrow: want a time in RFC 3339"},
+		{"a: [end=2026-12-24] * * * * * x", "option end=2026-12-24: want a time in RFC 3339"},
 		{"a: [backoff=x] * * * * * x", `invalid duration "x"`},
 		{"a: [timeout] * * * * * x", "want KEY=VALUE"},
 		{"a: [timeout=1s * * * * * x", "not closed"},
