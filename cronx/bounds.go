@@ -140,8 +140,10 @@ func parseRuns(v []byte) (runsValue, error) {
 // the job's runs at their limit. Its next tick, computed already, is
 // refused the same way; none follows.
 func reachedMaxRuns(r *run) {
-	if r.job.bounds != nil {
-		r.job.bounds.done.Store(true) // mutation:max-runs-done
+	if r.job.bounds == nil || !r.job.bounds.done.CompareAndSwap(false, true) { // mutation:max-runs-done
+		return // found already
 	}
-	r.co.logger.Info("cronx: done: the job has run its maximum of runs", "job", r.job.name, "max", r.job.policy.bounds.maxRuns)
+	co := r.co
+	co.logger.Info("cronx: done: the job has run its maximum of runs", "job", r.job.name, "max", r.job.policy.bounds.maxRuns)
+	co.rep.emit(JobEnded{Scheduler: co.name, Job: r.job.name, Time: co.clock.Now(), MaxRuns: r.job.policy.bounds.maxRuns})
 }

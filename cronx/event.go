@@ -225,6 +225,17 @@ type JobAdded struct {
 	// with no two ticks ahead. An alert on a job's last success measures
 	// its silence in periods.
 	Period time.Duration
+	// EndAt is the job's WithEndAt: its ticks end before it; zero for none.
+	EndAt time.Time
+}
+
+// JobEnded is a job found at its WithMaxRuns by this replica, whose ticks
+// end here: told once per replica, at the claim that found it.
+type JobEnded struct {
+	Scheduler string
+	Job       string
+	Time      time.Time
+	MaxRuns   int
 }
 
 // EtcdRefusal is etcd refusing this replica's claims, or accepting writes
@@ -241,7 +252,7 @@ type EtcdRefusal struct {
 // jobAdded is the event of a job named name added with policy p, to the
 // scheduler sc (nil when the Cron is not coordinated).
 func jobAdded(sc *scope, name string, p *jobPolicy, s Schedule, now time.Time) JobAdded {
-	ev := JobAdded{Job: name, Period: period(s, now)}
+	ev := JobAdded{Job: name, Period: period(s, now), EndAt: p.bounds.end}
 	if sc != nil {
 		ev.Scheduler, ev.Coordinated, ev.Mode = sc.name, true, sc.mode
 	}

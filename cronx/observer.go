@@ -40,6 +40,8 @@ type Observer struct {
 	OnEtcdAccepted     func(EtcdRefusal)
 	OnEtcdEmpty        func(EtcdEmpty)
 	OnHookFailed       func(HookFailed)
+	// OnJobEnded is told that a job reached its WithMaxRuns.
+	OnJobEnded func(JobEnded)
 	// OnJobOutcome is told a job's outcome (JobOutcome) each time this
 	// replica records one of its runs, and etcd's at each Start.
 	OnJobOutcome func(JobOutcome)
@@ -218,6 +220,8 @@ func (o *Observer) call(ev any) observerCall {
 		return bind("OnEtcdEmpty", o.OnEtcdEmpty, ev)
 	case HookFailed:
 		return bind("OnHookFailed", o.OnHookFailed, ev)
+	case JobEnded:
+		return bind("OnJobEnded", o.OnJobEnded, ev)
 	case JobOutcome:
 		return bind("OnJobOutcome", o.OnJobOutcome, ev)
 	case ObserverPanic:

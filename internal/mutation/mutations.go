@@ -53,7 +53,7 @@ var mutations = []mutation{
 	{
 		Name:   "max-runs-ticks-on",
 		Breaks: "a job at its WithMaxRuns keeps firing ticks that etcd refuses, a transaction each, for ever",
-		Edits:  []edit{{Marker: "max-runs-done", Old: "r.job.bounds.done.Store(true)", New: "_ = r.job.bounds"}},
+		Edits:  []edit{{Marker: "max-runs-done", Old: "!r.job.bounds.done.CompareAndSwap(false, true)", New: "r.job.bounds.done.Load()"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestMaxRunsAreCountedAcrossAFailover$"}},
 	},
 	{
