@@ -57,8 +57,9 @@ func maxRunsAcrossAFailover(t *testing.T, mode Mode) {
 	srv := etcdtest.Shared(t)
 	var l catchUpLedger
 	events := newEventLog()
+	ended := make(chan JobEnded, 8)
 	replica := func(id string, fake *clock.Fake) *Cron {
-		c := New(append(observed(events), WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		c := New(append(observed(events), WithObserver(Observer{OnJobEnded: func(e JobEnded) { ended <- e }}), WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
 			WithEtcd(srv.Client(t)), WithName("max-runs"), WithMode(mode),
 			WithElection(election.WithIdentity(id), election.WithTTL(stallTTL)))...)
 		mustAdd(t, c, "*/10 * * * * *", Named("thrice", l.job("thrice"), WithMaxRuns(3)))
@@ -123,6 +124,14 @@ func maxRunsAcrossAFailover(t *testing.T, mode Mode) {
 		}
 	}
 	events.mu.Unlock()
+	select {
+	case e := <-ended:
+		if e.Job != "thrice" || e.MaxRuns != 3 || len(ended) > 0 {
+			t.Errorf("ended: %+v and %d more, want thrice at 3 runs once", e, len(ended))
+		}
+	case <-time.After(15 * time.Second):
+		t.Error("no JobEnded within 15s")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	st, err := b.Status(ctx)

@@ -90,7 +90,7 @@ func (r *Snapshot) writeJobs(w io.Writer) {
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", printable(s.Name), printable(j.Name), printable(j.Spec),
 				paused, local(tick), printable(dash(by)), printable(result), local(j.LastSuccess), local(j.LastFailure), j.ConsecutiveFailures,
-				printable(running), local(j.Next), notRun)
+				printable(running), nextOrEnd(j), notRun)
 		}
 	}
 }
@@ -146,4 +146,12 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// nextOrEnd is the job's next run, or how it ended.
+func nextOrEnd(j Job) string {
+	if e := j.EndedAs(); e != "" {
+		return e
+	}
+	return local(j.Next)
 }
