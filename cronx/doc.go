@@ -474,6 +474,21 @@
 // tick's claim was unanswered has fired that tick, and does not catch it
 // up itself when it leads again (another replica that takes over does).
 //
+// WithStartAt(t) and WithEndAt(t) bound a job's ticks to [start, end):
+// its schedule is wrapped so that it has no tick before the start nor at or
+// after the end, the same on every replica, so a tick outside them is not
+// missed (neither run nor counted as not run). WithMaxRuns(n) runs the job's
+// ticks n times in all, cluster-wide: each tick's claim counts itself in the
+// job's runs key (its etcd version) and commits only while fewer than n
+// were counted, in one transaction, so replicas, failovers and restarts
+// share one count; the replica whose claim finds the limit fires no more
+// of the job's ticks (after the one it computed already) and tells its
+// observers (JobEnded). JobStatus.Runs, MaxRuns, StartAt and EndAt are what
+// the claims wrote (nothing before a bounded job's first run), and
+// JobStatus.Ended says whether it runs no more. A trigger is neither bounded
+// nor counted. Limit: a claim given back (a Stop before its run started) was
+// counted, so a job may run fewer than n times, never more.
+//
 // WithPauseAfter(n) pauses the job, cluster-wide, once n of its runs in a
 // row have failed: the record of the n-th failure writes the pause key (as
 // Pause does, unless the job is paused already) in the transaction that
