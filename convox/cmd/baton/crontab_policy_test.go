@@ -444,3 +444,42 @@ func TestCrontabPauseAfterFailures(t *testing.T) {
 		t.Errorf("baton status: exit %d:\n%s", code, out)
 	}
 }
+
+// TestCrontabMaxRunsAcrossReplicas runs two replicas of a crontab whose
+// job runs every second, [max-runs=2]: it runs twice in the cluster, not
+// twice a replica, and baton status shows it done.
+func TestCrontabMaxRunsAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	etcd := etcdtest.Shared(t)
+	cli := etcd.Client(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	file := filepath.Join(dir, "crontab")
+	os.WriteFile(file, []byte(`twice: [max-runs=2] * * * * * * echo "run $BATON_TICK" >> `+log+"\n"), 0o644)
+	for _, id := range []string{"r1", "r2"} {
+		startBaton(t, append(etcd.Env(), "BATON_ID="+id), "crontab", "--seconds", "--mode", "claim", "--ttl", strconv.Itoa(policyTTL), file)
+	}
+	k, err := cronx.NewControl(cli, "/baton", "crontab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, 30*time.Second, "the job done", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err := k.Status(ctx)
+		return err == nil && len(st.Jobs) == 1 && st.Jobs[0].Ended(time.Now())
+	})
+	// The count is etcd's: once it is at 2 no claim commits, so the log
+	// holds the two runs' lines once they have been written, and no more.
+	until(t, 10*time.Second, "the two runs' lines", func() bool { return len(readLines(log)) >= 2 })
+	code, out := runBaton(t, etcd.Env(), "status")
+	if code != 0 || !strings.Contains(out, "done: 2 of 2 runs") {
+		t.Errorf("baton status: exit %d:\n%s", code, out)
+	}
+	if lines := readLines(log); len(lines) != 2 {
+		t.Errorf("%d runs, want 2 in the cluster: %q", len(lines), lines)
+	}
+}
