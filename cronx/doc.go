@@ -504,8 +504,9 @@
 // optional: OnJobAdded (a job added, with the reasons its ticks can be
 // reported with, before any of its runs), OnRunStarted and OnRunEnded (job,
 // nominal tick, instance, fence, lateness from the intended start (the tick
-// plus the jitter delay), claim latency, duration,
-// outcome, error), OnTickNotRun (a tick this replica did not run, and its
+// plus the jitter delay), claim latency, whether it caught up a missed
+// tick, duration, outcome, error), OnJobEnded (a job found at its
+// WithMaxRuns), OnTickNotRun (a tick this replica did not run, and its
 // Reason), OnLeadershipGained and OnLeadershipLost, OnSessionLost and
 // OnSessionRegained (this replica's etcd session), OnEtcdRefused and
 // OnEtcdAccepted (etcd refusing this replica's claims, and accepting writes
