@@ -48,7 +48,7 @@ var mutations = []mutation{
 		Name:   "max-runs-uncompared",
 		Breaks: "a job WithMaxRuns(n) runs more than n times in the cluster: a claim past the count commits",
 		Edits:  []edit{{Marker: "max-runs-compare", Old: `clientv3.Compare(clientv3.Version(c.Key), "<", c.Max)`, New: `clientv3.Compare(clientv3.Version(c.Key), ">", int64(-1))`}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^TestMaxRunsAreCountedAcrossAFailover$"}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestCountedClaimsStopAtTheirMax$"}, {Pkg: "cronx", Run: "^TestMaxRunsAreCountedAcrossAFailover$"}},
 	},
 	{
 		Name:   "max-runs-ticks-on",
