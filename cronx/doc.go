@@ -470,9 +470,10 @@
 // live tick whose claim etcd does not answer is retried until its tick
 // plus the window. Without WithCatchUp the Cron's WithMisfire applies;
 // WithCatchUp(0) catches nothing up. A caught-up run's RunStarted and
-// Record have CaughtUp set. Limit: a replica whose term ended while a
-// tick's claim was unanswered has fired that tick, and does not catch it
-// up itself when it leads again (another replica that takes over does).
+// Record have CaughtUp set. A tick this replica fired and gave up before
+// its run started (its term ended with etcd while the claim waited for an
+// answer, its jitter or its turn) is caught up by it too when it leads
+// again, so a lone replica loses no tick to an outage of etcd.
 //
 // WithStartAt(t) and WithEndAt(t) bound a job's ticks to [start, end):
 // its schedule is wrapped so that it has no tick before the start nor at or

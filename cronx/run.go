@@ -164,7 +164,8 @@ func (r *run) goCoordinated() bool {
 // live is a coordinated run's life.
 func (r *run) live() {
 	if !awaitJitter(r) {
-		return // given up before its claim: nothing of it is in etcd
+		r.co.unclaimed.note(r) // given up before its claim: nothing of it is in etcd
+		return
 	}
 	asked := r.co.clock.Now()
 	c, err := r.co.claims.claimRun(r)
@@ -229,6 +230,7 @@ func (r *run) giveBack(c held, why error) {
 		}
 	default:
 		co.logger.Info("cronx: claimed but not started; given back", "job", r.job.name, "tick", r.tick, "why", why)
+		co.unclaimed.note(r)
 	}
 	co.claims.giveBack(r, c)
 }

@@ -59,7 +59,9 @@ func (cl *claimer) triage(r *run, err error) {
 		reason = ReasonEtcdRefused // logged once, as etcd first refused it (ttlrefused.go)
 	case r.ctx.Err() != nil:
 		// Given up (Stop, Remove, the end of its term): not a failure of
-		// this tick. A successor reports it if nobody ran it.
+		// this tick. A successor reports it if nobody ran it, and runs it
+		// late, as this replica does if it leads next.
+		co.unclaimed.note(r)
 	default:
 		if refusal, _ := etcdRefusal(err); refusal != nil {
 			reason = ReasonEtcdRefused
