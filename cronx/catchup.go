@@ -2,6 +2,7 @@ package cronx
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -50,16 +51,60 @@ func (sc *scope) catchUpWindow(p *jobPolicy) time.Duration {
 
 // catchUpTick is the tick of e that a replica taking over at now runs
 // late: the latest in its catch-up window that e has not fired or caught
-// up already, or the zero time.
-func (sc *scope) catchUpTick(e *Entry, now time.Time) time.Time {
-	window := sc.catchUpWindow(e.policy)
+// up already, or that it fired and gave up unclaimed (unclaimedTicks), or
+// the zero time.
+func (co *coordinator) catchUpTick(e *Entry, now time.Time) time.Time {
+	window := co.catchUpWindow(e.policy)
 	if window <= 0 {
 		return time.Time{}
 	}
-	if t := latestTick(e.Schedule, now, window); !t.IsZero() && t.After(e.given()) {
+	t := latestTick(e.Schedule, now, window)
+	if t.IsZero() {
+		return t
+	}
+	if t.After(e.given()) || co.unclaimed.take(e.ID, t) { // mutation:catch-up-unclaimed
 		return t
 	}
 	return time.Time{}
+}
+
+// unclaimedTicks are the latest tick of each entry that this replica fired
+// and gave up before its run started: its term ended (etcd out, a Stop)
+// while the claim waited for etcd, for its jitter, or for its turn. The
+// entry's Prev is that tick all the same, so without it this replica,
+// leading again (the only one, after an outage of etcd), would not catch
+// it up. Runs note them; the loop takes them at a takeover.
+type unclaimedTicks struct {
+	mu sync.Mutex
+	m  map[EntryID]time.Time
+}
+
+// note records r's tick, given up before its run started.
+func (u *unclaimedTicks) note(r *run) {
+	if r.triggered() {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = map[EntryID]time.Time{}
+	}
+	if prev, ok := u.m[r.job.entry]; !ok || r.tick.After(prev) {
+		u.m[r.job.entry] = r.tick
+	}
+}
+
+// take reports whether tick is the latest tick of entry given up, and
+// forgets every tick of entry given up up to it.
+func (u *unclaimedTicks) take(entry EntryID, tick time.Time) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	t, ok := u.m[entry]
+	if !ok || t.After(tick) {
+		return false
+	}
+	delete(u.m, entry)
+	return t.Equal(tick)
 }
 
 // latestTick returns the latest activation of s in (now-window, now], or

@@ -402,3 +402,55 @@ func TestCatchUpWindowBoundsALiveTicksClaim(t *testing.T) {
 	idleWithin(t, c, 15*time.Second, "the second night")
 	l.wait(t, "misfire", first)
 }
+
+// TestCatchUpOfATickFiredAsEtcdWentDown: etcd goes down just before a
+// nightly tick, so the only replica fires it while it still leads and its
+// claim gets no answer; its term ends with etcd. When etcd is back an hour
+// and a half later the same replica leads again, and runs the tick once for
+// the job whose window covers it, though it fired it before.
+func TestCatchUpOfATickFiredAsEtcdWentDown(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
+	srv := etcdtest.Start(t) // stopped and restarted
+	var l catchUpLedger
+	events := newEventLog()
+	first := time.Date(2026, 3, 2, 2, 0, 0, 0, time.UTC)
+	fake := clock.NewFake(first.Add(-time.Second))
+	c := New(append(observed(events), WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(srv.Client(t)), WithName("catch-up-fired"),
+		// A term that outlives etcd's stop, so that the tick fires in it.
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))...)
+	mustAdd(t, c, "0 0 2 * * *", Named("two-hours", l.job("two-hours"), WithCatchUp(2*time.Hour)))
+	mustAdd(t, c, "0 0 2 * * *", Named("misfire", l.job("misfire")))
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	eventually(t, wait, func() (bool, string) { return c.coord.scheduling(), "a does not lead" })
+	if !fake.WaitDueBy(first, wait) {
+		t.Fatal("no timer for the first night")
+	}
+	fake.Set(first)
+	l.wait(t, "two-hours", first)
+	l.wait(t, "misfire", first)
+	idleWithin(t, c, 15*time.Second, "the first night")
+
+	missed := first.AddDate(0, 0, 1)
+	if !fake.WaitDueBy(missed, wait) {
+		t.Fatal("no timer for the second night")
+	}
+	srv.Stop()
+	fake.Set(missed)
+	eventually(t, 15*time.Second, func() (bool, string) {
+		return len(runsIn(c)) > 0 || len(l.ticks("two-hours")) > 1, "a fired nothing of the second night"
+	})
+	waitFor(t, events, 30*time.Second, "a's term lost with etcd", func(e leadershipLost) bool { return e.Instance == "a" })
+	idleWithin(t, c, 15*time.Second, "the runs of the term lost")
+	fake.Set(missed.Add(90 * time.Minute))
+	srv.Restart(t)
+	eventually(t, 30*time.Second, func() (bool, string) { return c.coord.scheduling(), "a does not lead after etcd came back" })
+	l.wait(t, "two-hours", first, missed)
+	idleWithin(t, c, 15*time.Second, "a's takeover")
+	l.wait(t, "two-hours", first, missed)
+	l.wait(t, "misfire", first)
+}

@@ -82,6 +82,9 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 			if ts != nil {
 				opts = append(opts, election.UnderTerm(ts.term.Fence)) // mutation:under-term
 			}
+			if b := r.job.policy.bounds; b.bounded() { // mutation:max-runs
+				opts = append(opts, co.countedClaim(r.job.name, b))
+			}
 			if r.job.policy.overlap == Forbid { // mutation:forbid
 				opts = append(opts, claims.Exclusive(co.keys.running(r.job.name)))
 			}
@@ -120,7 +123,7 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 				return cl.joinBuffered(r, err)
 			}
 			if errors.Is(err, election.ErrClaimed) || errors.Is(err, election.ErrBusy) || errors.Is(err, ErrPaused) ||
-				errors.Is(err, election.ErrNotLeader) || errors.Is(err, claims.ErrNeverClaimed) {
+				errors.Is(err, election.ErrNotLeader) || errors.Is(err, claims.ErrNeverClaimed) || errors.Is(err, ErrMaxRuns) {
 				co.rep.refusals.accepted()
 				if try > 1 {
 					err = &retriedError{err}

@@ -190,6 +190,20 @@ type JobStatus struct {
 	// run's end or change of the jobs. A job that a deploy dropped is not
 	// among them.
 	NotScheduledSince time.Time
+	// Runs are the runs of a job WithStartAt, WithEndAt or WithMaxRuns
+	// counted cluster-wide, and MaxRuns, StartAt and EndAt its bounds, as
+	// its claims wrote them (bounds.go); zero for a job with none, or
+	// before its first run.
+	Runs    int64
+	MaxRuns int
+	StartAt time.Time
+	EndAt   time.Time
+}
+
+// Ended reports whether the job runs no more: past its EndAt by now, or at
+// its MaxRuns.
+func (j JobStatus) Ended(now time.Time) bool {
+	return !j.EndAt.IsZero() && !now.Before(j.EndAt) || j.MaxRuns > 0 && j.Runs >= int64(j.MaxRuns)
 }
 
 // Status reads the scheduler's state: one read of its keys and one of its
@@ -270,6 +284,10 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 			j.Started = parseStarted(kv.Value)
 		case strings.HasPrefix(leaf, "running/"):
 			j.Running = append(j.Running, markerHolder(string(kv.Value)))
+		case leaf == "runs":
+			if rv, err := parseRuns(kv.Value); err == nil {
+				j.Runs, j.MaxRuns, j.StartAt, j.EndAt = kv.Version, rv.Max, rv.Start, rv.End
+			}
 		}
 	}
 	for _, j := range jobs {

@@ -135,6 +135,7 @@ func (c *Cron) schedule(schedule Schedule, cmd Job, spec string) (EntryID, error
 		published = spec
 	}
 	schedule = withDST(schedule, policy.dst)
+	schedule = withBounds(schedule, policy.bounds)
 	c.runningMu.Lock()
 	defer c.runningMu.Unlock()
 	c.nextID++

@@ -519,9 +519,25 @@
 // live tick whose claim etcd does not answer is retried until its tick
 // plus the window. Without WithCatchUp the Cron's WithMisfire applies;
 // WithCatchUp(0) catches nothing up. A caught-up run's RunStarted and
-// Record have CaughtUp set. Limit: a replica whose term ended while a
-// tick's claim was unanswered has fired that tick, and does not catch it
-// up itself when it leads again (another replica that takes over does).
+// Record have CaughtUp set. A tick this replica fired and gave up before
+// its run started (its term ended with etcd while the claim waited for an
+// answer, its jitter or its turn) is caught up by it too when it leads
+// again, so a lone replica loses no tick to an outage of etcd.
+//
+// WithStartAt(t) and WithEndAt(t) bound a job's ticks to [start, end):
+// its schedule is wrapped so that it has no tick before the start nor at or
+// after the end, the same on every replica, so a tick outside them is not
+// missed (neither run nor counted as not run). WithMaxRuns(n) runs the job's
+// ticks n times in all, cluster-wide: each tick's claim counts itself in the
+// job's runs key (its etcd version) and commits only while fewer than n
+// were counted, in one transaction, so replicas, failovers and restarts
+// share one count; the replica whose claim finds the limit fires no more
+// of the job's ticks (after the one it computed already) and tells its
+// observers (JobEnded). JobStatus.Runs, MaxRuns, StartAt and EndAt are what
+// the claims wrote (nothing before a bounded job's first run), and
+// JobStatus.Ended says whether it runs no more. A trigger is neither bounded
+// nor counted. Limit: a claim given back (a Stop before its run started) was
+// counted, so a job may run fewer than n times, never more.
 //
 // WithPauseAfter(n) pauses the job, cluster-wide, once n of its runs in a
 // row have failed: the record of the n-th failure writes the pause key (as
@@ -583,8 +599,9 @@
 // optional: OnJobAdded (a job added, with the reasons its ticks can be
 // reported with, before any of its runs), OnRunStarted and OnRunEnded (job,
 // nominal tick, instance, fence, lateness from the intended start (the tick
-// plus the jitter delay), claim latency, duration,
-// outcome, error), OnTickNotRun (a tick this replica did not run, and its
+// plus the jitter delay), claim latency, whether it caught up a missed
+// tick, duration, outcome, error), OnJobEnded (a job found at its
+// WithMaxRuns), OnTickNotRun (a tick this replica did not run, and its
 // Reason), OnLeadershipGained and OnLeadershipLost, OnSessionLost and
 // OnSessionRegained (this replica's etcd session), OnEtcdRefused and
 // OnEtcdAccepted (etcd refusing this replica's claims, and accepting writes

@@ -247,6 +247,17 @@ type JobAdded struct {
 	// RunsAtStart is true for a coordinated job that runs at start
 	// (WithRunAtStart), whose runs at start can be asked for.
 	RunsAtStart bool
+	// EndAt is the job's WithEndAt: its ticks end before it; zero for none.
+	EndAt time.Time
+}
+
+// JobEnded is a job found at its WithMaxRuns by this replica, whose ticks
+// end here: told once per replica, at the claim that found it.
+type JobEnded struct {
+	Scheduler string
+	Job       string
+	Time      time.Time
+	MaxRuns   int
 }
 
 // EtcdRefusal is etcd refusing this replica's claims, or accepting writes
@@ -263,7 +274,7 @@ type EtcdRefusal struct {
 // jobAdded is the event of a job named name added with policy p, to the
 // scheduler sc (nil when the Cron is not coordinated).
 func jobAdded(sc *scope, name string, p *jobPolicy, s Schedule, now time.Time) JobAdded {
-	ev := JobAdded{Job: name, Period: period(s, now)}
+	ev := JobAdded{Job: name, Period: period(s, now), EndAt: p.bounds.end}
 	if sc != nil {
 		ev.Scheduler, ev.Coordinated, ev.Mode = sc.name, true, sc.mode
 	}

@@ -71,6 +71,7 @@ func (l layout) history(job string) string   { return l.jobs + job + "/history" 
 func (l layout) spec(job string) string      { return l.jobs + job + "/spec" }
 func (l layout) notRun(job string) string    { return l.jobs + job + "/notrun" }
 func (l layout) recovered(job string) string { return l.jobs + job + "/recovered" }
+func (l layout) runs(job string) string      { return l.jobs + job + "/runs" }
 func (l layout) byDir(job string) string     { return l.jobs + job + "/by/" }
 func (l layout) buffer(job string) string    { return l.jobs + job + "/buffer/" }
 

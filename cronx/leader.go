@@ -41,7 +41,10 @@ type coordinator struct {
 	specs   *publisher
 	rep     *reporter
 	lost    *lostClaims // ticks a lost predecessor claimed
-	work    jobWaiter   // claims, runs and bookkeeping in progress, which the client outlives
+	// unclaimed are ticks fired and given up before their runs started
+	// (catchup.go).
+	unclaimed unclaimedTicks
+	work      jobWaiter // claims, runs and bookkeeping in progress, which the client outlives
 
 	mu   sync.Mutex
 	act  *activation // the last Start; nil before the first

@@ -49,6 +49,8 @@ type Observer struct {
 	// OnTickBuffered is told a tick that waits for the run in progress
 	// (BufferOne, BufferAll), by the replica that buffered it.
 	OnTickBuffered func(TickBuffered)
+	// OnJobEnded is told that a job reached its WithMaxRuns.
+	OnJobEnded func(JobEnded)
 	// OnJobOutcome is told a job's outcome (JobOutcome) each time this
 	// replica records one of its runs, and etcd's at each Start.
 	OnJobOutcome func(JobOutcome)
@@ -231,6 +233,8 @@ func (o *Observer) call(ev any) observerCall {
 		return bind("OnStartAsked", o.OnStartAsked, ev)
 	case TickBuffered:
 		return bind("OnTickBuffered", o.OnTickBuffered, ev)
+	case JobEnded:
+		return bind("OnJobEnded", o.OnJobEnded, ev)
 	case JobOutcome:
 		return bind("OnJobOutcome", o.OnJobOutcome, ev)
 	case BackfillProgress:

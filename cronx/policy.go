@@ -31,6 +31,7 @@ type jobPolicy struct {
 	recovery int
 	// runAtStart is WithRunAtStart (atstart.go).
 	runAtStart bool
+	bounds     boundsPolicy // WithStartAt, WithEndAt, WithMaxRuns (bounds.go)
 }
 
 // policyDraft is a policy while options are applied to it.

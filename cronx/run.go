@@ -54,10 +54,14 @@ type jobRef struct {
 	wrapped Job
 	policy  *jobPolicy
 	plain   bool // nothing in wrapped reads its context
+	// bounds is the entry's schedule when it has WithStartAt, WithEndAt or
+	// WithMaxRuns (bounds.go); nil otherwise.
+	bounds *boundedSchedule
 }
 
 func refOf(e *Entry) jobRef {
-	return jobRef{entry: e.ID, name: e.name, wrapped: e.WrappedJob, policy: e.policy, plain: plainJob(e.WrappedJob)}
+	return jobRef{entry: e.ID, name: e.name, wrapped: e.WrappedJob, policy: e.policy, plain: plainJob(e.WrappedJob),
+		bounds: boundsOf(e.Schedule)}
 }
 
 // plainJob reports whether no part of a wrapped job reads its context:
@@ -170,7 +174,8 @@ func (r *run) goCoordinated() bool {
 // live is a coordinated run's life.
 func (r *run) live() {
 	if !awaitJitter(r) {
-		return // given up before its claim: nothing of it is in etcd
+		r.co.unclaimed.note(r) // given up before its claim: nothing of it is in etcd
+		return
 	}
 	asked := r.co.clock.Now()
 	c, err := r.co.claims.claimRun(r)
@@ -235,6 +240,7 @@ func (r *run) giveBack(c held, why error) {
 		}
 	default:
 		co.logger.Info("cronx: claimed but not started; given back", "job", r.job.name, "tick", r.tick, "why", why)
+		co.unclaimed.note(r)
 	}
 	co.claims.giveBack(r, c)
 }

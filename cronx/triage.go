@@ -46,6 +46,8 @@ func (cl *claimer) triage(r *run, err error) {
 		co.logger.Info("cronx: skipped: a run is in progress and its buffer is full", "job", r.job.name, "tick", r.tick)
 	case errors.Is(err, errBufferTaken):
 		// Another replica ran the buffered tick, or runs it.
+	case errors.Is(err, ErrMaxRuns):
+		reachedMaxRuns(r) // the job is done: not a tick missed
 	case errors.Is(err, errTriggerTaken), errors.Is(err, errBackfillMoved):
 		// Another replica took the request, or this one ran it already.
 	case errors.Is(err, election.ErrClaimed), errors.Is(err, claims.ErrNeverClaimed):
@@ -63,7 +65,9 @@ func (cl *claimer) triage(r *run, err error) {
 		reason = ReasonEtcdRefused // logged once, as etcd first refused it (ttlrefused.go)
 	case r.ctx.Err() != nil:
 		// Given up (Stop, Remove, the end of its term): not a failure of
-		// this tick. A successor reports it if nobody ran it.
+		// this tick. A successor reports it if nobody ran it, and runs it
+		// late, as this replica does if it leads next.
+		co.unclaimed.note(r)
 	default:
 		if refusal, _ := etcdRefusal(err); refusal != nil {
 			reason = ReasonEtcdRefused

@@ -93,6 +93,10 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 		conds = append(conds, cmp)
 	}
 	then := []clientv3.Op{clientv3.OpPut(key, val)}
+	if o.Counter != nil {
+		conds = append(conds, o.Counter.Cmp())
+		then = append(then, o.Counter.Op())
+	}
 	if o.Marker != "" {
 		// A fresh marker, so its create revision is the claim's.
 		o.Absent = append(o.Absent, claimcond.Absence{Key: o.Marker, Err: ErrBusy})
@@ -114,6 +118,9 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 	}
 	if o.Known != nil {
 		orElse = append(orElse, clientv3.OpGet(o.Known.Key, clientv3.WithKeysOnly()))
+	}
+	if o.Counter != nil {
+		orElse = append(orElse, clientv3.OpGet(o.Counter.Key, clientv3.WithKeysOnly()))
 	}
 
 	// A value compare fails on a missing key, so a key that does not exist
@@ -164,6 +171,12 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 				return Claim{}, fmt.Errorf("claim %s seq %d: %w", key, seq, a.Err)
 			}
 			i++
+		}
+		if o.Counter != nil {
+			c := rs[len(rs)-1].GetResponseRange().Kvs
+			if len(c) > 0 && o.Counter.Reached(c[0].Version) {
+				return Claim{}, fmt.Errorf("claim %s seq %d: %w", key, seq, o.Counter.Err)
+			}
 		}
 		// Only the key's existence (or, never claimed, what vouches for
 		// it) can have changed: try the other compare.

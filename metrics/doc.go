@@ -58,6 +58,9 @@
 //	                                                     this replica runs or last ran; 0 for none, or one refused
 //	baton_job_backfill_ticks_done{scheduler,job}         gauge: its ticks claimed so far; equal to the ticks once
 //	                                                     it finished, so ticks - done is what is left
+//	baton_job_ended_timestamp_seconds{scheduler,job}     gauge: when its ticks end, its cronx.WithEndAt, or when
+//	                                                     this replica found it at its cronx.WithMaxRuns
+//	                                                     (cronx.JobEnded); 0 while it has neither
 //
 // Every series an alert or a dashboard needs exists, at 0, from the moment
 // a job is added (cronx.Observer.OnJobAdded), so that increase() sees the
@@ -67,7 +70,7 @@
 // histograms of its scheduler and, for a scheduler with etcd, its refused
 // gauge, its empty-etcd counter and, in leader mode, its leader gauge and
 // leadership changes; for a job of a scheduler with etcd, its outcome
-// gauges, at 0, its period and its caught-up runs; the observer panics of each scheduler. The
+// gauges, at 0, its period, its caught-up runs and its end; the observer panics of each scheduler. The
 // session gauge appears once the session is known.
 // The series of a removed job stay until the process ends.
 //

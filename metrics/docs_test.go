@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/batonhq/baton/cronx"
 	"github.com/batonhq/baton/election"
@@ -47,6 +48,7 @@ func families(t *testing.T) map[string]string {
 	obs.OnEtcdRefused(cronx.EtcdRefusal{Scheduler: "s"})
 	obs.OnEtcdEmpty(cronx.EtcdEmpty{Scheduler: "s"})
 	obs.OnHookFailed(cronx.HookFailed{Scheduler: "s", Job: "j", Hook: cronx.OnFailure})
+	obs.OnJobEnded(cronx.JobEnded{Scheduler: "s", Job: "j", Time: time.Unix(1, 0)})
 	obs.OnDropped(1)
 	gathered, err := reg.Gather()
 	if err != nil {

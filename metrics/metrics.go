@@ -48,6 +48,7 @@ type collectors struct {
 	backfillDone  *prometheus.GaugeVec
 	// startsAsked counts the runs at start this replica asked for.
 	startsAsked *prometheus.CounterVec
+	ended       *prometheus.GaugeVec // when a job's ticks end (cronx.WithEndAt, WithMaxRuns)
 }
 
 // New registers baton's metrics on reg and returns the observer that
@@ -113,6 +114,9 @@ func New(reg prometheus.Registerer) (cronx.Observer, error) {
 		caughtUp: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_job_caught_up_runs_total", Help: "Runs this replica started of a tick of the job missed while nobody ran it (an outage of etcd or of every replica, a failover), late, within the job's catch-up window.",
 		}, []string{"scheduler", "job"}),
+		ended: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "baton_job_ended_timestamp_seconds", Help: "When the job's ticks end: its end time (WithEndAt, end=), or when this replica found it at its maximum of runs (WithMaxRuns, max-runs=); 0 while it has neither.",
+		}, []string{"scheduler", "job"}),
 		period: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "baton_job_period_seconds", Help: "The time between the job's ticks, as its schedule had them when it was added.",
 		}, []string{"scheduler", "job"}),
@@ -142,7 +146,7 @@ func register(reg prometheus.Registerer, c *collectors) error {
 		use(reg, &c.runs), use(reg, &c.notRun), use(reg, &c.duration), use(reg, &c.lateness), use(reg, &c.claim),
 		use(reg, &c.leader), use(reg, &c.changes), use(reg, &c.session), use(reg, &c.refused), use(reg, &c.empty), use(reg, &c.hooks), use(reg, &c.recovered), use(reg, &c.buffered),
 		use(reg, &c.dropped), use(reg, &c.lastSuccess), use(reg, &c.lastFailure), use(reg, &c.failures), use(reg, &c.period), use(reg, &c.panics),
-		use(reg, &c.caughtUp), use(reg, &c.backfillTicks), use(reg, &c.backfillDone), use(reg, &c.startsAsked))
+		use(reg, &c.caughtUp), use(reg, &c.backfillTicks), use(reg, &c.backfillDone), use(reg, &c.startsAsked), use(reg, &c.ended))
 }
 
 func use[T prometheus.Collector](reg prometheus.Registerer, c *T) error {
@@ -202,6 +206,7 @@ func (c collectors) observer() cronx.Observer {
 		OnEtcdEmpty:       func(e cronx.EtcdEmpty) { c.empty.WithLabelValues(e.Scheduler).Inc() },
 		OnHookFailed:      func(e cronx.HookFailed) { c.hooks.WithLabelValues(e.Scheduler, e.Job, string(e.Hook)).Inc() },
 		OnTickBuffered:    func(e cronx.TickBuffered) { c.buffered.WithLabelValues(e.Scheduler, e.Job).Inc() },
+		OnJobEnded:        func(e cronx.JobEnded) { c.ended.WithLabelValues(e.Scheduler, e.Job).Set(unixSeconds(e.Time)) },
 		OnDropped:         func(n int) { c.dropped.Add(float64(n)) },
 		OnJobOutcome:      c.jobOutcome,
 		OnObserverPanic:   func(e cronx.ObserverPanic) { c.panics.WithLabelValues(e.Scheduler).Inc() },
@@ -248,6 +253,9 @@ func (c collectors) jobAdded(e cronx.JobAdded) {
 	c.caughtUp.WithLabelValues(e.Scheduler, e.Job)
 	c.backfillTicks.WithLabelValues(e.Scheduler, e.Job)
 	c.backfillDone.WithLabelValues(e.Scheduler, e.Job)
+	if ended := c.ended.WithLabelValues(e.Scheduler, e.Job); !e.EndAt.IsZero() {
+		ended.Set(unixSeconds(e.EndAt))
+	}
 	c.claim.WithLabelValues(e.Scheduler)
 	c.refused.WithLabelValues(e.Scheduler)
 	c.empty.WithLabelValues(e.Scheduler)

@@ -153,7 +153,7 @@ func TestSeriesExistFromRegistration(t *testing.T) {
 	// job without etcd has no outcome.
 	for _, s := range []string{"lead", "claim"} {
 		for _, m := range []string{"baton_job_last_success_timestamp_seconds", "baton_job_last_failure_timestamp_seconds", "baton_job_consecutive_failures",
-			"baton_job_caught_up_runs_total"} {
+			"baton_job_caught_up_runs_total", "baton_job_ended_timestamp_seconds"} {
 			waitSeries(t, reg, m, map[string]string{"scheduler": s}, "job", atZero(jobsOf[s]...))
 		}
 		if v := value(t, reg, "baton_job_period_seconds", map[string]string{"scheduler": s, "job": "plain"}); v < 365*24*3600 || v > 366*24*3600 {

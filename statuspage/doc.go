@@ -5,8 +5,10 @@
 //
 // A Snapshot holds every election and lock under the prefix with who leads
 // or holds it and since when, and every scheduler with its leader and each
-// job's schedule, pause, next tick, latest runs (instance, lateness,
-// duration, outcome) and ticks not run, in all and by hour. It is read with a few reads of
+// job's schedule, pause, next tick (or, for a job past its end or at its
+// maximum of runs, how it ended), latest runs (instance, lateness,
+// duration, outcome, whether it caught up a missed tick) and ticks not
+// run, in all and by hour. It is read with a few reads of
 // etcd, decoded by the election and cronx readers that own the values.
 // Reads are separate, so a snapshot taken while leadership changes hands
 // may show a scheduler's jobs from just before or after the change. A key

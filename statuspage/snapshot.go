@@ -134,6 +134,16 @@ type Job struct {
 	// Backfills are the job's backfills (cronx.Backfill), oldest range
 	// first: in progress, and the last ones finished or refused.
 	Backfills []Backfill `json:"backfills,omitempty"`
+	// Runs are the runs counted of a job with a start, an end or a
+	// maximum of runs (cronx.WithStartAt, WithEndAt, WithMaxRuns), and
+	// MaxRuns, StartAt and EndAt those bounds, as its claims wrote them;
+	// Ended is true once the job runs no more, past its end or at its
+	// maximum: its ticks are not missed, and Next is zero.
+	Runs    int64     `json:"runs,omitempty"`
+	MaxRuns int       `json:"max_runs,omitempty"`
+	StartAt time.Time `json:"start_at,omitzero"`
+	EndAt   time.Time `json:"end_at,omitzero"`
+	Ended   bool      `json:"ended,omitempty"`
 }
 
 // Backfill is a backfill of a job: every tick of [From, To), Done of
@@ -157,6 +167,18 @@ func (j Job) BackfillsInProgress() []Backfill {
 		}
 	}
 	return out
+}
+
+// EndedAs says how the job ended: "done" at its maximum of runs, "ended"
+// past its end time; "" while it runs on.
+func (j Job) EndedAs() string {
+	switch {
+	case !j.Ended:
+		return ""
+	case j.MaxRuns > 0 && j.Runs >= int64(j.MaxRuns):
+		return fmt.Sprintf("done: %d of %d runs", j.Runs, j.MaxRuns)
+	}
+	return "ended " + j.EndAt.UTC().Format(time.RFC3339)
 }
 
 // NotRunCount is one reason's count of ticks not run.
@@ -415,6 +437,13 @@ func newJob(j cronx.JobStatus, now time.Time) Job {
 	}
 	r.NotRunHours = notRunHours(j.NotRunHours)
 	r.Next = NextRun(j.Spec, j.LastTick, now)
+	r.Runs, r.MaxRuns, r.StartAt, r.EndAt, r.Ended = j.Runs, j.MaxRuns, j.StartAt, j.EndAt, j.Ended(now)
+	if !r.StartAt.IsZero() && r.Next.Before(r.StartAt) {
+		r.Next = NextRun(j.Spec, r.StartAt.Add(-time.Nanosecond), r.StartAt.Add(-time.Nanosecond))
+	}
+	if r.Ended || !r.EndAt.IsZero() && !r.Next.Before(r.EndAt) {
+		r.Next = time.Time{}
+	}
 	return r
 }
 

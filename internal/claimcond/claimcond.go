@@ -31,7 +31,33 @@ type Options struct {
 	// at its key commit all the same while Known's key was created before
 	// its revision.
 	Known *Known
+	// Counter, when set, makes the claim commit only while its key has been
+	// put fewer than Max times, and puts it once more.
+	Counter *Counter
 }
+
+// Counter counts the claims made under it in the version of its key (the
+// puts since the key was created): a claim commits only while it is below
+// Max, and puts Value there, so that the count and the claim commit
+// together, cluster-wide.
+type Counter struct {
+	Key   string
+	Max   int64
+	Value string
+	// Err is the error of a claim refused at Max.
+	Err error
+}
+
+// Cmp holds while fewer than Max claims were counted.
+func (c Counter) Cmp() clientv3.Cmp {
+	return clientv3.Compare(clientv3.Version(c.Key), "<", c.Max) // mutation:max-runs-compare
+}
+
+// Op counts one more claim.
+func (c Counter) Op() clientv3.Op { return clientv3.OpPut(c.Key, c.Value) }
+
+// Reached reports whether a read of the key found Max claims counted.
+func (c Counter) Reached(version int64) bool { return version >= c.Max }
 
 // Known is a key whose creation before Revision vouches for a claim of a
 // key never claimed: the thing claimed existed before then.

@@ -101,6 +101,10 @@ func eachOp(it ClaimItem, o claimcond.Options) clientv3.Op {
 	}
 	val := claimcond.Value(it.Seq, o.Holder)
 	then := []clientv3.Op{clientv3.OpPut(it.Key, val)}
+	if o.Counter != nil {
+		conds = append(conds, o.Counter.Cmp())
+		then = append(then, o.Counter.Op())
+	}
 	if o.Marker != "" {
 		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(o.Marker), "=", 0))
 		then = append(then, clientv3.OpPut(o.Marker, val, clientv3.WithLease(o.Lease)))
@@ -115,6 +119,9 @@ func eachOp(it ClaimItem, o claimcond.Options) clientv3.Op {
 	}
 	if o.Marker != "" {
 		reads = append(reads, clientv3.OpGet(o.Marker, clientv3.WithCountOnly()))
+	}
+	if o.Counter != nil {
+		reads = append(reads, clientv3.OpGet(o.Counter.Key, clientv3.WithKeysOnly()))
 	}
 	exists := append([]clientv3.Cmp{clientv3.Compare(clientv3.Value(it.Key), "<", claimcond.Bound(it.Seq))}, conds...)
 	absent := append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.Key), "=", 0)}, conds...)
@@ -155,6 +162,11 @@ func whyNot(it ClaimItem, o claimcond.Options, absent bool, rs []*etcdserverpb.R
 	}
 	if o.Marker != "" && rs[i].GetResponseRange().Count > 0 {
 		return fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrBusy)
+	}
+	if o.Counter != nil {
+		if c := rs[len(rs)-1].GetResponseRange().Kvs; len(c) > 0 && o.Counter.Reached(c[0].Version) {
+			return fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, o.Counter.Err)
+		}
 	}
 	if absent && o.NeverClaimed != nil {
 		return fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, o.NeverClaimed)

@@ -47,6 +47,16 @@ func IfClaimedOrKnownBefore(known string, rev int64) election.ClaimOption {
 	}
 }
 
+// Counted makes the claim commit only while fewer than max claims were
+// made under key, and counts it there (the key's version), putting value;
+// otherwise it fails with err. cronx bounds a job's runs with it
+// (WithMaxRuns), cluster-wide.
+func Counted(key string, max int64, value string, err error) election.ClaimOption {
+	return func(o *claimcond.Options) {
+		o.Counter = &claimcond.Counter{Key: key, Max: max, Value: value, Err: err}
+	}
+}
+
 // UnlessExists makes the claim fail with err while key exists; cronx uses it
 // for a job's pause flag.
 func UnlessExists(key string, err error) election.ClaimOption {

@@ -39,6 +39,42 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestLatestTickSearchesNotWalks$"}},
 	},
 	{
+		Name:   "max-runs-unclaimed",
+		Breaks: "a job WithMaxRuns(n) runs more than n times in the cluster: its claims are not counted",
+		Edits:  []edit{{Marker: "max-runs", Old: "b.bounded()", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestMaxRunsAreCountedAcrossAFailover$"}},
+	},
+	{
+		Name:   "max-runs-uncompared",
+		Breaks: "a job WithMaxRuns(n) runs more than n times in the cluster: a claim past the count commits",
+		Edits:  []edit{{Marker: "max-runs-compare", Old: `clientv3.Compare(clientv3.Version(c.Key), "<", c.Max)`, New: `clientv3.Compare(clientv3.Version(c.Key), ">", int64(-1))`}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestCountedClaimsStopAtTheirMax$"}, {Pkg: "cronx", Run: "^TestMaxRunsAreCountedAcrossAFailover$"}},
+	},
+	{
+		Name:   "max-runs-ticks-on",
+		Breaks: "a job at its WithMaxRuns keeps firing ticks that etcd refuses, a transaction each, for ever",
+		Edits:  []edit{{Marker: "max-runs-done", Old: "!r.job.bounds.done.CompareAndSwap(false, true)", New: "r.job.bounds.done.Load()"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestMaxRunsAreCountedAcrossAFailover$"}},
+	},
+	{
+		Name:   "start-at-ignored",
+		Breaks: "a job WithStartAt(t) runs ticks before t",
+		Edits:  []edit{{Marker: "start-at", Old: "!b.start.IsZero() && t.Before(b.start)", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBoundedScheduleStartsAndEnds$"}},
+	},
+	{
+		Name:   "end-at-ignored",
+		Breaks: "a job WithEndAt(t) runs ticks at and past t",
+		Edits:  []edit{{Marker: "end-at", Old: "!b.end.IsZero() && !next.Before(b.end)", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBoundedScheduleStartsAndEnds$"}},
+	},
+	{
+		Name:   "catch-up-unclaimed-forgotten",
+		Breaks: "a replica that fired a tick its term's end left unclaimed (etcd went down) does not catch it up when it leads again",
+		Edits:  []edit{{Marker: "catch-up-unclaimed", Old: "t.After(e.given()) || co.unclaimed.take(e.ID, t)", New: "t.After(e.given())"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestCatchUpOfATickFiredAsEtcdWentDown$"}},
+	},
+	{
 		Name:   "catch-up-never-run",
 		Breaks: "G3/G4: a successor does not catch up the tick of a job that never ran, given up at a Stop or left by a crash",
 		Edits:  []edit{{Marker: "catch-up-never-run", Old: "o.Known = &claimcond.Known{Key: known, Revision: rev}", New: "_ = known"}},

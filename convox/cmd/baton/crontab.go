@@ -106,6 +106,13 @@ schedule are an error: they would be read as the schedule or the command):
                                  never a run that ended, failed, timed out
                                  or was stopped (leader mode only)
   at-start=yes|no                also run the job once per release, as @start
+  start=TIME                     run no tick before TIME (RFC 3339:
+                                 2026-12-24T18:00:00Z)
+  end=TIME                       run no tick at or after TIME; baton status
+                                 shows the job as ended
+  max-runs=N                     run N ticks in all, counted in etcd across
+                                 every replica and restart; baton status
+                                 shows the job as done once it has
   on-failure=COMMAND             as --on-failure; on-failure="" for none
   on-success=COMMAND             as --on-success; on-success="" for none
   hook-timeout=DURATION          as --hook-timeout

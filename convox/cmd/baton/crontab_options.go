@@ -123,6 +123,8 @@ func entryOption(kv string, rs *retrySetting, hs *hookSetting) (cronx.JobOption,
 			return nil, nil
 		}
 		return nil, fmt.Errorf("option %s: want yes or no", kv)
+	case "start", "end", "max-runs":
+		return boundsOption(key, kv, value)
 	case "dst":
 		rule, err := parseDST(value)
 		if err != nil {
@@ -134,7 +136,7 @@ func entryOption(kv string, rs *retrySetting, hs *hookSetting) (cronx.JobOption,
 }
 
 // optionKeys lists the keys entryOption knows, for its errors.
-const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, pause-after, recover, at-start, on-failure, on-success, hook-timeout, catch-up"
+const optionKeys = "overlap, timeout, attempts, backoff, jitter, dst, pause-after, recover, at-start, on-failure, on-success, hook-timeout, catch-up, start, end, max-runs"
 
 // entryOptions reads the options between an entry's brackets, and returns
 // them, whether at-start=yes is one, and their text as --check prints it.

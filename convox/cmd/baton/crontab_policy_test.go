@@ -43,7 +43,8 @@ func TestParseCrontabOptions(t *testing.T) {
 		t.Errorf("hooks %+v of %+v", h, hooked[0])
 	}
 	// A catch-up window is a duration; 0 catches nothing up.
-	for _, line := range []string{"nightly: [catch-up=2h] 0 2 * * * x", "nightly: [catch-up=0] 0 2 * * * x"} {
+	for _, line := range []string{"nightly: [catch-up=2h] 0 2 * * * x", "nightly: [catch-up=0] 0 2 * * * x",
+		"nightly: [max-runs=3] 0 2 * * * x", "nightly: [start=2026-12-24T18:00:00+01:00] 0 2 * * * x", "nightly: [end=2027-01-01T00:00:00Z] 0 2 * * * x"} {
 		if e, err := parseCrontab(strings.NewReader(line+"\n"), "crontab", false); err != nil || len(e) != 1 || len(e[0].opts) != 1 {
 			t.Errorf("%s: %+v, %v", line, e, err)
 		}
@@ -88,6 +89,9 @@ func TestParseCrontabOptions(t *testing.T) {
 		{"a: [catch-up=a-while] * * * * * x", `option catch-up=a-while: time: invalid duration "a-while"`},
 		{"a: [recover=-1] * * * * * x", "option recover=-1: want a whole number of runs again of 0 or more"},
 		{"a: [recover=twice] * * * * * x", "option recover=twice: want a whole number of runs again of 0 or more"},
+		{"a: [max-runs=0] * * * * * x", "option max-runs=0: want a whole number of runs of 1 or more"},
+		{"a: [start=tomorrow] * * * * * x", "option start=tomorrow: want a time in RFC 3339"},
+		{"a: [end=2026-12-24] * * * * * x", "option end=2026-12-24: want a time in RFC 3339"},
 		{"a: [backoff=x] * * * * * x", `invalid duration "x"`},
 		{"a: [timeout] * * * * * x", "want KEY=VALUE"},
 		{"a: [timeout=1s * * * * * x", "not closed"},
@@ -455,5 +459,44 @@ func TestCrontabPauseAfterFailures(t *testing.T) {
 	code, out := runBaton(t, etcd.Env(), "status")
 	if code != 0 || !strings.Contains(out, "yes ("+paused.PausedBy+": 2 consecutive failures; the last: exit status 3)") {
 		t.Errorf("baton status: exit %d:\n%s", code, out)
+	}
+}
+
+// TestCrontabMaxRunsAcrossReplicas runs two replicas of a crontab whose
+// job runs every second, [max-runs=2]: it runs twice in the cluster, not
+// twice a replica, and baton status shows it done.
+func TestCrontabMaxRunsAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	etcd := etcdtest.Shared(t)
+	cli := etcd.Client(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	file := filepath.Join(dir, "crontab")
+	os.WriteFile(file, []byte(`twice: [max-runs=2] * * * * * * echo "run $BATON_TICK" >> `+log+"\n"), 0o644)
+	for _, id := range []string{"r1", "r2"} {
+		startBaton(t, append(etcd.Env(), "BATON_ID="+id), "crontab", "--seconds", "--mode", "claim", "--ttl", strconv.Itoa(policyTTL), file)
+	}
+	k, err := cronx.NewControl(cli, "/baton", "crontab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, 30*time.Second, "the job done", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err := k.Status(ctx)
+		return err == nil && len(st.Jobs) == 1 && st.Jobs[0].Ended(time.Now())
+	})
+	// The count is etcd's: once it is at 2 no claim commits, so the log
+	// holds the two runs' lines once they have been written, and no more.
+	until(t, 10*time.Second, "the two runs' lines", func() bool { return len(readLines(log)) >= 2 })
+	code, out := runBaton(t, etcd.Env(), "status")
+	if code != 0 || !strings.Contains(out, "done: 2 of 2 runs") {
+		t.Errorf("baton status: exit %d:\n%s", code, out)
+	}
+	if lines := readLines(log); len(lines) != 2 {
+		t.Errorf("%d runs, want 2 in the cluster: %q", len(lines), lines)
 	}
 }
