@@ -43,8 +43,8 @@ const startedReleases = 16
 // from a restart. The run is a triggered run (Info.Triggered, with the
 // time of the request as its Tick), made by the replica that publishes the
 // job first under the release, and its overlap policy treats it as a
-// trigger. The job keeps its schedule too; a Cron without etcd ignores the
-// option.
+// trigger, and runs while the job is paused, as a trigger does. The job
+// keeps its schedule too; a Cron without etcd ignores the option.
 func WithRunAtStart() JobOption {
 	return func(p *policyDraft) { p.runAtStart = true }
 }

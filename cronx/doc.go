@@ -591,7 +591,10 @@
 // replica of an older release still running, or restarted, while a newer
 // one rolls out does not run it again; one older than the last 16 does.
 // Observers are told of each run asked for (OnStartAsked). The job keeps
-// its schedule; a Cron without etcd ignores the option.
+// its schedule; a Cron without etcd ignores the option. A run at start is a
+// trigger, and a trigger runs a paused job: a release that starts while the
+// job is paused runs it all the same, and its start is not run again after
+// Resume.
 //
 // # Observing a Cron
 //
