@@ -28,24 +28,41 @@ import (
 //     a tick that finds the buffer full is dropped, and reported as
 //     ReasonBufferFull.
 //  3. A buffered tick's run waits its turn (claimBuffered): one transaction,
-//     while its buffer key is there, no run of the job is in progress, no
-//     earlier tick is buffered and, in leader mode, the term holds, deletes
-//     the key and creates the run's marker. So the buffered ticks start in
-//     order, one at a time, each once the run before it has ended (or its
-//     marker has lapsed with its runner's lease), and each at most once:
-//     its key is deleted by the claim that runs it.
+//     while its buffer key is there (its create revision), no run of the
+//     job is in progress, no earlier tick is buffered and, in leader mode,
+//     the term holds, creates the run's marker; the key stays. Just before
+//     the run starts, one transaction deletes the key while the marker is
+//     still the run's (takeBuffered); a key that cannot be deleted so gives
+//     the turn back. So the buffered ticks start in order, one at a time,
+//     each once the run before it has ended (or its marker has lapsed with
+//     its runner's lease), and each at most once: a run starts only once
+//     it has deleted its key, and a run that finds its key gone is told
+//     errBufferTaken. A runner that dies between the two transactions
+//     never started the run: its marker lapses, the key is still there,
+//     and the tick runs elsewhere, once.
 //  4. A new leader fires a run for every tick in its jobs' buffers
 //     (resumeBuffers), so a buffer survives a change of leader; in claim
 //     mode every replica does so at its Start, and a replica whose claim
 //     of a tick finds it buffered by another waits for its turn too
 //     (joinBuffered), so that any live replica runs it. A buffered run
 //     given up before it starts (Stop, Remove, the end of a term) leaves
-//     its key, or puts it back once its turn's claim held (giveBackBuffered).
+//     its key as it found it, and deletes its marker if its turn's claim
+//     held (giveBackBuffered): the runs that wait for the tick, here, on
+//     other replicas or a successor's, find the same key, woken by the
+//     marker's deletion.
+//
+// A waiting run watches one key: the buffered tick just before its own,
+// whose deletion (that tick's start) makes it the head, or, at the head,
+// the job's markers, whose deletion (the run in progress ending) gives it
+// its turn. So each deletion wakes one run (one a replica waiting for the
+// tick, in claim mode), and k waiting ticks drain in about three tries
+// and one or two watches each, not k wake-ups at every step.
 //
 // Cost: nothing for a tick whose job is idle (two more compares in its
-// claim); a tick buffered costs a read and a write, and its turn a write
-// and a watch of the job's markers and buffer until then. A new term reads
-// the buffers of its buffering jobs, bufferReadBatch jobs to a read.
+// claim); a tick buffered costs a read and a write; its turn a write per
+// try (about three) and a watch between tries, and its start one write
+// more. A new term reads the buffers of its buffering jobs,
+// bufferReadBatch jobs to a read.
 
 // errBufferFull is the outcome of a tick that came while its job's buffer
 // held its bound: it is dropped.
