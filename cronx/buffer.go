@@ -28,24 +28,41 @@ import (
 //     a tick that finds the buffer full is dropped, and reported as
 //     ReasonBufferFull.
 //  3. A buffered tick's run waits its turn (claimBuffered): one transaction,
-//     while its buffer key is there, no run of the job is in progress, no
-//     earlier tick is buffered and, in leader mode, the term holds, deletes
-//     the key and creates the run's marker. So the buffered ticks start in
-//     order, one at a time, each once the run before it has ended (or its
-//     marker has lapsed with its runner's lease), and each at most once:
-//     its key is deleted by the claim that runs it.
+//     while its buffer key is there (its create revision), no run of the
+//     job is in progress, no earlier tick is buffered and, in leader mode,
+//     the term holds, creates the run's marker; the key stays. Just before
+//     the run starts, one transaction deletes the key while the marker is
+//     still the run's (takeBuffered); a key that cannot be deleted so gives
+//     the turn back. So the buffered ticks start in order, one at a time,
+//     each once the run before it has ended (or its marker has lapsed with
+//     its runner's lease), and each at most once: a run starts only once
+//     it has deleted its key, and a run that finds its key gone is told
+//     errBufferTaken. A runner that dies between the two transactions
+//     never started the run: its marker lapses, the key is still there,
+//     and the tick runs elsewhere, once.
 //  4. A new leader fires a run for every tick in its jobs' buffers
 //     (resumeBuffers), so a buffer survives a change of leader; in claim
 //     mode every replica does so at its Start, and a replica whose claim
 //     of a tick finds it buffered by another waits for its turn too
 //     (joinBuffered), so that any live replica runs it. A buffered run
 //     given up before it starts (Stop, Remove, the end of a term) leaves
-//     its key, or puts it back once its turn's claim held (giveBackBuffered).
+//     its key as it found it, and deletes its marker if its turn's claim
+//     held (giveBackBuffered): the runs that wait for the tick, here, on
+//     other replicas or a successor's, find the same key, woken by the
+//     marker's deletion.
+//
+// A waiting run watches one key: the buffered tick just before its own,
+// whose deletion (that tick's start) makes it the head, or, at the head,
+// the job's markers, whose deletion (the run in progress ending) gives it
+// its turn. So each deletion wakes one run (one a replica waiting for the
+// tick, in claim mode), and k waiting ticks drain in about three tries
+// and one or two watches each, not k wake-ups at every step.
 //
 // Cost: nothing for a tick whose job is idle (two more compares in its
-// claim); a tick buffered costs a read and a write, and its turn a write
-// and a watch of the job's markers and buffer until then. A new term reads
-// the buffers of its buffering jobs, bufferReadBatch jobs to a read.
+// claim); a tick buffered costs a read and a write; its turn a write per
+// try (about three) and a watch between tries, and its start one write
+// more. A new term reads the buffers of its buffering jobs,
+// bufferReadBatch jobs to a read.
 
 // errBufferFull is the outcome of a tick that came while its job's buffer
 // held its bound: it is dropped.
@@ -200,10 +217,12 @@ func (cl *claimer) joinBuffered(r *run, claimed error) (held, error) {
 
 // claimBuffered claims the turn of r, a buffered tick: it waits until no
 // run of the job is in progress and no earlier tick of it is buffered, then
-// deletes its buffer key and creates its marker in one transaction. It
-// retries while etcd does not answer, for as long as r's context lives: the
-// key stays in etcd meanwhile, for a successor. A job paused meanwhile
-// drops the tick (ReasonPaused).
+// creates its marker in one transaction, while its buffer key is there.
+// The key stays until the run starts (takeBuffered), so that a turn given
+// back leaves the tick where every waiter finds it. It retries while etcd
+// does not answer, for as long as r's context lives: the key stays in etcd
+// meanwhile, for a successor. A job paused meanwhile drops the tick
+// (ReasonPaused).
 func (cl *claimer) claimBuffered(r *run) (held, error) {
 	co := cl.co
 	job := r.job.name
@@ -231,11 +250,12 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 			}
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), etcdTimeout)
 			resp, err = co.conn.etcd().Txn(ctx).If(conds...).Then(
-				clientv3.OpDelete(r.buf.key),
-				clientv3.OpPut(marker, val, clientv3.WithLease(sess.Lease())),
+				clientv3.OpPut(marker, val, clientv3.WithLease(sess.Lease())), // mutation:buffer-key-kept
 			).Else(
 				clientv3.OpGet(r.buf.key, clientv3.WithKeysOnly()),
 				clientv3.OpGet(paused, clientv3.WithCountOnly()),
+				clientv3.OpGet(dir, clientv3.WithRange(r.buf.key), clientv3.WithKeysOnly(),
+					clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(1)),
 				clientv3.OpGet(r.termKey(), clientv3.WithKeysOnly()),
 			).Commit()
 			cancel()
@@ -252,20 +272,21 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 			rs := resp.Responses
 			mine := rs[0].GetResponseRange().Kvs
 			switch {
-			case len(mine) == 0:
-				return held{}, errBufferTaken
-			case mine[0].CreateRevision != r.buf.rev:
-				// Put back by a run that took its turn and did not start:
-				// the tick waits still, under the key's new revision.
-				r.buf.rev = mine[0].CreateRevision
-				continue
+			case len(mine) == 0 || mine[0].CreateRevision != r.buf.rev:
+				return held{}, errBufferTaken // its run started elsewhere
 			case r.term != nil && !termHolds(resp, r.term):
 				return held{}, election.ErrNotLeader
 			case rs[1].GetResponseRange().Count > 0:
 				cl.dropPaused(r)
 				return held{}, ErrPaused
 			}
-			if err := awaitTurn(r, running, dir, resp.Header.Revision); err != nil {
+			// The tick before r's, while there is one, goes first; only
+			// the head of the buffer waits for the run in progress.
+			awaited, prefix := running, true
+			if before := rs[2].GetResponseRange().Kvs; len(before) > 0 {
+				awaited, prefix = string(before[0].Key), false // mutation:buffer-wake-one
+			}
+			if err := awaitTurn(r, awaited, prefix, resp.Header.Revision); err != nil {
 				return held{}, err
 			}
 			backoff = retryBackoff
@@ -293,16 +314,17 @@ func (cl *claimer) dropPaused(r *run) {
 	}
 }
 
-// awaitTurn waits until a marker under running or a buffered tick under dir
-// is deleted after rev, or r's context ends.
-func awaitTurn(r *run, running, dir string, rev int64) error {
-	cli := r.co.conn.etcd()
+// awaitTurn waits until key (every key under it, if prefix) is deleted
+// after rev, or r's context ends.
+func awaitTurn(r *run, key string, prefix bool, rev int64) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(r.ctx))
 	defer cancel()
-	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(rev + 1), clientv3.WithFilterPut()}
+	opts := []clientv3.OpOption{clientv3.WithRev(rev + 1), clientv3.WithFilterPut()}
+	if prefix {
+		opts = append(opts, clientv3.WithPrefix())
+	}
 	select {
-	case <-cli.Watch(wctx, running, opts...):
-	case <-cli.Watch(wctx, dir, opts...):
+	case <-r.co.conn.etcd().Watch(wctx, key, opts...):
 	case <-r.ctx.Done():
 	}
 	if r.ctx.Err() != nil {
@@ -311,15 +333,38 @@ func awaitTurn(r *run, running, dir string, rev int64) error {
 	return nil
 }
 
-// giveBackBuffered puts back the buffer key of a buffered run whose turn's
-// claim held but which did not start, and deletes its marker while the
-// marker is its: the tick waits again, first in its job's buffer.
+// takeBuffered deletes the buffer key of r, whose turn's claim c holds,
+// before its run starts, while c's marker is there; it does nothing for a
+// run that is not a buffered tick's. A run whose key is not deleted does
+// not start (its claim is given back): a runner that dies between its
+// turn's claim and this deletion leaves the key and its marker lapses, so
+// the tick runs once, elsewhere, and never twice.
+func (cl *claimer) takeBuffered(r *run, c held) error {
+	if r.buf == nil { // mutation:buffer-taken
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), etcdTimeout)
+	defer cancel()
+	f := c.claim.Fence
+	resp, err := cl.co.conn.etcd().Txn(ctx).If(f.Cmp(), clientv3.Compare(clientv3.CreateRevision(r.buf.key), "=", r.buf.rev)).
+		Then(clientv3.OpDelete(r.buf.key)).Commit()
+	switch {
+	case err != nil:
+		return fmt.Errorf("take the buffered tick %s: %w", r.buf.key, err)
+	case !resp.Succeeded:
+		return fmt.Errorf("take the buffered tick %s: %w", r.buf.key, errBufferTaken)
+	}
+	return nil
+}
+
+// giveBackBuffered deletes the marker of a buffered run whose turn's claim
+// held but which did not start, while the marker is its: its buffer key was
+// never deleted, so the tick waits still, first in its job's buffer, and
+// the runs that wait for it (here, on other replicas, a successor's) are
+// woken by the marker's deletion.
 func (cl *claimer) giveBackBuffered(ctx context.Context, r *run, c held) error {
 	f := c.claim.Fence
-	_, err := cl.co.conn.etcd().Txn(ctx).Then(
-		clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil),
-		clientv3.OpPut(r.buf.key, claimcond.Value(r.tick.UnixNano(), cl.co.identity)),
-	).Commit()
+	_, err := cl.co.conn.etcd().Txn(ctx).If(f.Cmp()).Then(clientv3.OpDelete(f.Key)).Commit()
 	if err != nil {
 		return fmt.Errorf("give back the buffered tick %s: %w", r.buf.key, err)
 	}

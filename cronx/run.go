@@ -205,6 +205,10 @@ func (r *run) live() {
 		}
 		defer release()
 	}
+	if err := r.co.claims.takeBuffered(r, c); err != nil { // a buffered tick leaves its buffer (buffer.go)
+		r.giveBack(c, err)
+		return
+	}
 	// The session's context ends the run at its safe deadline, from a
 	// goroutine of its own: a deadline that has passed by now is asked of
 	// the session itself, so that nothing starts past it (G2).

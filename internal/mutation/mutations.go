@@ -623,4 +623,23 @@ var mutations = []mutation{
 		Edits:  []edit{{Marker: "lost-buffered", Old: "resp.Responses[3*i+2].GetResponseRange().Count > 0", New: "false"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferedTickIsNotCountedAsRunnerLost$"}},
 	},
+	{
+		Name:   "buffer-turn-deletes-key",
+		Breaks: "BufferOne/BufferAll: a buffered tick's turn deletes its key, and a turn given back leaves the key to no run that waits",
+		Edits: []edit{{Marker: "buffer-key-kept", Old: "clientv3.OpPut(marker, val, clientv3.WithLease(sess.Lease())),",
+			New: "clientv3.OpDelete(r.buf.key), clientv3.OpPut(marker, val, clientv3.WithLease(sess.Lease())),"}},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestBufferedTurnGivenBackStillHasItsWaiters$"}},
+	},
+	{
+		Name:   "buffer-key-not-taken",
+		Breaks: "BufferOne/BufferAll: a buffered tick's run starts and leaves its key in the buffer, ahead of every later tick",
+		Edits:  []edit{{Marker: "buffer-taken", Old: "if r.buf == nil {", New: "if true {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^(TestBufferedTurnGivenBackStillHasItsWaiters|TestBufferAllRunsEveryWaitingTickInOrder)$"}},
+	},
+	{
+		Name:   "buffer-wakes-all",
+		Breaks: "BufferAll: every waiting run watches the run in progress, so each deletion wakes every waiting tick and draining k ticks costs about k*k transactions",
+		Edits:  []edit{{Marker: "buffer-wake-one", Old: "awaited, prefix = string(before[0].Key), false", New: "_ = before"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferAllDrainCostsAFewRequestsATick$"}},
+	},
 }
