@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/claims"
 )
 
@@ -121,12 +122,19 @@ type runsValue struct {
 // countedClaim is the claim option that counts a run of a bounded job in
 // its runs key, and refuses it once the job has run WithMaxRuns times.
 func (sc *scope) countedClaim(job string, p boundsPolicy) election.ClaimOption {
+	c := sc.runsCounter(job, p)
+	return claims.Counted(c.Key, c.Max, c.Value, c.Err)
+}
+
+// runsCounter is the count of a bounded job's runs, for a claim made
+// outside ClaimSeq (a tick put in its job's buffer, buffer.go).
+func (sc *scope) runsCounter(job string, p boundsPolicy) claimcond.Counter {
 	limit := int64(math.MaxInt64)
 	if p.maxRuns > 0 {
 		limit = int64(p.maxRuns)
 	}
 	v, _ := json.Marshal(runsValue{Max: p.maxRuns, Start: p.start, End: p.end})
-	return claims.Counted(sc.keys.runs(job), limit, string(v), ErrMaxRuns)
+	return claimcond.Counter{Key: sc.keys.runs(job), Max: limit, Value: string(v), Err: ErrMaxRuns}
 }
 
 // parseRuns reads a runs key's value.

@@ -145,3 +145,41 @@ func maxRunsAcrossAFailover(t *testing.T, mode Mode) {
 		t.Errorf("status: %+v, want thrice done at 3 of 3 runs", st.Jobs)
 	}
 }
+
+// TestMaxRunsCountABufferedTick: a BufferOne job of at most two runs whose
+// second tick waits behind its first run has had its two runs once that
+// tick has run: the next tick is refused at the limit (JobEnded), not run.
+func TestMaxRunsCountABufferedTick(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 3, 2, 10, 0, 30, 0, time.UTC)
+	tick := start.Truncate(time.Minute).Add(time.Minute)
+	h := newHeldJob()
+	ended := make(chan JobEnded, 8)
+	pc := newPolicyCluster(t, "maxbuf", start, LeaderMode, func(id string, c *Cron) {
+		mustAdd(t, c, "* * * * *", Named("slow", h.job(), WithOverlap(BufferOne), WithMaxRuns(2)))
+	}, WithObserver(Observer{OnJobEnded: func(e JobEnded) { ended <- e }}))
+	pc.next(tick)
+	waitStart(t, h.starts, "run of the first tick")
+	second := tick.Add(time.Minute)
+	pc.next(second)
+	pc.waitBuffered("slow", second)
+	h.release <- struct{}{}
+	if s := waitStart(t, h.starts, "run of the buffered tick"); !s.info.Tick.Equal(second) {
+		t.Fatalf("ran %v, want the buffered tick %v", s.info.Tick, second)
+	}
+	h.release <- struct{}{}
+	pc.history("slow", 2)
+
+	pc.next(second.Add(time.Minute))
+	select {
+	case e := <-ended:
+		if e.Job != "slow" || e.MaxRuns != 2 {
+			t.Errorf("told %+v ended, want slow at 2 runs", e)
+		}
+	case s := <-h.starts:
+		t.Fatalf("ran %v, a third run of a job of at most two", s.info.Tick)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the tick after two runs was neither refused nor run within 15s")
+	}
+	noStart(t, h.starts, 300*time.Millisecond, "past the job's maximum of runs")
+}

@@ -124,11 +124,21 @@ func (cl *claimer) bufferTick(r *run) (held, error) {
 	r.rs.unsend(r) // waiting again: etcd, then its turn
 	latest := co.deadline(r)
 	backoff := retryBackoff
+	// A bounded job's tick is counted as it is buffered, as a claim counts
+	// it (bounds.go): its run comes later, under that claim.
+	var counter *claimcond.Counter
+	if b := r.job.policy.bounds; b.bounded() {
+		c := co.runsCounter(job, b)
+		counter = &c
+	}
 	for {
+		reads := []clientv3.Op{clientv3.OpGet(last), clientv3.OpGet(dir, clientv3.WithPrefix(), clientv3.WithCountOnly()),
+			clientv3.OpGet(paused, clientv3.WithCountOnly())}
+		if counter != nil {
+			reads = append(reads, clientv3.OpGet(counter.Key, clientv3.WithKeysOnly()))
+		}
 		rctx, cancel := context.WithTimeout(r.ctx, etcdTimeout)
-		read, err := co.conn.etcd().Txn(rctx).Then(
-			clientv3.OpGet(last), clientv3.OpGet(dir, clientv3.WithPrefix(), clientv3.WithCountOnly()),
-			clientv3.OpGet(paused, clientv3.WithCountOnly())).Commit()
+		read, err := co.conn.etcd().Txn(rctx).Then(reads...).Commit()
 		cancel()
 		var resp *clientv3.TxnResponse
 		if err == nil {
@@ -145,6 +155,11 @@ func (cl *claimer) bufferTick(r *run) (held, error) {
 			if read.Responses[2].GetResponseRange().Count > 0 {
 				return held{}, ErrPaused
 			}
+			if counter != nil {
+				if kvs := read.Responses[3].GetResponseRange().Kvs; len(kvs) > 0 && counter.Reached(kvs[0].Version) {
+					return held{}, counter.Err
+				}
+			}
 			if read.Responses[1].GetResponseRange().Count >= int64(bufferBound(r.job.policy.overlap)) { // mutation:buffer-bound
 				return held{}, errBufferFull
 			}
@@ -158,11 +173,15 @@ func (cl *claimer) bufferTick(r *run) (held, error) {
 			if r.term != nil {
 				conds = append(conds, r.term.term.Cmp())
 			}
+			puts := []clientv3.Op{clientv3.OpPut(last, val), clientv3.OpPut(key, val)}
+			if counter != nil { // mutation:max-runs-buffered
+				conds, puts = append(conds, counter.Cmp()), append(puts, counter.Op())
+			}
 			if !r.rs.send(r) {
 				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), errNotSent)
 			}
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), etcdTimeout)
-			resp, err = co.conn.etcd().Txn(wctx).If(conds...).Then(clientv3.OpPut(last, val), clientv3.OpPut(key, val)).
+			resp, err = co.conn.etcd().Txn(wctx).If(conds...).Then(puts...).
 				Else(clientv3.OpGet(r.termKey(), clientv3.WithKeysOnly())).Commit()
 			cancel()
 			r.rs.unsend(r)

@@ -57,6 +57,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestMaxRunsAreCountedAcrossAFailover$"}},
 	},
 	{
+		Name:   "max-runs-buffered-uncounted",
+		Breaks: "a BufferOne or BufferAll job's tick put in its buffer is not counted against its WithMaxRuns, and the job runs more than its maximum",
+		Edits:  []edit{{Marker: "max-runs-buffered", Old: "if counter != nil {", New: "if false && counter != nil {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestMaxRunsCountABufferedTick$"}},
+	},
+	{
 		Name:   "start-at-ignored",
 		Breaks: "a job WithStartAt(t) runs ticks before t",
 		Edits:  []edit{{Marker: "start-at", Old: "!b.start.IsZero() && t.Before(b.start)", New: "false"}},
