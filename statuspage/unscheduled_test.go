@@ -3,6 +3,7 @@ package statuspage
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,9 +32,18 @@ func TestPageListsTheJobsWhenNoReplicaRuns(t *testing.T) {
 			}
 		}
 		c.Start()
-		until(t, 10*time.Second, id+" leads and published its jobs", func() bool {
+		// Its jobs, registered: while none is, Status lists the roster's.
+		until(t, 10*time.Second, id+" leads and registered its jobs", func() bool {
 			st, err := c.Status(ctx)
-			return err == nil && st.Leader.Identity == id && len(st.Jobs) == len(jobs)
+			if err != nil || st.Leader.Identity != id || len(st.Jobs) != len(jobs) {
+				return false
+			}
+			for _, j := range st.Jobs {
+				if !slices.Contains(jobs, j.Name) || !j.NotScheduledSince.IsZero() {
+					return false
+				}
+			}
+			return true
 		})
 		return c
 	}
