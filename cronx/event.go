@@ -23,7 +23,9 @@ type RunStarted struct {
 	// Start is when the run started, by the Cron's clock; Lateness is how
 	// long after its intended start that was: its tick plus the job's
 	// jitter delay (WithJitter), so a jittered run that starts at its
-	// delay is not late. Zero for a triggered or backfilled run.
+	// delay is not late. Zero for a triggered, backfilled or recovered
+	// run (a run again of a tick whose runner died, WithRecovery), which
+	// gives baton_job_tick_lateness_seconds no sample.
 	Start    time.Time
 	Lateness time.Duration
 	// ClaimLatency is how long the claim took, from the moment the run asked

@@ -277,6 +277,11 @@ func TestRecoveryLeavesATickOlderThanTheLatest(t *testing.T) {
 	if !again.Tick.Equal(t0) || again.Recovered != 1 {
 		t.Errorf("hourly ran %v recovered %d, want %v recovered 1", again.Tick, again.Recovered, t0)
 	}
+	// Ten minutes after its tick, as late as its lost run lasted: no
+	// lateness sample.
+	if again.Lateness != 0 {
+		t.Errorf("the run again has Lateness %v, want 0", again.Lateness)
+	}
 	idleWithin(t, b, 10*time.Second, "b")
 	ran.mu.Lock()
 	defer ran.mu.Unlock()

@@ -133,6 +133,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryWaitsForNoOtherRun$"}},
 	},
 	{
+		Name:   "recovered-run-late",
+		Breaks: "WithRecovery: a run again of a tick whose runner died puts its age into the lateness histogram",
+		Edits:  []edit{{Marker: "recovered-no-lateness", Old: "r.scheduled() && r.recovered == 0", New: "r.scheduled()"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickOlderThanTheLatest$"}},
+	},
+	{
 		Name:   "recovery-runs-overtaken",
 		Breaks: "WithRecovery: a tick whose runner was lost runs again after a later tick of the job was claimed",
 		Edits:  []edit{{Marker: "recovery-overtaken", Old: "claimed > seq", New: "false"}},

@@ -171,6 +171,8 @@ has its own; a backfilled run's, the past tick it runs, with BATON_BACKFILL=1
 besides: see baton backfill --help),
 BATON_ATTEMPT (1, or the retry's number with --attempts),
 BATON_RECOVERED (0, or how many times the tick was run again with recover=),
+BATON_CAUGHT_UP=1 for the run of a tick missed while nobody ran the job,
+run late (catch-up=),
 BATON_ID (the replica) and BATON_FENCE (the run's fencing token: it grows
 with every claim and stays valid until the run ends, also after a SIGTERM's
 resignation) in its environment, and its output is printed a line at a
