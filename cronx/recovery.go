@@ -135,17 +135,19 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		seen, rev = parseRecovered(kvs[0].Value), kvs[0].ModRevision
 	}
 	records, histRev := decodeHistory(read.Responses[1].GetResponseRange().Kvs)
-	if recordedTick(records, decodeOutcome(read.Responses[2].GetResponseRange().Kvs), tick) {
-		co.logger.Info("cronx: not run again: a run of the tick was recorded", "job", job, "tick", tick)
-		return true, nil
-	}
 	lastRev, claimed := int64(0), int64(0)
 	if kvs := read.Responses[3].GetResponseRange().Kvs; len(kvs) > 0 {
 		lastRev = kvs[0].ModRevision
 		claimed, _, _ = parseLast(string(kvs[0].Value))
 	}
-	if claimed > seq { // mutation:recovery-overtaken
+	// A later tick claimed, and maybe recorded since: the tick is
+	// overtaken, unless the history shows it ran.
+	if claimed > seq && !ranTick(records, tick) { // mutation:recovery-overtaken
 		co.rep.notRun(job, tick, ReasonOvertaken, errRecoveryOvertaken)
+		return true, nil
+	}
+	if recordedTick(records, decodeOutcome(read.Responses[2].GetResponseRange().Kvs), tick) {
+		co.logger.Info("cronx: not run again: a run of the tick was recorded", "job", job, "tick", tick)
 		return true, nil
 	}
 	if claimed < seq {
