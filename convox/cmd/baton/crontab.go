@@ -104,7 +104,9 @@ schedule are an error: they would be read as the schedule or the command):
                                  recorded: the next leader runs it, with a
                                  new BATON_FENCE and BATON_RECOVERED set;
                                  never a run that ended, failed, timed out
-                                 or was stopped (leader mode only)
+                                 or was stopped, nor beside another run of
+                                 the job (unless overlap=allow) or after a
+                                 later tick (leader mode only)
   at-start=yes|no                also run the job once per release, as @start
   start=TIME                     run no tick before TIME (RFC 3339:
                                  2026-12-24T18:00:00Z)
