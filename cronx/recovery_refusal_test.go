@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -130,4 +131,27 @@ func TestRecoveryLeavesATickOvertaken(t *testing.T) {
 	}
 	idleWithin(t, b, 20*time.Second, "b")
 	noRecoveredRun(t, l)
+}
+
+// TestRecoveringJobsListOverlap: a job that recovers its runs and is not
+// Allow can have a tick counted as overlap (its run again refused), in
+// leader mode, whatever its policy; others only under Forbid.
+func TestRecoveringJobsListOverlap(t *testing.T) {
+	for _, tc := range []struct {
+		mode     Mode
+		overlap  Overlap
+		recovers bool
+		want     bool
+	}{
+		{LeaderMode, Forbid, false, true},
+		{LeaderMode, BufferOne, false, false},
+		{LeaderMode, BufferOne, true, true},
+		{LeaderMode, Replace, true, true},
+		{LeaderMode, Allow, true, false},
+		{ClaimMode, BufferAll, true, false},
+	} {
+		if got := slices.Contains(reasonsOf(true, tc.mode, tc.overlap, tc.recovers), ReasonOverlap); got != tc.want {
+			t.Errorf("mode %v, overlap %v, recovers %v: overlap listed %v, want %v", tc.mode, tc.overlap, tc.recovers, got, tc.want)
+		}
+	}
 }
