@@ -145,6 +145,11 @@ func checkCaughtUp(t *testing.T, l *catchUpLedger, events *eventLog, c *Cron, fi
 	if got := l.ran["two-hours"][1]; got.Instance != who {
 		t.Errorf("the missed tick ran on %s, want %s", got.Instance, who)
 	}
+	for _, info := range l.ran["two-hours"] {
+		if info.CaughtUp != info.Tick.Equal(missed) {
+			t.Errorf("the job's run of %v has Info.CaughtUp %v", info.Tick, info.CaughtUp)
+		}
+	}
 	l.mu.Unlock()
 	// Observers, and the history that baton status shows, tell the missed
 	// tick's run from the others.

@@ -23,7 +23,9 @@ type RunStarted struct {
 	// Start is when the run started, by the Cron's clock; Lateness is how
 	// long after its intended start that was: its tick plus the job's
 	// jitter delay (WithJitter), so a jittered run that starts at its
-	// delay is not late. Zero for a triggered or backfilled run.
+	// delay is not late. Zero for a triggered, backfilled or recovered
+	// run (a run again of a tick whose runner died, WithRecovery), which
+	// gives baton_job_tick_lateness_seconds no sample.
 	Start    time.Time
 	Lateness time.Duration
 	// ClaimLatency is how long the claim took, from the moment the run asked
@@ -80,13 +82,17 @@ const (
 	// past the misfire deadline (the process was stalled, or its clock
 	// jumped): RunOnce's grace, or under Skip about a second.
 	ReasonMisfireSkipped
-	// ReasonOverlap: the job is Forbid and a run of it was in progress.
+	// ReasonOverlap: the job is Forbid and a run of it was in progress; or
+	// the job recovers its runs (WithRecovery), is not Allow, and a run of
+	// it was in progress, or ticks waited in its buffer, when a tick whose
+	// runner was lost could run again.
 	ReasonOverlap
 	// ReasonPaused: the job was paused.
 	ReasonPaused
 	// ReasonOvertaken: a later tick of the job was claimed, or came due,
-	// before this one's claim reached etcd (etcd was slow or out); the
-	// later tick stands for it.
+	// before this one's claim reached etcd (etcd was slow or out), or
+	// before this one, whose runner was lost, could run again
+	// (WithRecovery); the later tick stands for it.
 	ReasonOvertaken
 	// ReasonClaimedElsewhere: claim mode, another replica claimed the tick
 	// first. The tick did run, elsewhere: this reason is an event of one
@@ -127,9 +133,10 @@ func Reasons() []Reason {
 // order: none without etcd, where every tick runs as robfig/cron runs it;
 // with etcd, the misfire deadline, a pause, a later tick, an etcd that does
 // not answer or refuses; and, by mode and policy, no_leader and runner_lost
-// (leader mode), claimed_elsewhere (claim mode), overlap (Forbid) and
-// buffer_full (BufferOne, BufferAll).
-func reasonsOf(coordinated bool, mode Mode, overlap Overlap) []Reason {
+// (leader mode), claimed_elsewhere (claim mode), overlap (Forbid; and,
+// in leader mode, any policy but Allow of a job that recovers its runs)
+// and buffer_full (BufferOne, BufferAll).
+func reasonsOf(coordinated bool, mode Mode, overlap Overlap, recovers bool) []Reason {
 	if !coordinated {
 		return nil
 	}
@@ -138,7 +145,7 @@ func reasonsOf(coordinated bool, mode Mode, overlap Overlap) []Reason {
 		switch {
 		case (r == ReasonNoLeader || r == ReasonRunnerLost) && mode != LeaderMode,
 			r == ReasonClaimedElsewhere && mode != ClaimMode,
-			r == ReasonOverlap && overlap != Forbid,
+			r == ReasonOverlap && overlap != Forbid && !(recovers && mode == LeaderMode && overlap != Allow),
 			r == ReasonBufferFull && !buffering(overlap):
 			continue
 		}
@@ -278,7 +285,7 @@ func jobAdded(sc *scope, name string, p *jobPolicy, s Schedule, now time.Time) J
 	if sc != nil {
 		ev.Scheduler, ev.Coordinated, ev.Mode = sc.name, true, sc.mode
 	}
-	ev.Reasons = reasonsOf(ev.Coordinated, ev.Mode, p.overlap)
+	ev.Reasons = reasonsOf(ev.Coordinated, ev.Mode, p.overlap, p.recovery > 0)
 	if ev.Coordinated {
 		ev.Hooks = p.hooks.kinds()
 		ev.Recovers = ev.Mode == LeaderMode && p.recovery > 0

@@ -115,6 +115,11 @@ type Info struct {
 	// Backfill is true for a run of a backfill (Cron.Backfill): Tick is a
 	// past tick of the schedule, run now. Triggered is false for it.
 	Backfill bool
+	// CaughtUp is true for the run of a tick missed while nobody ran the
+	// job (an outage, a failover), run late within its catch-up window
+	// (WithCatchUp, WithMisfire), as RunStarted.CaughtUp and
+	// Record.CaughtUp have it.
+	CaughtUp bool
 	// Attempt counts the run's attempts from 1; a failed run of a job with
 	// WithRetries is run again under the same claim, Fence included. A
 	// recovered run counts its own attempts from 1 again.

@@ -29,6 +29,10 @@ type outcome struct {
 	LastFailure time.Time `json:"last_failure,omitzero"`
 	// Failures is the number of runs that failed since the last success.
 	Failures int `json:"failures,omitempty"`
+	// Tick is the latest scheduled tick (Unix nanoseconds) whose run was
+	// recorded, however many records came after it: the history forgets
+	// it, and WithRecovery must not run it again (recovery.go).
+	Tick int64 `json:"tick,omitempty"`
 }
 
 // JobOutcome is a job's last success, last failure and consecutive
@@ -96,13 +100,19 @@ func (rc *recorder) outcomeGets(batch []finishItem) []clientv3.Op {
 
 // outcomeOps are the writes that go with the history write of it, given
 // the outcome key as read with the history: the job's new outcome, and
-// its pause when its policy says so (pauseafter.go); none for an attempt
-// that is retried. next is the outcome they write.
+// its pause when its policy says so (pauseafter.go); for an attempt that
+// is retried, only the latest recorded tick (withTick), if it moves. next
+// is the outcome they write.
 func (rc *recorder) outcomeOps(it finishItem, read *etcdserverpb.ResponseOp) (next outcome, ops []clientv3.Op) {
+	prev := decodeOutcome(read.GetResponseRange().GetKvs())
+	seen := prev.withTick(it)
 	if it.keep {
-		return outcome{}, nil
+		if seen == prev {
+			return outcome{}, nil
+		}
+		return outcome{}, []clientv3.Op{clientv3.OpPut(rc.co.keys.outcome(it.job), encodeOutcome(seen))}
 	}
-	next = decodeOutcome(read.GetResponseRange().GetKvs()).after(it)
+	next = seen.after(it)
 	ops = []clientv3.Op{clientv3.OpPut(rc.co.keys.outcome(it.job), encodeOutcome(next))}
 	return next, append(ops, rc.pauseOps(it, next)...)
 }

@@ -24,14 +24,20 @@ import (
 // cluster, for the tick it catches up (within the job's catch-up window)
 // and for the job's last claimed tick while its next has not come, by a
 // claim in etcd that commits only under its term, while no marker of the
-// tick exists, no record of it has been written since it looked, and fewer
-// than n recoveries of the tick were claimed. The run again has a fence of
+// tick exists, no record of it has been written since it looked, the tick
+// is still the job's latest claim, the job is not paused, no other run of
+// it is in progress (unless the job is Allow) and none of its ticks waits
+// in its buffer (BufferOne, BufferAll), and fewer than n recoveries of the
+// tick were claimed. A tick refused for a later claim, a pause or another
+// run is reported not run as ReasonOvertaken, ReasonPaused or
+// ReasonOverlap. The run again has a fence of
 // its own, later than the lost run's, and Info.Recovered set (1 for the
 // first recovery); its attempts (WithRetries) count from 1 again.
 //
 // A run that ended, failed, timed out, was replaced or was ended by Stop,
 // Shutdown or the loss of its claim is recorded as it ends, and is never
-// run again. Without WithRecovery (or with n 0), such a tick is counted
+// run again, however many records came after its own: the job's latest
+// recorded tick is kept beside its bounded history. Without WithRecovery (or with n 0), such a tick is counted
 // not run, as ReasonRunnerLost, as it is once n recoveries have been
 // claimed. Recovery is leader mode's: in claim mode no replica takes over
 // another's ticks, and the option changes nothing.
@@ -97,9 +103,11 @@ type recovery struct {
 }
 
 // lost handles a tick of job whose marker lapsed with no record of its run:
-// it claims a recovery and starts the run again, and reports true when the
-// tick is thus run again, here or, decided by another claim, elsewhere.
-// It returns false, with why, when the tick is to be counted not run.
+// it claims a recovery and starts the run again. It reports true once the
+// tick is decided: run again, here or, decided by another claim,
+// elsewhere; found recorded; or reported not run for why the recovery
+// could not be claimed (refusal). It returns false, with why, when the
+// tick is to be counted not run as ReasonRunnerLost.
 func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, error) {
 	co := rv.co
 	e, ok := co.host.entryByName(job)
@@ -113,10 +121,11 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		return true, nil
 	}
 	seq := tick.UnixNano()
-	marker, key, hist := co.keys.tickMarker(job, seq), co.keys.recovered(job), co.keys.history(job)
+	marker, key, hist, last := co.keys.tickMarker(job, seq), co.keys.recovered(job), co.keys.history(job), co.keys.last(job)
 	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
-	read, err := co.conn.etcd().Txn(rctx).Then(clientv3.OpGet(key), clientv3.OpGet(hist)).Commit()
+	read, err := co.conn.etcd().Txn(rctx).Then(clientv3.OpGet(key), clientv3.OpGet(hist),
+		clientv3.OpGet(co.keys.outcome(job)), clientv3.OpGet(last)).Commit()
 	if err != nil {
 		return false, err
 	}
@@ -126,8 +135,25 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		seen, rev = parseRecovered(kvs[0].Value), kvs[0].ModRevision
 	}
 	records, histRev := decodeHistory(read.Responses[1].GetResponseRange().Kvs)
-	if ranTick(records, tick) { // mutation:recovery-recorded
-		return true, nil // recorded since: it ran
+	lastRev, claimed := int64(0), int64(0)
+	if kvs := read.Responses[3].GetResponseRange().Kvs; len(kvs) > 0 {
+		lastRev = kvs[0].ModRevision
+		claimed, _, _ = parseLast(string(kvs[0].Value))
+	}
+	// A later tick claimed, and maybe recorded since: the tick is
+	// overtaken, unless the history shows it ran.
+	if claimed > seq && !ranTick(records, tick) { // mutation:recovery-overtaken
+		co.rep.notRun(job, tick, ReasonOvertaken, errRecoveryOvertaken)
+		return true, nil
+	}
+	if recordedTick(records, decodeOutcome(read.Responses[2].GetResponseRange().Kvs), tick) {
+		co.logger.Info("cronx: not run again: a run of the tick was recorded", "job", job, "tick", tick)
+		return true, nil
+	}
+	if claimed < seq {
+		// Not the job's claim (etcd lost it): nobody ran the tick under it.
+		co.logger.Info("cronx: recovery not claimed: the job's claim is not the tick's", "job", job, "tick", tick)
+		return true, nil
 	}
 	next, n := seen.with(seq)
 	if n > e.policy.recovery { // mutation:recovery-bound
@@ -137,28 +163,26 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 	if err != nil {
 		return false, err
 	}
+	refusal := recoveryRefusal{co: co, job: job, tick: tick, overlap: e.policy.overlap}
 	conds := []clientv3.Cmp{
 		ts.term.Fence.Cmp(),
 		clientv3.Compare(clientv3.ModRevision(key), "=", rev),
 		clientv3.Compare(clientv3.ModRevision(hist), "=", histRev),
+		clientv3.Compare(clientv3.ModRevision(last), "=", lastRev),
 		clientv3.Compare(clientv3.CreateRevision(marker), "=", 0),
 		clientv3.Compare(clientv3.CreateRevision(co.keys.paused(job)), "=", 0),
 	}
-	if e.policy.overlap == Forbid {
-		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(co.keys.running(job)), "=", 0).WithPrefix())
-	}
+	conds = append(conds, refusal.overlapConds()...)
 	resp, err := co.conn.etcd().Txn(rctx).If(conds...).Then(
 		clientv3.OpPut(key, next),
 		clientv3.OpPut(marker, claimcond.Value(seq, co.identity), clientv3.WithLease(sess.Lease())),
-	).Commit()
+	).Else(refusal.reads()...).Commit()
 	if err != nil || !resp.Succeeded {
 		co.claims.sessions.put(sess)
 		if err != nil {
 			return false, err
 		}
-		// Another decision came first (a record, a recovery, a run's
-		// marker, a pause, a new term): the tick is not this one's to run.
-		co.logger.Info("cronx: recovery not claimed: the tick changed since it was read", "job", job, "tick", tick)
+		refusal.tell(resp.Responses, rev, histRev, lastRev) // mutation:recovery-refusal-told
 		return true, nil
 	}
 	c := held{claim: election.Claim{Seq: seq, Revision: resp.Header.Revision,
@@ -171,6 +195,25 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		co.claims.sessions.put(sess)
 	}
 	return true, nil
+}
+
+// recordedTick reports whether a run of tick was recorded: its record is
+// in the history, or the outcome key, written with each record, holds it
+// or a later tick as the latest recorded (the history holds only the last
+// historyLen records, and backfills, triggers and retried attempts push a
+// tick's record out of it).
+func recordedTick(records []Record, o outcome, tick time.Time) bool {
+	return ranTick(records, tick) || o.Tick >= tick.UnixNano() // mutation:recovery-recorded
+}
+
+// withTick is o once the record of it is written: its tick, when it is a
+// run of a scheduled tick (not a trigger or a backfill), is the latest
+// recorded unless a later one was.
+func (o outcome) withTick(it finishItem) outcome {
+	if seq := it.tick.UnixNano(); !it.triggered && !it.backfill && seq > o.Tick { // mutation:recovery-tick-kept
+		o.Tick = seq
+	}
+	return o
 }
 
 // termStarted looks, for the jobs that recover their runs, at the tick each

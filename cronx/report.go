@@ -39,9 +39,10 @@ func (rp *reporter) runStarted(r *run, claim election.Claim, claimLatency time.D
 	start := rp.sc.clock.Now()
 	ev := RunStarted{Scheduler: rp.sc.name, Job: r.job.name, Tick: r.tick, Instance: rp.sc.identity, Fence: claim.Fence,
 		Triggered: r.triggered(), Backfill: r.bf != nil, Start: start, ClaimLatency: claimLatency, CaughtUp: r.catchUp, Recovered: r.recovered}
-	if r.scheduled() {
+	if r.scheduled() && r.recovered == 0 { // mutation:recovered-no-lateness
 		// From the run's intended start: a jittered run is meant to start
-		// its delay after the tick.
+		// its delay after the tick. A run again of a tick whose runner
+		// died (recovery.go) is as late as the lost run lasted: no sample.
 		ev.Lateness = start.Sub(r.tick.Add(r.delay))
 	}
 	return ev

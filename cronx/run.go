@@ -265,7 +265,7 @@ func (r *run) release(c held) {
 // info is the Info of r's attempt, as its job sees it.
 func (r *run) info(c held, attempt int) Info {
 	return Info{Job: r.job.name, Tick: r.tick, Instance: r.co.identity, Fence: c.claim.Fence, Triggered: r.triggered(), Backfill: r.bf != nil, Attempt: attempt,
-		Recovered: r.recovered}
+		CaughtUp: r.catchUp, Recovered: r.recovered}
 }
 
 // held is a claim that holds: the run's, and the session of its marker.

@@ -110,9 +110,45 @@ var mutations = []mutation{
 		Breaks: "WithRecovery: a run that ended and was recorded (or that Shutdown ended) is run again",
 		Edits: []edit{
 			{Marker: "lost-recorded", Old: "ranTick(hist, l.tick)", New: "ranTick(hist, l.tick) && false"},
-			{Marker: "recovery-recorded", Old: "ranTick(records, tick)", New: "ranTick(records, tick) && false"},
+			{Marker: "recovery-recorded", Old: "ranTick(records, tick) || o.Tick >= tick.UnixNano()", New: "false"},
 		},
 		Tests: []tests{{Pkg: "cronx", Run: "^(TestRunKilledMidRunRunsAgainOnceWithRecovery|TestRecoveryLeavesARunShutdownEnded)$"}},
+	},
+	{
+		Name:   "recovery-reruns-evicted",
+		Breaks: "WithRecovery: a tick that ran and was recorded is run again once later records pushed its record out of the history",
+		Edits:  []edit{{Marker: "recovery-recorded", Old: " || o.Tick >= tick.UnixNano()", New: ""}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickWhoseRecordLeftTheHistory$"}},
+	},
+	{
+		Name:   "recovery-tick-forgotten",
+		Breaks: "WithRecovery: a record does not keep its tick as the latest recorded, and a tick whose record left the history is run again",
+		Edits:  []edit{{Marker: "recovery-tick-kept", Old: "seq > o.Tick", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickWhoseRecordLeftTheHistory$"}},
+	},
+	{
+		Name:   "recovery-overlaps",
+		Breaks: "WithRecovery: a tick of a BufferOne, BufferAll or Replace job runs again beside another run of the job",
+		Edits:  []edit{{Marker: "recovery-overlap", Old: "rf.overlap == Allow", New: "rf.overlap != Forbid"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryWaitsForNoOtherRun$"}},
+	},
+	{
+		Name:   "recovery-refusal-silent",
+		Breaks: "WithRecovery: a tick whose recovery could not be claimed (a run in progress, a pause, a later claim) is neither run nor counted",
+		Edits:  []edit{{Marker: "recovery-refusal-told", Old: "refusal.tell(resp.Responses, rev, histRev, lastRev)", New: "_ = lastRev"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryWaitsForNoOtherRun$"}},
+	},
+	{
+		Name:   "recovered-run-late",
+		Breaks: "WithRecovery: a run again of a tick whose runner died puts its age into the lateness histogram",
+		Edits:  []edit{{Marker: "recovered-no-lateness", Old: "r.scheduled() && r.recovered == 0", New: "r.scheduled()"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickOlderThanTheLatest$"}},
+	},
+	{
+		Name:   "recovery-runs-overtaken",
+		Breaks: "WithRecovery: a tick whose runner was lost runs again after a later tick of the job was claimed",
+		Edits:  []edit{{Marker: "recovery-overtaken", Old: "claimed > seq", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickOvertaken$"}},
 	},
 	{
 		Name:   "recovery-term-look-skipped",

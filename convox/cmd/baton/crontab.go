@@ -104,7 +104,9 @@ schedule are an error: they would be read as the schedule or the command):
                                  recorded: the next leader runs it, with a
                                  new BATON_FENCE and BATON_RECOVERED set;
                                  never a run that ended, failed, timed out
-                                 or was stopped (leader mode only)
+                                 or was stopped, nor beside another run of
+                                 the job (unless overlap=allow) or after a
+                                 later tick (leader mode only)
   at-start=yes|no                also run the job once per release, as @start
   start=TIME                     run no tick before TIME (RFC 3339:
                                  2026-12-24T18:00:00Z)
@@ -171,6 +173,8 @@ has its own; a backfilled run's, the past tick it runs, with BATON_BACKFILL=1
 besides: see baton backfill --help),
 BATON_ATTEMPT (1, or the retry's number with --attempts),
 BATON_RECOVERED (0, or how many times the tick was run again with recover=),
+BATON_CAUGHT_UP=1 for the run of a tick missed while nobody ran the job,
+run late (catch-up=),
 BATON_ID (the replica) and BATON_FENCE (the run's fencing token: it grows
 with every claim and stays valid until the run ends, also after a SIGTERM's
 resignation) in its environment, and its output is printed a line at a

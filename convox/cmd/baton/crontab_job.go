@@ -86,6 +86,9 @@ func (j crontabJob) runEnv(info cronx.Info) []string {
 	if info.Backfill {
 		env = append(env, "BATON_BACKFILL=1") // a past tick, run by `baton backfill`
 	}
+	if info.CaughtUp {
+		env = append(env, "BATON_CAUGHT_UP=1") // a missed tick, run late
+	}
 	return env
 }
 
