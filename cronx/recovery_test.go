@@ -307,6 +307,25 @@ func TestRecoveryOfACutOffRunnerNeverOverlaps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits on the wall clock for a cut-off leader's lease to lapse; the full tier runs it")
 	}
+	cutOffRunRunsAgain(t, "recover-cut", "*/10 * * * * *", t0.Add(10*time.Second), time.Second)
+}
+
+// TestRecoveryOfARunCutOffLongBeforeTheTakeover: the same, for a minutely
+// job whose successor takes over 30s after the tick, within the misfire
+// grace but later than a lost claim is looked for without WithRecovery:
+// its catch-up finds the tick claimed, and runs it again.
+func TestRecoveryOfARunCutOffLongBeforeTheTakeover(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for a cut-off leader's lease to lapse; the full tier runs it")
+	}
+	cutOffRunRunsAgain(t, "recover-cut-late", "0 * * * * *", t0.Add(time.Minute), 30*time.Second)
+}
+
+// cutOffRunRunsAgain cuts the leader off from etcd in the run of tick of a
+// job of spec, with its successor's clock ahead of the tick by ahead, and
+// waits for the successor to run the tick again, after the cut-off run.
+func cutOffRunRunsAgain(t *testing.T, name, spec string, tick time.Time, ahead time.Duration) {
 	srv := etcdtest.Shared(t)
 	proxy := etcdtest.NewProxy(t, srv.Addr())
 	var mu sync.Mutex
@@ -333,9 +352,9 @@ func TestRecoveryOfACutOffRunnerNeverOverlaps(t *testing.T) {
 	}
 	replica := func(id string, fake *clock.Fake, endpoint string, ttl time.Duration) *Cron {
 		c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
-			WithEtcd(srv.NewClient(t, endpoint)), WithName("recover-cut"),
+			WithEtcd(srv.NewClient(t, endpoint)), WithName(name),
 			WithElection(election.WithIdentity(id), election.WithTTL(ttl)))
-		mustAdd(t, c, "*/10 * * * * *", Named("long", jobOf(id), WithRecovery(1)))
+		mustAdd(t, c, spec, Named("long", jobOf(id), WithRecovery(1)))
 		c.Start()
 		t.Cleanup(func() { shutdown(t, c, id) })
 		return c
@@ -343,15 +362,14 @@ func TestRecoveryOfACutOffRunnerNeverOverlaps(t *testing.T) {
 	fakeA, fakeB := clock.NewFake(t0), clock.NewFake(t0)
 	a := replica("a", fakeA, proxy.Endpoint(), 3*time.Second)
 	eventually(t, wait, func() (bool, string) { return a.coord.scheduling(), "a does not lead" })
-	waitPublished(t, srv.Client(t), "recover-cut", "long")
+	waitPublished(t, srv.Client(t), name, "long")
 	replica("b", fakeB, srv.Endpoint(), stallTTL)
-	waitCandidates(t, srv.Client(t), "recover-cut", 2)
-	tick := t0.Add(10 * time.Second)
+	waitCandidates(t, srv.Client(t), name, 2)
 	if !fakeA.WaitDueBy(tick, wait) {
 		t.Fatal("a armed no timer for the tick")
 	}
 	fakeA.Set(tick)
-	fakeB.Set(tick.Add(time.Second))
+	fakeB.Set(tick.Add(ahead))
 	select {
 	case <-aStarted:
 	case <-time.After(15 * time.Second):

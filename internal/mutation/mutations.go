@@ -163,12 +163,6 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickOlderThanTheLatest$"}},
 	},
 	{
-		Name:   "recovery-long-run-unchecked",
-		Breaks: "WithRecovery: a run that died longer after its tick than a lost claim is looked for is neither run again nor counted",
-		Edits:  []edit{{Marker: "runner-lost", Old: "|| r.job.policy.recovery > 0", New: "|| false"}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunKilledMidRunRunsAgainOnceWithRecovery$"}},
-	},
-	{
 		Name:   "gap-never-run-uncounted",
 		Breaks: "G4: under Skip, the tick of a job that never ran, fallen while nobody led, is not counted as not run",
 		Edits:  []edit{{Marker: "gap-never-run", Old: "resp.Responses[2*i+1].GetResponseRange().Count > 0", New: "false"}},

@@ -68,7 +68,7 @@ func TestCrontabHooksRunOncePerRun(t *testing.T) {
 	replicas := map[string]*process{}
 	for _, id := range []string{"r1", "r2", "r3"} {
 		replicas[id] = startBaton(t, append(etcd.Env(), "BATON_ID="+id), "crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL),
-			"--grace", "1s", "--on-failure", hook, file)
+			"--grace", "3s", "--on-failure", hook, file)
 	}
 	// --check reads the same file and flags.
 	if code, out := runBaton(t, nil, "crontab", "--seconds", "--check", "--on-failure", hook, file); code != 0 || !strings.Contains(out, "\tlinger\t") {
