@@ -35,12 +35,13 @@ var failRe = regexp.MustCompile(`(?m)^--- FAIL: (\S+)`)
 // a mutation's overlay in it (see overlayEnv).
 //
 // -p=1 keeps each run to one compile or test binary at a time: the worker
-// pool, not go test, decides how many runs share the machine.
+// pool, not go test, decides how many runs share the machine. -vet=off
+// leaves vet to CI's own run of it: a mutant's compile is the check's cost.
 func goTest(dir string, t tests, timeout time.Duration, env []string) testResult {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Minute)
 	defer cancel()
-	args := []string{"test", "-count=1", "-p=1", "-failfast", "-timeout=" + timeout.String(), "-run=" + t.Run}
+	args := []string{"test", "-count=1", "-p=1", "-vet=off", "-failfast", "-timeout=" + timeout.String(), "-run=" + t.Run}
 	if t.Short {
 		args = append(args, "-short")
 	}
