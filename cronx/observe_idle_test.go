@@ -62,7 +62,7 @@ func TestIdleObservedFollowerSendsOnlyKeepalives(t *testing.T) {
 	lev := newEventLog()
 	leader := startReplica(t, srv.Client(t), "leader", l, LeaderMode, append(observed(lev), func(c *Cron) {
 		mustAdd(t, c, "* * * * * *", Named("held", ContextFunc(func(context.Context) error { return nil })))
-	})...)
+	}, WithElection(election.WithTTL(stallTTL)))...) // a leader a loaded machine does not lose
 	waitFor[leadershipGained](t, lev, 10*time.Second, "leadership", nil)
 	eventually(t, 10*time.Second, func() (bool, string) { // once the leader has published it
 		err := leader.cron.Pause(context.Background(), "held")
