@@ -125,7 +125,7 @@ func TestRecoveryLeavesATickOvertaken(t *testing.T) {
 	if _, err := cli.Revoke(context.Background(), lease); err != nil { // the lost runner's lease lapses
 		t.Fatal(err)
 	}
-	e := waitNotRun(t, l, "tens", ReasonOvertaken, 20*time.Second)
+	e := waitNotRun(t, l, "tens", ReasonOvertaken, 40*time.Second)
 	if !e.Tick.Equal(T) || !errors.Is(e.Err, errRecoveryOvertaken) {
 		t.Errorf("not run: %v (%v), want %v, overtaken", e.Tick, e.Err, T)
 	}
