@@ -52,7 +52,7 @@ func main() {
 		fmt.Println("mutation:", err)
 		os.Exit(1)
 	}
-	os.Exit(run(os.Stdout, root, mutations, o))
+	os.Exit(run(os.Stdout, root, allMutations(), o))
 }
 
 // defaultJobs is how many mutations run at once unless -j says otherwise.
