@@ -33,6 +33,11 @@ type backfillClaim struct {
 	// Set by the claim for its give back, on the run's goroutine.
 	prev    string // the request's value before the claim
 	claimed int64  // the claim's revision
+	// sent is the request's value before the last claim sent, and next
+	// the one that claim wrote: what a claim whose reply was lost had
+	// done, if it committed (unanswered.go).
+	sent string
+	next backfillValue
 }
 
 // errBackfillMoved is the outcome of a claim of a backfill's tick whose
@@ -243,6 +248,21 @@ func (cl *claimer) claimBackfill(r *run) (held, error) {
 	co := cl.co
 	job := r.job.name
 	backoff := retryBackoff
+	// A try sent and not answered may have claimed the tick (unanswered.go).
+	unanswered := false
+	giveUp := func(err error) (held, error) {
+		if !unanswered {
+			return held{}, err
+		}
+		seq := r.tick.UnixNano()
+		h, ok := cl.adoptUnanswered(r, co.keys.backfillMarker(job, seq), seq, 0)
+		if !ok {
+			return held{}, err
+		}
+		r.bf.prev, r.bf.claimed = r.bf.sent, h.claim.Revision
+		co.rep.backfillProgressed(job, r.bf.next)
+		return h, nil
+	}
 	for {
 		sess, err := cl.sessions.get(r.ctx)
 		if err == nil {
@@ -254,7 +274,7 @@ func (cl *claimer) claimBackfill(r *run) (held, error) {
 				co.rep.refusals.accepted()
 				return c, nil
 			case errors.Is(err, errNotSent):
-				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
+				return giveUp(fmt.Errorf("%w (%v)", context.Cause(r.ctx), err))
 			case errors.Is(err, election.ErrBusy):
 				co.rep.refusals.accepted()
 				if err := awaitNoMarker(r, backfillGuard(co.keys, r), rev); err != nil {
@@ -271,12 +291,14 @@ func (cl *claimer) claimBackfill(r *run) (held, error) {
 				continue
 			case errors.Is(err, errBackfillMoved), errors.Is(err, election.ErrNotLeader):
 				co.rep.refusals.accepted()
-				return held{}, err
+				return giveUp(err)
+			default:
+				unanswered = true // mutation:unanswered-backfill-not-adopted
 			}
 		}
 		co.rep.refusals.refused(err)
 		if r.ctx.Err() != nil {
-			return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
+			return giveUp(fmt.Errorf("%w (%v)", context.Cause(r.ctx), err))
 		}
 		sleep(r.ctx, backoff)
 		backoff = min(2*backoff, maxRetryBackoff)
@@ -312,6 +334,7 @@ func (cl *claimer) sendBackfill(r *run, sess *election.Session) (held, int64, er
 	if !r.rs.send(r) {
 		return held{}, 0, errNotSent
 	}
+	bf.sent, bf.next = string(kv.Value), next
 	marker := co.keys.backfillMarker(job, seq)
 	paused, busy := co.keys.paused(job), backfillGuard(co.keys, r)
 	conds := []clientv3.Cmp{

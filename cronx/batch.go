@@ -140,6 +140,9 @@ func (b *batcher) send(batch []*claimReq) {
 	// answer): one by one, each retried as a single claim is.
 	for _, r := range batch {
 		c, err := b.cl.claimSingle(r.run, r.key, r.seq, r.opts)
+		if err != nil {
+			err = &unansweredError{err} // the batch may have committed it (unanswered.go)
+		}
 		r.res <- claimRes{claim: c, sess: sess, err: err}
 	}
 }

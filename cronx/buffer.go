@@ -250,6 +250,13 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 	running, dir, paused := co.keys.running(job), co.keys.buffer(job), co.keys.paused(job)
 	val := claimcond.Value(seq, co.identity)
 	backoff := retryBackoff
+	// A try sent and not answered may have committed (unanswered.go): its
+	// marker would then keep the tick waiting for itself.
+	unanswered := false
+	var floor int64
+	if r.term != nil {
+		floor = r.term.term.Revision
+	}
 	for {
 		sess, _, err := cl.sessions.reserve(r.ctx, markerLeaseKeys, 1)
 		var resp *clientv3.TxnResponse
@@ -285,6 +292,11 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 			}
 			cl.sessions.put(sess) // no marker was written
 			r.rs.unsend(r)        // waiting again: its turn, or etcd
+			if err != nil {
+				unanswered = true // mutation:unanswered-buffer-not-adopted
+			} else if h, ok := cl.adoptIfUnanswered(r, unanswered, marker, seq, floor); ok {
+				return h, nil
+			}
 		}
 		if err == nil {
 			co.rep.refusals.accepted()
@@ -313,6 +325,9 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 		}
 		co.rep.refusals.refused(err)
 		if r.ctx.Err() != nil {
+			if h, ok := cl.adoptIfUnanswered(r, unanswered, marker, seq, floor); ok {
+				return h, nil
+			}
 			return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
 		}
 		sleep(r.ctx, backoff)

@@ -57,6 +57,25 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 	firedGen, hadSession := cl.sessions.generation()
 	latest := co.deadline(r)
 	backoff := retryBackoff
+	// A try sent and not answered may have committed (unanswered.go): what
+	// gives up after one looks first.
+	unanswered := false
+	var floor int64
+	if ts != nil {
+		floor = ts.term.Fence.Revision
+	}
+	adopted := func() (held, bool) {
+		if unanswered { // mutation:unanswered-not-adopted
+			return cl.adoptUnanswered(r, marker, seq, floor)
+		}
+		return held{}, false
+	}
+	giveUp := func(err error) (held, error) {
+		if h, ok := adopted(); ok {
+			return h, nil
+		}
+		return held{}, err
+	}
 	for try := 1; ; try++ {
 		var err error
 		// A lease may take until etcd is back: a later tick may have come
@@ -72,7 +91,7 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 			if serr == nil {
 				cl.sessions.put(sess)
 			}
-			return held{}, errSuperseded
+			return giveUp(errSuperseded)
 		}
 		if serr == nil {
 			opts := []election.ClaimOption{
@@ -110,11 +129,20 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 			if sess != nil {
 				cl.sessions.put(sess) // no marker was written
 			}
+			var lost *unansweredError
+			unanswered = unanswered || errors.As(err, &lost)
 			if errors.Is(err, election.ErrTTLBelowMinimum) {
 				return held{}, err // no retry mends it
 			}
 			if errors.Is(err, errNotSent) {
-				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
+				return giveUp(fmt.Errorf("%w (%v)", context.Cause(r.ctx), err))
+			}
+			refused := errors.Is(err, election.ErrClaimed) || errors.Is(err, election.ErrBusy) || errors.Is(err, ErrPaused) ||
+				errors.Is(err, election.ErrNotLeader) || errors.Is(err, claims.ErrNeverClaimed) || errors.Is(err, ErrMaxRuns)
+			if !refused {
+				unanswered = true // sent, and no answer came back
+			} else if h, ok := adopted(); ok {
+				return h, nil
 			}
 			if errors.Is(err, election.ErrBusy) && buffering(r.job.policy.overlap) {
 				return cl.bufferTick(r) // buffer.go
@@ -122,8 +150,7 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 			if errors.Is(err, election.ErrClaimed) && buffering(r.job.policy.overlap) {
 				return cl.joinBuffered(r, err)
 			}
-			if errors.Is(err, election.ErrClaimed) || errors.Is(err, election.ErrBusy) || errors.Is(err, ErrPaused) ||
-				errors.Is(err, election.ErrNotLeader) || errors.Is(err, claims.ErrNeverClaimed) || errors.Is(err, ErrMaxRuns) {
+			if refused {
 				co.rep.refusals.accepted()
 				if try > 1 {
 					err = &retriedError{err}
@@ -140,10 +167,10 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 		co.rep.refusals.refused(err)
 		r.rs.unsend(r) // waiting again, for etcd
 		if r.ctx.Err() != nil {
-			return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
+			return giveUp(fmt.Errorf("%w (%v)", context.Cause(r.ctx), err))
 		}
 		if co.clock.Now().Add(backoff).After(latest) {
-			return held{}, fmt.Errorf("no claim before the misfire deadline: %w", err)
+			return giveUp(fmt.Errorf("no claim before the misfire deadline: %w", err))
 		}
 		// Retries pace against etcd, which runs on real time whatever the
 		// Cron's clock.

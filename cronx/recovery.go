@@ -177,19 +177,30 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		clientv3.OpPut(key, next),
 		clientv3.OpPut(marker, claimcond.Value(seq, co.identity), clientv3.WithLease(sess.Lease())),
 	).Else(refusal.reads()...).Commit()
-	if err != nil || !resp.Succeeded {
+	r := newRun(co.runs, co, refOf(&e), tick)
+	r.term, r.recovered = ts, n
+	var c held
+	switch {
+	case err != nil:
 		co.claims.sessions.put(sess)
-		if err != nil {
+		// Unanswered, it may have committed (unanswered.go).
+		h, ok := co.claims.adoptUnanswered(r, marker, seq, ts.term.Fence.Revision) // mutation:unanswered-recovery
+		if !ok {
+			r.cancel(nil)
 			return false, err
 		}
+		c = h
+	case !resp.Succeeded:
+		co.claims.sessions.put(sess)
+		r.cancel(nil)
 		refusal.tell(resp.Responses, rev, histRev, lastRev) // mutation:recovery-refusal-told
 		return true, nil
+	default:
+		c = held{claim: election.Claim{Seq: seq, Revision: resp.Header.Revision,
+			Fence: election.Fence{Key: marker, Revision: resp.Header.Revision}}, sess: sess}
 	}
-	c := held{claim: election.Claim{Seq: seq, Revision: resp.Header.Revision,
-		Fence: election.Fence{Key: marker, Revision: resp.Header.Revision}}, sess: sess}
 	co.logger.Info("cronx: running again a tick whose runner was lost", "job", job, "tick", tick, "recovered", n, "fence", c.claim.Revision)
-	r := newRun(co.runs, co, refOf(&e), tick)
-	r.term, r.recovered, r.recovery = ts, n, &c
+	r.recovery = &c
 	if !r.goCoordinated() {
 		claims.Release(rctx, co.conn.etcd(), c.claim)
 		co.claims.sessions.put(sess)

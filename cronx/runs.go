@@ -410,3 +410,16 @@ func (rs *runs) wakeIdlers() {
 	}
 	rs.idlers = nil
 }
+
+// twin reports whether another run of r's job and tick than r has a claim
+// on the wire or holding.
+func (rs *runs) twin(r *run) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for q := range rs.live {
+		if q != r && q.job.name == r.job.name && q.tick.Equal(r.tick) && q.stage >= stageSent {
+			return true
+		}
+	}
+	return false
+}

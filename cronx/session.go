@@ -112,6 +112,23 @@ func (s *runnerSession) put(sess *election.Session) {
 	}
 }
 
+// ours returns the session of the live marker lease with ID id, counting
+// one more key on it if counted; nil when no lease of this replica has
+// that ID.
+func (s *runnerSession) ours(id clientv3.LeaseID, counted bool) *election.Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.markers {
+		if p.sess.Lease() == id && p.sess.Context().Err() == nil {
+			if counted {
+				p.keys++
+			}
+			return p.sess
+		}
+	}
+	return nil
+}
+
 // register returns the jobs among jobs whose registrations are to be
 // written, and the lease they go on, all in one transaction: a job
 // registered on a live lease need not be written again.

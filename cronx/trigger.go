@@ -82,6 +82,16 @@ func (cl *claimer) claimTrigger(r *run) (held, error) {
 	forbid := r.job.policy.overlap == Forbid || buffering(r.job.policy.overlap) // mutation:buffer-trigger
 	latest := co.clock.Now().Add(max(co.grace, skipTolerance))
 	backoff := retryBackoff
+	// A try sent and not answered may have taken the request (unanswered.go).
+	unanswered := false
+	giveUp := func(err error) (held, error) {
+		if unanswered {
+			if h, ok := cl.adoptUnanswered(r, marker, r.trig.rev, 0); ok {
+				return h, nil
+			}
+		}
+		return held{}, err
+	}
 	for {
 		sess, err := cl.sessions.get(r.ctx)
 		if err == nil {
@@ -93,7 +103,7 @@ func (cl *claimer) claimTrigger(r *run) (held, error) {
 				co.rep.refusals.accepted()
 				return c, nil
 			case errors.Is(err, errNotSent):
-				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
+				return giveUp(fmt.Errorf("%w (%v)", context.Cause(r.ctx), err))
 			case errors.Is(err, election.ErrBusy):
 				co.rep.refusals.accepted()
 				co.logger.Info("cronx: a triggered run waits for the run in progress to end", "job", job)
@@ -104,15 +114,17 @@ func (cl *claimer) claimTrigger(r *run) (held, error) {
 				continue
 			case errors.Is(err, errTriggerTaken), errors.Is(err, election.ErrNotLeader):
 				co.rep.refusals.accepted()
-				return held{}, err
+				return giveUp(err)
+			default:
+				unanswered = true // mutation:unanswered-trigger-not-adopted
 			}
 		}
 		co.rep.refusals.refused(err)
 		if r.ctx.Err() != nil {
-			return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
+			return giveUp(fmt.Errorf("%w (%v)", context.Cause(r.ctx), err))
 		}
 		if co.clock.Now().Add(backoff).After(latest) {
-			return held{}, fmt.Errorf("no claim of the trigger before the misfire deadline: %w", err)
+			return giveUp(fmt.Errorf("no claim of the trigger before the misfire deadline: %w", err))
 		}
 		sleep(r.ctx, backoff)
 		backoff = min(2*backoff, maxRetryBackoff)

@@ -524,6 +524,24 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestLostSessionKeepsItsMarkersUntilTheServerExpiresThem$"}},
 	},
 	{
+		Name:   "unanswered-claim-forgotten",
+		Breaks: "a claim etcd committed and whose reply was lost is taken for another's: its tick runs nowhere, and its marker keeps a Forbid job busy while the replica lives",
+		Edits:  []edit{{Marker: "unanswered-not-adopted", Old: "if unanswered {", New: "if false {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestAClaimWhoseReplyWasLostRunsItsTick$"}},
+	},
+	{
+		Name:   "unanswered-trigger-forgotten",
+		Breaks: "a trigger's claim etcd committed and whose reply was lost is taken for another replica's: the trigger runs nowhere, and its marker keeps a Forbid job's next trigger waiting",
+		Edits:  []edit{{Marker: "unanswered-trigger-not-adopted", Old: "unanswered = true", New: "unanswered = false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestATriggersClaimWhoseReplyWasLostRuns$"}},
+	},
+	{
+		Name:   "unanswered-recovery-forgotten",
+		Breaks: "a recovery's claim etcd committed and whose reply was lost is given up: the tick whose runner died is not run again, and its marker keeps a Forbid job busy",
+		Edits:  []edit{{Marker: "unanswered-recovery", Old: "h, ok := co.claims.adoptUnanswered(r, marker, seq, ts.term.Fence.Revision)", New: "h, ok := held{}, false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestARecoverysClaimWhoseReplyWasLostRuns$"}},
+	},
+	{
 		Name:   "shutdown-caller-counted",
 		Breaks: "Shutdown given a job's context leaves any one run out of its wait, not that job's: it returns while another run is in progress",
 		Edits:  []edit{{Marker: "shutdown-caller-named", Old: "if r == nil {", New: "if true {"}},

@@ -124,6 +124,18 @@ var queueMutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^(TestBufferedTurnGivenBackStillHasItsWaiters|TestBufferAllRunsEveryWaitingTickInOrder)$"}},
 	},
 	{
+		Name:   "unanswered-buffered-forgotten",
+		Breaks: "a buffered tick's claim etcd committed and whose reply was lost waits for its own marker: the tick never runs, and the job stays busy",
+		Edits:  []edit{{Marker: "unanswered-buffer-not-adopted", Old: "unanswered = true", New: "unanswered = false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestABufferedClaimWhoseReplyWasLostRuns$"}},
+	},
+	{
+		Name:   "unanswered-backfill-forgotten",
+		Breaks: "a backfilled tick's claim etcd committed and whose reply was lost is taken for another's: the tick runs nowhere, and its marker stops the backfill",
+		Edits:  []edit{{Marker: "unanswered-backfill-not-adopted", Old: "unanswered = true", New: "unanswered = false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestABackfillsClaimWhoseReplyWasLostRuns$"}},
+	},
+	{
 		Name:   "buffer-wakes-all",
 		Breaks: "BufferAll: every waiting run watches the run in progress, so each deletion wakes every waiting tick and draining k ticks costs about k*k transactions",
 		Edits:  []edit{{Marker: "buffer-wake-one", Old: "awaited, prefix = string(before[0].Key), false", New: "_ = before"}},
