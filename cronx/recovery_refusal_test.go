@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -107,15 +109,42 @@ func TestRecoveryLeavesATickOvertaken(t *testing.T) {
 	keys := newLayout(election.DefaultPrefix, "recover-overtaken")
 	lease := grant(t, cli, 60)
 	lostTickState(t, cli, keys, "tens", "*/10 * * * * *", T, lease)
+	// b's catch-up finds T claimed by a term before, and then reads T's
+	// marker until it lapses: only then may the next tick come, or the
+	// catch-up's claim would find that tick's rather than T's.
+	cfg := srv.ClientConfig()
+	polled := make(chan struct{}, 1)
+	marker := keys.tickMarker("tens", T.UnixNano())
+	etcdtest.ObserveCalls(&cfg, func(_ string, req, _ any) {
+		txn, _ := req.(*etcdserverpb.TxnRequest)
+		for _, op := range txn.GetSuccess() {
+			if r := op.GetRequestRange(); r != nil && r.CountOnly && strings.HasSuffix(string(r.Key), marker) {
+				select {
+				case polled <- struct{}{}:
+				default:
+				}
+			}
+		}
+	})
+	raw, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
 	l := newEventLog()
 	var ran tickLedger
 	fake := clock.NewFake(T.Add(time.Second))
-	b := New(append(observed(l), WithSeconds(), WithEtcd(cli), WithName("recover-overtaken"), WithMisfire(RunOnce, time.Minute),
+	b := New(append(observed(l), WithSeconds(), WithEtcd(srv.Within(raw)), WithName("recover-overtaken"), WithMisfire(RunOnce, time.Minute),
 		withClock(fake), WithLocation(time.UTC), WithLogger(testLogger{t, "b"}),
 		WithElection(election.WithIdentity("b"), election.WithTTL(2*time.Second)))...)
 	mustAdd(t, b, "*/10 * * * * *", Named("tens", ran.job("tens"), WithRecovery(1)))
 	b.Start()
 	t.Cleanup(func() { shutdown(t, b, "b") })
+	select {
+	case <-polled:
+	case <-time.After(20 * time.Second):
+		t.Fatal("b did not look at the lost runner's marker within 20s")
+	}
 	next := T.Add(10 * time.Second)
 	if !fake.WaitDueBy(next, 20*time.Second) {
 		t.Fatal("b armed no timer for the next tick")
