@@ -46,6 +46,7 @@ func main() {
 	flag.BoolVar(&o.wide, "wide", false, "run every test (with -short) of the packages a mutation names, not just its tests")
 	flag.IntVar(&o.jobs, "j", defaultJobs, "how many mutations to check at once")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "timeout of each go test run")
+	flag.StringVar(&o.shard, "shard", "", "K/N: check only every Nth mutation from the Kth (0 ≤ K < N), in the order of the list")
 	flag.Parse()
 	root, err := moduleRoot()
 	if err != nil {
@@ -67,7 +68,7 @@ func main() {
 const defaultJobs = 3
 
 type options struct {
-	only                 string
+	only, shard          string
 	list, baseline, wide bool
 	jobs                 int
 	timeout              time.Duration
@@ -90,6 +91,10 @@ func run(out io.Writer, root string, all []mutation, o options) int {
 	}
 	chosen, err := choose(all, o.only)
 	if err != nil {
+		fmt.Fprintln(out, "mutation:", err)
+		return 1
+	}
+	if chosen, err = shard(chosen, o.shard); err != nil {
 		fmt.Fprintln(out, "mutation:", err)
 		return 1
 	}
@@ -203,6 +208,24 @@ func choose(all []mutation, only string) ([]mutation, error) {
 		chosen = append(chosen, all[i])
 	}
 	return chosen, nil
+}
+
+// shard returns every nth of muts from the kth, as spec "k/n" says; all of
+// them for an empty spec. CI checks one shard per commit, chosen by the
+// commit: consecutive commits check the others.
+func shard(muts []mutation, spec string) ([]mutation, error) {
+	if spec == "" {
+		return muts, nil
+	}
+	var k, n int
+	if _, err := fmt.Sscanf(spec, "%d/%d", &k, &n); err != nil || n < 1 || k < 0 || k >= n || fmt.Sprintf("%d/%d", k, n) != spec {
+		return nil, fmt.Errorf("-shard %q: want K/N with 0 <= K < N", spec)
+	}
+	var out []mutation
+	for i := k; i < len(muts); i += n {
+		out = append(out, muts[i])
+	}
+	return out, nil
 }
 
 // moduleRoot is the directory of the go.mod above the working directory.

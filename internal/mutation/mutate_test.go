@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -120,6 +122,40 @@ func TestMutationsMatchTheCode(t *testing.T) {
 		}
 		if _, err := apply(root, m, found); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestShardTakesEveryNthMutation: the shards of a list are apart and
+// together the whole list; a malformed spec is refused, named.
+func TestShardTakesEveryNthMutation(t *testing.T) {
+	var muts []mutation
+	for i := range 7 {
+		muts = append(muts, mutation{Name: fmt.Sprint("m", i)})
+	}
+	names := func(ms []mutation) (out []string) {
+		for _, m := range ms {
+			out = append(out, m.Name)
+		}
+		return out
+	}
+	var all []string
+	for k, want := range [][]string{{"m0", "m3", "m6"}, {"m1", "m4"}, {"m2", "m5"}} {
+		got, err := shard(muts, fmt.Sprintf("%d/3", k))
+		if err != nil || !slices.Equal(names(got), want) {
+			t.Errorf("shard %d/3: %v (%v), want %v", k, names(got), err, want)
+		}
+		all = append(all, names(got)...)
+	}
+	if len(all) != len(muts) {
+		t.Errorf("the shards hold %d mutations, want %d", len(all), len(muts))
+	}
+	if got, err := shard(muts, ""); err != nil || len(got) != len(muts) {
+		t.Errorf("no shard: %d mutations (%v), want all %d", len(got), err, len(muts))
+	}
+	for _, bad := range []string{"3/3", "-1/3", "1/0", "1", "a/b", "1/3x"} {
+		if _, err := shard(muts, bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("shard %q: %v, want an error naming it", bad, err)
 		}
 	}
 }
