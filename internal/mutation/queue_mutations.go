@@ -39,7 +39,7 @@ var queueMutations = []mutation{
 		Breaks: "BufferOne/BufferAll: a new leader does not run the ticks its predecessor left in a buffer",
 		Edits:  []edit{{Marker: "buffer-resume", Old: "co.resumeBuffers(ctx, ts)", New: ""}},
 		Tests: []tests{{Pkg: "cronx", Run: "^(TestBufferSurvivesTheLeadersStop|TestBufferedTickRunsWhenItsLeaderAndRunnerIsCutOff)$"},
-			{Pkg: "convox/cmd/baton", Run: "^TestCrontabBufferedTickRunsAfterItsLeaderIsKilled$"}},
+			{Pkg: "convox/cmd/baton", Run: "^TestCrontabBufferedTickRunsAfterItsLeaderIsKilledOrPaused$"}},
 	},
 	{
 		Name:   "buffer-claim-mode-unjoined",
