@@ -97,7 +97,7 @@ var mutations = []mutation{
 		Breaks: "WithRecovery: a tick whose runner died mid-run is counted not run and never run again, whatever the job asks",
 		Edits:  []edit{{Marker: "recovery-opt-in", Old: "e.policy.recovery == 0", New: "e.policy.recovery >= 0"}},
 		Tests: []tests{{Pkg: "cronx", Run: "^TestRunKilledMidRunRunsAgainOnceWithRecovery$"},
-			{Pkg: "convox/cmd/baton", Run: "^TestCrontabRecoverRunsAKilledRunAgain$"}},
+			{Pkg: "convox/cmd/baton", Run: "^TestCrontabRecoverRunsAKilledOrPausedRunAgain$"}},
 	},
 	{
 		Name:   "recovery-unbounded",

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,57 +33,74 @@ func readRecoverLines(t *testing.T, ledger string) []recoverLine {
 	return out
 }
 
-// TestCrontabRecoverRunsAKilledRunAgain: the leader running an entry with
-// [recover=1] is killed with SIGKILL mid-run, its command with it; the
-// replica that leads next runs the tick's command again, once, with a
-// later BATON_FENCE and BATON_RECOVERED=1.
-func TestCrontabRecoverRunsAKilledRunAgain(t *testing.T) {
+// TestCrontabRecoverRunsAKilledOrPausedRunAgain: the leader running an
+// entry with [recover=1] is killed with SIGKILL mid-run, its command with
+// it, or paused past its lease with its command (SIGSTOP, as a VM pause);
+// the replica that leads next runs the tick's command again, once, with a
+// later BATON_FENCE and BATON_RECOVERED=1. A paused leader, resumed, ends
+// its run and starts the tick no third time.
+func TestCrontabRecoverRunsAKilledOrPausedRunAgain(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("multi-process")
 	}
-	etcd := etcdtest.Shared(t)
-	dir := t.TempDir()
-	ledger := filepath.Join(dir, "ledger")
-	file := filepath.Join(dir, "crontab")
-	os.WriteFile(file, []byte(`long: [recover=1 overlap=forbid] */20 * * * * * echo "$BATON_TICK $BATON_ID $BATON_RECOVERED $BATON_FENCE" >> `+
-		ledger+"; sleep 600\n"), 0o644)
-	replicas := map[string]*process{}
-	for _, id := range []string{"r1", "r2"} {
-		replicas[id] = startBaton(t, append(etcd.Env(), "BATON_ID="+id), "crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL), file)
-	}
-	var first recoverLine
-	until(t, 40*time.Second, "a run to start", func() bool {
-		if lines := readRecoverLines(t, ledger); len(lines) > 0 {
-			first = lines[0]
-			return true
-		}
-		return false
-	})
-	victim := replicas[first.instance]
-	victim.cmd.Process.Kill()
-	victim.wait(10 * time.Second)
-	var again recoverLine
-	until(t, 40*time.Second, "the tick run again", func() bool {
-		for _, l := range readRecoverLines(t, ledger) {
-			if l.tick == first.tick && l.instance != first.instance {
-				again = l
-				return true
+	for name, sig := range map[string]syscall.Signal{"SIGKILL": syscall.SIGKILL, "SIGSTOP": syscall.SIGSTOP} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			etcd := etcdtest.Shared(t)
+			dir := t.TempDir()
+			ledger := filepath.Join(dir, "ledger")
+			file := filepath.Join(dir, "crontab")
+			os.WriteFile(file, []byte(`long: [recover=1 overlap=forbid] */20 * * * * * echo $$ > `+dir+`/pid-$BATON_ID; `+
+				`echo "$BATON_TICK $BATON_ID $BATON_RECOVERED $BATON_FENCE" >> `+ledger+"; sleep 600\n"), 0o644)
+			replicas := map[string]*process{}
+			for _, id := range []string{"r1", "r2"} {
+				replicas[id] = startBaton(t, append(etcd.Env(), "BATON_ID="+id), "crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL), file)
 			}
-		}
-		return false
-	})
-	if again.recovered != "1" || again.fence <= first.fence || first.recovered != "0" {
-		t.Errorf("first run %+v, run again %+v: want BATON_RECOVERED 0 then 1, and a later fence", first, again)
-	}
-	n := 0
-	for _, l := range readRecoverLines(t, ledger) {
-		if l.tick == first.tick {
-			n++
-		}
-	}
-	if n != 2 {
-		b, _ := os.ReadFile(ledger)
-		t.Errorf("tick %s started %d times, want twice:\n%s", first.tick, n, b)
+			var first recoverLine
+			until(t, 40*time.Second, "a run to start", func() bool {
+				if lines := readRecoverLines(t, ledger); len(lines) > 0 {
+					first = lines[0]
+					return true
+				}
+				return false
+			})
+			victim := replicas[first.instance]
+			resume := func() {}
+			if sig == syscall.SIGKILL {
+				victim.cmd.Process.Kill()
+				victim.wait(10 * time.Second)
+			} else {
+				resume = pauseWithCommand(t, victim, filepath.Join(dir, "pid-"+first.instance))
+				defer resume()
+			}
+			var again recoverLine
+			until(t, 40*time.Second, "the tick run again", func() bool {
+				for _, l := range readRecoverLines(t, ledger) {
+					if l.tick == first.tick && l.instance != first.instance {
+						again = l
+						return true
+					}
+				}
+				return false
+			})
+			if again.recovered != "1" || again.fence <= first.fence || first.recovered != "0" {
+				t.Errorf("first run %+v, run again %+v: want BATON_RECOVERED 0 then 1, and a later fence", first, again)
+			}
+			if sig == syscall.SIGSTOP {
+				resume()
+				victim.waitOutput(`msg="cronx: no longer leading" scheduler=crontab instance=`+first.instance, 15*time.Second)
+			}
+			n := 0
+			for _, l := range readRecoverLines(t, ledger) {
+				if l.tick == first.tick {
+					n++
+				}
+			}
+			if n != 2 {
+				b, _ := os.ReadFile(ledger)
+				t.Errorf("tick %s started %d times, want twice:\n%s", first.tick, n, b)
+			}
+		})
 	}
 }
