@@ -250,18 +250,11 @@ func (cl *claimer) claimBackfill(r *run) (held, error) {
 	backoff := retryBackoff
 	// A try sent and not answered may have claimed the tick (unanswered.go).
 	unanswered := false
+	seq := r.tick.UnixNano()
+	marker := co.keys.backfillMarker(job, seq)
 	giveUp := func(err error) (held, error) {
-		if !unanswered {
-			return held{}, err
-		}
-		seq := r.tick.UnixNano()
-		h, ok := cl.adoptUnanswered(r, co.keys.backfillMarker(job, seq), seq, 0)
-		if !ok {
-			return held{}, err
-		}
-		r.bf.prev, r.bf.claimed = r.bf.sent, h.claim.Revision
-		co.rep.backfillProgressed(job, r.bf.next)
-		return h, nil
+		cl.releaseIfUnanswered(r, unanswered, marker, seq, 0)
+		return held{}, err
 	}
 	for {
 		sess, err := cl.sessions.get(r.ctx)
@@ -291,7 +284,12 @@ func (cl *claimer) claimBackfill(r *run) (held, error) {
 				continue
 			case errors.Is(err, errBackfillMoved), errors.Is(err, election.ErrNotLeader):
 				co.rep.refusals.accepted()
-				return giveUp(err)
+				if h, ok := cl.adoptIfUnanswered(r, unanswered, marker, seq, 0); ok {
+					r.bf.prev, r.bf.claimed = r.bf.sent, h.claim.Revision
+					co.rep.backfillProgressed(job, r.bf.next)
+					return h, nil
+				}
+				return held{}, err
 			default:
 				unanswered = true // mutation:unanswered-backfill-not-adopted
 			}

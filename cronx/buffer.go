@@ -272,6 +272,7 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 			}
 			if !r.rs.send(r) {
 				cl.sessions.put(sess)
+				cl.releaseIfUnanswered(r, unanswered, marker, seq, floor)
 				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), errNotSent)
 			}
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), etcdTimeout)
@@ -325,9 +326,7 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 		}
 		co.rep.refusals.refused(err)
 		if r.ctx.Err() != nil {
-			if h, ok := cl.adoptIfUnanswered(r, unanswered, marker, seq, floor); ok {
-				return h, nil
-			}
+			cl.releaseIfUnanswered(r, unanswered, marker, seq, floor)
 			return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
 		}
 		sleep(r.ctx, backoff)

@@ -71,9 +71,7 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 		return held{}, false
 	}
 	giveUp := func(err error) (held, error) {
-		if h, ok := adopted(); ok {
-			return h, nil
-		}
+		cl.releaseIfUnanswered(r, unanswered, marker, seq, floor)
 		return held{}, err
 	}
 	for try := 1; ; try++ {

@@ -112,6 +112,18 @@ func (s *runnerSession) put(sess *election.Session) {
 	}
 }
 
+// live reports whether id is one of this replica's live marker leases.
+func (s *runnerSession) live(id clientv3.LeaseID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.markers {
+		if p.sess.Lease() == id && p.sess.Context().Err() == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // ours returns the session of the live marker lease with ID id, counting
 // one more key on it if counted; nil when no lease of this replica has
 // that ID.

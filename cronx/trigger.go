@@ -85,11 +85,7 @@ func (cl *claimer) claimTrigger(r *run) (held, error) {
 	// A try sent and not answered may have taken the request (unanswered.go).
 	unanswered := false
 	giveUp := func(err error) (held, error) {
-		if unanswered {
-			if h, ok := cl.adoptUnanswered(r, marker, r.trig.rev, 0); ok {
-				return h, nil
-			}
-		}
+		cl.releaseIfUnanswered(r, unanswered, marker, r.trig.rev, 0)
 		return held{}, err
 	}
 	for {
@@ -114,7 +110,10 @@ func (cl *claimer) claimTrigger(r *run) (held, error) {
 				continue
 			case errors.Is(err, errTriggerTaken), errors.Is(err, election.ErrNotLeader):
 				co.rep.refusals.accepted()
-				return giveUp(err)
+				if h, ok := cl.adoptIfUnanswered(r, unanswered, marker, r.trig.rev, 0); ok {
+					return h, nil
+				}
+				return held{}, err
 			default:
 				unanswered = true // mutation:unanswered-trigger-not-adopted
 			}

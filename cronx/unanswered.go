@@ -5,6 +5,7 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claimcond"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -16,12 +17,14 @@ import (
 // lease: a Forbid job would be busy on every replica for as long as this
 // one lives, and the tick would run nowhere.
 //
-// So a run that sent a claim without an answer, and then learns no
-// success, reads its marker before it gives up: a marker with its claim's
-// value, on one of this replica's marker leases, created after floor, while
-// no other run of the same tick here holds a claim, is its own earlier
-// try's. The run then holds that claim, and starts or gives it back as any
-// run that holds one does.
+// So a run that sent a claim without an answer, and then has it refused,
+// reads its marker: a marker with its claim's value, on one of this
+// replica's marker leases, created after floor, while no other run of the
+// same tick here holds a claim, is its own earlier try's. The run then
+// holds that claim, and starts or gives it back as any run that holds one
+// does. A run that gives up while etcd still does not answer (its deadline
+// passed, or Stop) does not wait for it: a goroutine looks for the marker
+// once etcd answers, and releases it if it is the run's.
 //
 // floor is the revision of the term the claim was made under (a leader's
 // earlier term may have left a marker of the same tick); zero in claim
@@ -47,7 +50,7 @@ func (cl *claimer) adoptUnanswered(r *run, marker string, seq, floor int64) (hel
 		return held{}, false
 	}
 	kv := resp.Kvs[0]
-	if string(kv.Value) != claimcond.Value(seq, co.identity) || kv.CreateRevision <= floor || r.rs.twin(r) {
+	if !cl.mine(r, kv, seq, floor) {
 		return held{}, false
 	}
 	sess := cl.sessions.ours(clientv3.LeaseID(kv.Lease), !r.triggered())
@@ -66,4 +69,41 @@ func (cl *claimer) adoptIfUnanswered(r *run, unanswered bool, marker string, seq
 		return held{}, false
 	}
 	return cl.adoptUnanswered(r, marker, seq, floor)
+}
+
+// releaseIfUnanswered, after a try that went unanswered, releases in the
+// background the marker that try may have written, for r, which gives up:
+// once etcd answers, a marker that is r's (as adoptUnanswered tells) is
+// deleted, while the Cron runs. Its tick stays claimed, and is reported as
+// any tick whose runner was lost.
+func (cl *claimer) releaseIfUnanswered(r *run, unanswered bool, marker string, seq, floor int64) {
+	if !unanswered { // mutation:unanswered-not-released
+		return
+	}
+	co := cl.co
+	ctx := co.runCtx()
+	co.work.add() // the client outlives it
+	go func() {
+		defer co.work.done()
+		for backoff := retryBackoff; ctx.Err() == nil; backoff = min(2*backoff, maxRetryBackoff) {
+			rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+			resp, err := co.conn.etcd().Get(rctx, marker)
+			cancel()
+			if err == nil {
+				if len(resp.Kvs) > 0 && cl.mine(r, resp.Kvs[0], seq, floor) {
+					c := election.Claim{Seq: seq, Fence: election.Fence{Key: marker, Revision: resp.Kvs[0].CreateRevision}}
+					co.rec.releaseLater(finishItem{job: r.job.name, tick: r.tick, claim: c, sess: cl.sessions.ours(clientv3.LeaseID(resp.Kvs[0].Lease), false)})
+				}
+				return
+			}
+			sleep(ctx, backoff)
+		}
+	}()
+}
+
+// mine reports whether kv, a marker read for r's claim of seq, is the one
+// r's unanswered try wrote.
+func (cl *claimer) mine(r *run, kv *mvccpb.KeyValue, seq, floor int64) bool {
+	return string(kv.Value) == claimcond.Value(seq, cl.co.identity) && kv.CreateRevision > floor &&
+		cl.sessions.live(clientv3.LeaseID(kv.Lease)) && !r.rs.twin(r)
 }

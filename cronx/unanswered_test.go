@@ -329,3 +329,74 @@ func TestARecoverysClaimWhoseReplyWasLostRuns(t *testing.T) {
 	}
 	idleWithin(t, b, 20*time.Second, "b")
 }
+
+// TestAClaimWhoseReplyWasLostAsEtcdWentAwayFreesItsJob: the reply of a
+// Forbid job's committed claim is lost, and etcd then stops answering the
+// replica until the tick's misfire deadline has passed: the run gives up,
+// and is reported not run, without waiting for etcd. Once etcd answers
+// again, the marker its claim left is released, and the job's later
+// ticks run, within the replica's session, which lived through it all.
+func TestAClaimWhoseReplyWasLostAsEtcdWentAwayFreesItsJob(t *testing.T) {
+	for _, mode := range []Mode{LeaderMode, ClaimMode} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			if testing.Short() {
+				t.Skip("waits on the wall clock for a misfire deadline to pass; the full tier runs it")
+			}
+			sp := etcdtest.Shared(t)
+			proxy := etcdtest.NewProxy(t, sp.Addr())
+			arm := make(chan struct{}, 1)
+			lost := make(chan time.Time, 1)
+			cfg := sp.ClientConfig(proxy.Endpoint())
+			etcdtest.LoseReplies(&cfg, func(method string, req, reply any) bool {
+				txn, ok := req.(*etcdserverpb.TxnRequest)
+				if !ok || !claimCommitted(reply) {
+					return false
+				}
+				seq, ok := markerPut(txn, "slow/running/")
+				if !ok {
+					return false
+				}
+				select {
+				case <-arm:
+					proxy.Blackhole() // and etcd goes away
+					lost <- time.Unix(0, seq)
+					return true
+				default:
+					return false
+				}
+			})
+			raw, err := clientv3.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { raw.Close() })
+			starts := make(chan Info, 64)
+			l := newEventLog()
+			// A TTL that outlives the outage: the marker's lease lives on.
+			c := New(append(observed(l), WithSeconds(), WithEtcd(sp.Within(raw)), WithName("lostreply-out"), WithMode(mode),
+				WithMisfire(RunOnce, 2*time.Second), WithElection(election.WithIdentity("a"), election.WithTTL(20*time.Second)))...)
+			mustAdd(t, c, "* * * * * *", Named("slow", ContextFunc(func(ctx context.Context) error {
+				info, _ := InfoFrom(ctx)
+				starts <- info
+				return nil
+			}), WithOverlap(Forbid)))
+			c.Start()
+			t.Cleanup(func() { <-c.Stop().Done() })
+			runAfter(t, starts, time.Time{}, 10*time.Second, "first run")
+			arm <- struct{}{}
+			var tick time.Time
+			select {
+			case tick = <-lost:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no claim of slow within 10s of the first run")
+			}
+			waitFor(t, l, 15*time.Second, fmt.Sprintf("tick %v reported not run", tick.Format(time.TimeOnly)), func(e TickNotRun) bool {
+				return e.Job == "slow" && e.Tick.Equal(tick) && e.Reason == ReasonEtcdUnavailable
+			})
+			proxy.Pass()
+			next := runAfter(t, starts, tick, 15*time.Second, "run of a later tick once etcd answered (the job left busy?)")
+			t.Logf("tick %v given up with its claim's reply lost and etcd away; then %v ran", tick.Format(time.TimeOnly), next.Tick.Format(time.TimeOnly))
+		})
+	}
+}

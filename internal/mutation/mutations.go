@@ -542,6 +542,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestARecoverysClaimWhoseReplyWasLostRuns$"}},
 	},
 	{
+		Name:   "unanswered-marker-kept",
+		Breaks: "a run that gives up, etcd away, after a claim whose reply was lost leaves the marker that claim wrote: once etcd is back a Forbid job stays busy while its replica lives",
+		Edits:  []edit{{Marker: "unanswered-not-released", Old: "if !unanswered {", New: "if true {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestAClaimWhoseReplyWasLostAsEtcdWentAwayFreesItsJob$"}},
+	},
+	{
 		Name:   "shutdown-caller-counted",
 		Breaks: "Shutdown given a job's context leaves any one run out of its wait, not that job's: it returns while another run is in progress",
 		Edits:  []edit{{Marker: "shutdown-caller-named", Old: "if r == nil {", New: "if true {"}},
