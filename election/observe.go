@@ -10,7 +10,9 @@ import (
 
 // Observe streams who leads the election: the current leader first (or a
 // Leader whose None reports true), then every change, including "no leader".
-// A value is sent only when it differs from the one before. The stream
+// A value is sent only when it differs from the one before: a new leader
+// may come twice, as it takes the election's key and again with the time
+// it was elected (Since) once it has recorded it. The stream
 // survives compaction, etcd restarts and lost connections by reading the
 // election again; a watcher that falls behind sees the latest state, not
 // every intermediate one. The channel is closed when ctx is done.
