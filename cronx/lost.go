@@ -44,6 +44,16 @@ type lostClaims struct {
 	mu       sync.Mutex
 	pending  []lostTick
 	checking bool
+	// queued holds the ticks pending or waiting, each once: two checks of
+	// one tick in a batch would both find its runner lost, and the second
+	// count a recovery the first had just claimed.
+	queued map[lostKey]bool
+}
+
+// lostKey names a tick of a job among the ticks to check.
+type lostKey struct {
+	job  string
+	tick int64
 }
 
 // recent reports whether tick is recent enough to have been claimed by a
@@ -59,6 +69,15 @@ func (lc *lostClaims) recent(tick time.Time) bool {
 // not; it never waits for etcd.
 func (lc *lostClaims) check(job string, tick time.Time, recovers bool) {
 	lc.mu.Lock()
+	k := lostKey{job, tick.UnixNano()}
+	if lc.queued[k] { // mutation:lost-queued-once
+		lc.mu.Unlock()
+		return
+	}
+	if lc.queued == nil {
+		lc.queued = map[lostKey]bool{}
+	}
+	lc.queued[k] = true
 	lc.pending = append(lc.pending, lostTick{job: job, tick: tick, recovers: recovers})
 	start := !lc.checking
 	lc.checking = true
@@ -79,6 +98,7 @@ func (lc *lostClaims) run(ctx context.Context) {
 		lc.pending = nil
 		if len(todo) == 0 || ctx.Err() != nil {
 			lc.checking = false
+			clear(lc.queued)
 			lc.mu.Unlock()
 			return
 		}
@@ -90,11 +110,27 @@ func (lc *lostClaims) run(ctx context.Context) {
 			if err != nil {
 				left = todo[:n] // etcd did not answer: again, later
 			}
+			lc.decided(todo[:n], left)
 			waiting = append(waiting, left...)
 			todo = todo[n:]
 		}
 		if len(waiting) > 0 {
 			sleep(ctx, lostRecheck) // etcd's pace: real time
+		}
+	}
+}
+
+// decided unqueues the ticks of batch that are not left to check again.
+func (lc *lostClaims) decided(batch, left []lostTick) {
+	still := map[lostKey]bool{}
+	for _, l := range left {
+		still[lostKey{l.job, l.tick.UnixNano()}] = true
+	}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	for _, l := range batch {
+		if k := (lostKey{l.job, l.tick.UnixNano()}); !still[k] {
+			delete(lc.queued, k)
 		}
 	}
 }

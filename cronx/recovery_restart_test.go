@@ -1,6 +1,7 @@
 package cronx
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -40,4 +41,38 @@ func TestRecoveryRunsATickAgainAcrossAnEtcdRestart(t *testing.T) {
 	waitFor(t, l, 30*time.Second, fmt.Sprintf("run again of %v", T), func(e RunStarted) bool { return e.Tick.Equal(T) && e.Recovered == 1 })
 	idleWithin(t, b, 20*time.Second, "b")
 	ran.ranOnce(t, time.Second, T, "hourly")
+}
+
+// TestALostTickCheckedTwiceRunsAgainOnce: a tick whose runner died, looked
+// at again while its check waits for the dead runner's marker (a new term
+// of the same leader, say), runs again once when the marker lapses, and is
+// not also reported lost with its recoveries spent.
+func TestALostTickCheckedTwiceRunsAgainOnce(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	T := time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC)
+	keys := newLayout(election.DefaultPrefix, "recover-twice")
+	lease := grant(t, cli, 60)
+	lostTickState(t, cli, keys, "hourly", "0 0 * * * *", T, lease)
+	l := newEventLog()
+	var ran tickLedger
+	b := New(append(observed(l), WithSeconds(), WithEtcd(cli), WithName("recover-twice"), WithMisfire(RunOnce, time.Minute),
+		withClock(clock.NewFake(T.Add(20*time.Second))), WithLocation(time.UTC), WithLogger(testLogger{t, "b"}),
+		WithElection(election.WithIdentity("b"), election.WithTTL(stallTTL)))...)
+	mustAdd(t, b, "0 0 * * * *", Named("hourly", ran.job("hourly"), WithOverlap(Forbid), WithRecovery(1)))
+	b.Start()
+	t.Cleanup(func() { shutdown(t, b, "b") })
+	waitFor[leadershipGained](t, l, 10*time.Second, "leadership of b", nil)
+	b.coord.lost.check("hourly", T, true)
+	b.coord.lost.check("hourly", T, true)
+	if _, err := cli.Revoke(context.Background(), lease); err != nil { // the dead runner's lease lapses
+		t.Fatal(err)
+	}
+	waitFor(t, l, 20*time.Second, fmt.Sprintf("run again of %v", T), func(e RunStarted) bool { return e.Tick.Equal(T) && e.Recovered == 1 })
+	idleWithin(t, b, 20*time.Second, "b")
+	ran.ranOnce(t, time.Second, T, "hourly")
+	if got := l.notRun("hourly", ReasonRunnerLost); len(got) != 0 {
+		t.Errorf("the tick run again was also reported lost: %v", got)
+	}
 }

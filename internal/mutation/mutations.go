@@ -548,6 +548,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestAClaimWhoseReplyWasLostAsEtcdWentAwayFreesItsJob$"}},
 	},
 	{
+		Name:   "lost-tick-queued-twice",
+		Breaks: "a tick whose runner died, checked twice at once, is run again by the first check and reported lost with its recoveries spent by the second",
+		Edits:  []edit{{Marker: "lost-queued-once", Old: "if lc.queued[k] {", New: "if false {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestALostTickCheckedTwiceRunsAgainOnce$"}},
+	},
+	{
 		Name:   "shutdown-caller-counted",
 		Breaks: "Shutdown given a job's context leaves any one run out of its wait, not that job's: it returns while another run is in progress",
 		Edits:  []edit{{Marker: "shutdown-caller-named", Old: "if r == nil {", New: "if true {"}},
