@@ -57,8 +57,9 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 	firedGen, hadSession := cl.sessions.generation()
 	latest := co.deadline(r)
 	backoff := retryBackoff
-	// A try sent and not answered may have committed (unanswered.go): what
-	// gives up after one looks first.
+	// A try sent and not answered may have committed (unanswered.go): a
+	// refusal after one reads the marker it may have left, and giving up
+	// releases that marker.
 	unanswered := false
 	var floor int64
 	if ts != nil {

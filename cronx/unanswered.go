@@ -74,8 +74,8 @@ func (cl *claimer) adoptIfUnanswered(r *run, unanswered bool, marker string, seq
 // releaseIfUnanswered, after a try that went unanswered, releases in the
 // background the marker that try may have written, for r, which gives up:
 // once etcd answers, a marker that is r's (as adoptUnanswered tells) is
-// deleted, while the Cron runs. Its tick stays claimed, and is reported as
-// any tick whose runner was lost.
+// deleted, while the Cron runs. Its tick stays claimed; r reports it not
+// run, as it gives up.
 func (cl *claimer) releaseIfUnanswered(r *run, unanswered bool, marker string, seq, floor int64) {
 	if !unanswered { // mutation:unanswered-not-released
 		return
