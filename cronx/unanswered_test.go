@@ -54,6 +54,24 @@ func claimCommitted(reply any) bool {
 	return true
 }
 
+// losingClient is a client of sp, through endpoints (sp's member if
+// none), that loses etcd's reply to each transaction lose picks, given the
+// request and etcd's reply to it (etcdtest.LoseReplies).
+func losingClient(t *testing.T, sp *etcdtest.Space, lose func(txn *etcdserverpb.TxnRequest, reply any) bool, endpoints ...string) *clientv3.Client {
+	t.Helper()
+	cfg := sp.ClientConfig(endpoints...)
+	etcdtest.LoseReplies(&cfg, func(_ string, req, reply any) bool {
+		txn, ok := req.(*etcdserverpb.TxnRequest)
+		return ok && lose(txn, reply)
+	})
+	raw, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return sp.Within(raw)
+}
+
 // TestAClaimWhoseReplyWasLostRunsItsTick: etcd commits the claim of a
 // Forbid job's tick, its in-progress marker with it, and the reply is lost
 // (a member died in between). The replica's next try finds the tick
@@ -68,10 +86,8 @@ func TestAClaimWhoseReplyWasLostRunsItsTick(t *testing.T) {
 			sp := etcdtest.Shared(t)
 			arm := make(chan struct{}, 1)
 			lost := make(chan time.Time, 1)
-			cfg := sp.ClientConfig()
-			etcdtest.LoseReplies(&cfg, func(method string, req, reply any) bool {
-				txn, ok := req.(*etcdserverpb.TxnRequest)
-				if !ok || !claimCommitted(reply) {
+			cli := losingClient(t, sp, func(txn *etcdserverpb.TxnRequest, reply any) bool {
+				if !claimCommitted(reply) {
 					return false
 				}
 				seq, ok := markerPut(txn, "slow/running/")
@@ -86,13 +102,8 @@ func TestAClaimWhoseReplyWasLostRunsItsTick(t *testing.T) {
 					return false
 				}
 			})
-			raw, err := clientv3.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { raw.Close() })
 			starts := make(chan Info, 64)
-			c := New(WithSeconds(), WithEtcd(sp.Within(raw)), WithName("lostreply"), WithMode(mode),
+			c := New(WithSeconds(), WithEtcd(cli), WithName("lostreply"), WithMode(mode),
 				WithElection(election.WithIdentity("a")))
 			mustAdd(t, c, "* * * * * *", Named("slow", ContextFunc(func(ctx context.Context) error {
 				info, _ := InfoFrom(ctx)
@@ -131,22 +142,15 @@ func TestATriggersClaimWhoseReplyWasLostRuns(t *testing.T) {
 			sp := etcdtest.Shared(t)
 			var lose atomic.Bool
 			lose.Store(true)
-			cfg := sp.ClientConfig()
-			etcdtest.LoseReplies(&cfg, func(method string, req, reply any) bool {
-				txn, ok := req.(*etcdserverpb.TxnRequest)
-				if !ok || !claimCommitted(reply) {
+			cli := losingClient(t, sp, func(txn *etcdserverpb.TxnRequest, reply any) bool {
+				if !claimCommitted(reply) {
 					return false
 				}
-				_, ok = markerPut(txn, "slow/running/t")
+				_, ok := markerPut(txn, "slow/running/t")
 				return ok && lose.CompareAndSwap(true, false)
 			})
-			raw, err := clientv3.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { raw.Close() })
 			starts := make(chan Info, 8)
-			c := New(WithSeconds(), WithEtcd(sp.Within(raw)), WithName("losttrigger"), WithMode(mode),
+			c := New(WithSeconds(), WithEtcd(cli), WithName("losttrigger"), WithMode(mode),
 				WithElection(election.WithIdentity("a")))
 			mustAdd(t, c, "0 0 0 1 1 *", Named("slow", ContextFunc(func(ctx context.Context) error {
 				info, _ := InfoFrom(ctx)
@@ -188,27 +192,20 @@ func TestABufferedClaimWhoseReplyWasLostRuns(t *testing.T) {
 			t.Parallel()
 			sp := etcdtest.Shared(t)
 			var arm, lost atomic.Bool
-			cfg := sp.ClientConfig()
-			etcdtest.LoseReplies(&cfg, func(method string, req, reply any) bool {
-				txn, ok := req.(*etcdserverpb.TxnRequest)
-				if !ok || len(txn.Success) != 1 || txn.Success[0].GetRequestPut() == nil || !arm.Load() {
+			cli := losingClient(t, sp, func(txn *etcdserverpb.TxnRequest, reply any) bool {
+				if len(txn.Success) != 1 || txn.Success[0].GetRequestPut() == nil || !arm.Load() {
 					return false
 				}
 				if !claimCommitted(reply) {
 					return false // nothing to lose
 				}
 				// A buffered tick's claim puts its marker alone.
-				_, ok = markerPut(txn, "slow/running/")
+				_, ok := markerPut(txn, "slow/running/")
 				return ok && lost.CompareAndSwap(false, true)
 			})
-			raw, err := clientv3.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { raw.Close() })
 			h := newHeldJob()
 			buffered := make(chan TickBuffered, 16)
-			c := New(WithSeconds(), WithEtcd(sp.Within(raw)), WithName("lostbuffered"), WithMode(mode),
+			c := New(WithSeconds(), WithEtcd(cli), WithName("lostbuffered"), WithMode(mode),
 				WithElection(election.WithIdentity("a")),
 				WithObserver(Observer{OnTickBuffered: func(e TickBuffered) { buffered <- e }}))
 			mustAdd(t, c, "* * * * * *", Named("slow", h.job(), WithOverlap(BufferOne)))
@@ -252,22 +249,15 @@ func TestABackfillsClaimWhoseReplyWasLostRuns(t *testing.T) {
 			sp := etcdtest.Shared(t)
 			var lose atomic.Bool
 			lose.Store(true)
-			cfg := sp.ClientConfig()
-			etcdtest.LoseReplies(&cfg, func(method string, req, reply any) bool {
-				txn, ok := req.(*etcdserverpb.TxnRequest)
-				if !ok || !claimCommitted(reply) {
+			cli := losingClient(t, sp, func(txn *etcdserverpb.TxnRequest, reply any) bool {
+				if !claimCommitted(reply) {
 					return false
 				}
-				_, ok = markerPut(txn, "hourly/running/b")
+				_, ok := markerPut(txn, "hourly/running/b")
 				return ok && lose.CompareAndSwap(true, false)
 			})
-			raw, err := clientv3.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { raw.Close() })
 			bf := newBackfillLedger()
-			c := New(WithSeconds(), WithEtcd(sp.Within(raw)), WithName("lostbackfill"), WithMode(mode),
+			c := New(WithSeconds(), WithEtcd(cli), WithName("lostbackfill"), WithMode(mode),
 				WithElection(election.WithIdentity("a")))
 			mustAdd(t, c, "0 0 * * * *", Named("hourly", bf.job("a", 0), WithOverlap(Forbid)))
 			c.Start()
@@ -295,23 +285,15 @@ func TestARecoverysClaimWhoseReplyWasLostRuns(t *testing.T) {
 	sp := etcdtest.Shared(t)
 	var lose atomic.Bool
 	lose.Store(true)
-	cfg := sp.ClientConfig()
-	etcdtest.LoseReplies(&cfg, func(method string, req, reply any) bool {
-		txn, ok := req.(*etcdserverpb.TxnRequest)
-		if !ok || !claimCommitted(reply) {
+	cli := losingClient(t, sp, func(txn *etcdserverpb.TxnRequest, reply any) bool {
+		if !claimCommitted(reply) {
 			return false
 		}
 		// The recovery's claim: the job's recovered key, and the marker.
-		_, ok = markerPut(txn, "hourly/running/")
+		_, ok := markerPut(txn, "hourly/running/")
 		return ok && len(txn.Success) == 2 && strings.HasSuffix(string(txn.Success[0].GetRequestPut().GetKey()), "/recovered") &&
 			lose.CompareAndSwap(true, false)
 	})
-	raw, err := clientv3.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	cli := sp.Within(raw)
 	T := time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC)
 	keys := newLayout(election.DefaultPrefix, "recover-lostreply")
 	lostTickState(t, cli, keys, "hourly", "0 0 * * * *", T, 0)
@@ -347,10 +329,8 @@ func TestAClaimWhoseReplyWasLostAsEtcdWentAwayFreesItsJob(t *testing.T) {
 			proxy := etcdtest.NewProxy(t, sp.Addr())
 			arm := make(chan struct{}, 1)
 			lost := make(chan time.Time, 1)
-			cfg := sp.ClientConfig(proxy.Endpoint())
-			etcdtest.LoseReplies(&cfg, func(method string, req, reply any) bool {
-				txn, ok := req.(*etcdserverpb.TxnRequest)
-				if !ok || !claimCommitted(reply) {
+			cli := losingClient(t, sp, func(txn *etcdserverpb.TxnRequest, reply any) bool {
+				if !claimCommitted(reply) {
 					return false
 				}
 				seq, ok := markerPut(txn, "slow/running/")
@@ -365,16 +345,11 @@ func TestAClaimWhoseReplyWasLostAsEtcdWentAwayFreesItsJob(t *testing.T) {
 				default:
 					return false
 				}
-			})
-			raw, err := clientv3.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { raw.Close() })
+			}, proxy.Endpoint())
 			starts := make(chan Info, 64)
 			l := newEventLog()
 			// A TTL that outlives the outage: the marker's lease lives on.
-			c := New(append(observed(l), WithSeconds(), WithEtcd(sp.Within(raw)), WithName("lostreply-out"), WithMode(mode),
+			c := New(append(observed(l), WithSeconds(), WithEtcd(cli), WithName("lostreply-out"), WithMode(mode),
 				WithMisfire(RunOnce, 2*time.Second), WithElection(election.WithIdentity("a"), election.WithTTL(20*time.Second)))...)
 			mustAdd(t, c, "* * * * * *", Named("slow", ContextFunc(func(ctx context.Context) error {
 				info, _ := InfoFrom(ctx)
