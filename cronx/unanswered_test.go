@@ -72,6 +72,53 @@ func losingClient(t *testing.T, sp *etcdtest.Space, lose func(txn *etcdserverpb.
 	return sp.Within(raw)
 }
 
+// losingFirstClient is a losingClient that loses the reply of the first
+// committed claim putting a marker under under; lost reports whether it
+// has.
+func losingFirstClient(t *testing.T, sp *etcdtest.Space, under string) (cli *clientv3.Client, lost func() bool) {
+	t.Helper()
+	var done atomic.Bool
+	cli = losingClient(t, sp, func(txn *etcdserverpb.TxnRequest, reply any) bool {
+		if !claimCommitted(reply) {
+			return false
+		}
+		_, ok := markerPut(txn, under)
+		return ok && done.CompareAndSwap(false, true)
+	})
+	return cli, done.Load
+}
+
+// startForbid starts a Cron of cli with opts and one Forbid job, slow, of
+// spec, each of whose runs reports its Info on the channel returned.
+func startForbid(t *testing.T, spec string, opts ...Option) <-chan Info {
+	t.Helper()
+	starts := make(chan Info, 64)
+	c := New(append([]Option{WithSeconds(), WithElection(election.WithIdentity("a"))}, opts...)...)
+	mustAdd(t, c, spec, Named("slow", ContextFunc(func(ctx context.Context) error {
+		info, _ := InfoFrom(ctx)
+		starts <- info
+		return nil
+	}), WithOverlap(Forbid)))
+	c.Start()
+	t.Cleanup(func() { <-c.Stop().Done() })
+	return starts
+}
+
+// awaitLost waits for the first run on starts, arms the loss of a claim's
+// reply, and returns the tick of the claim whose reply was lost.
+func awaitLost(t *testing.T, starts <-chan Info, arm chan<- struct{}, lost <-chan time.Time) time.Time {
+	t.Helper()
+	runAfter(t, starts, time.Time{}, 10*time.Second, "first run")
+	arm <- struct{}{}
+	select {
+	case tick := <-lost:
+		return tick
+	case <-time.After(10 * time.Second):
+		t.Fatal("no claim of slow within 10s of the first run")
+		return time.Time{}
+	}
+}
+
 // TestAClaimWhoseReplyWasLostRunsItsTick: etcd commits the claim of a
 // Forbid job's tick, its in-progress marker with it, and the reply is lost
 // (a member died in between). The replica's next try finds the tick
@@ -102,24 +149,8 @@ func TestAClaimWhoseReplyWasLostRunsItsTick(t *testing.T) {
 					return false
 				}
 			})
-			starts := make(chan Info, 64)
-			c := New(WithSeconds(), WithEtcd(cli), WithName("lostreply"), WithMode(mode),
-				WithElection(election.WithIdentity("a")))
-			mustAdd(t, c, "* * * * * *", Named("slow", ContextFunc(func(ctx context.Context) error {
-				info, _ := InfoFrom(ctx)
-				starts <- info
-				return nil
-			}), WithOverlap(Forbid)))
-			c.Start()
-			t.Cleanup(func() { <-c.Stop().Done() })
-			runAfter(t, starts, time.Time{}, 10*time.Second, "first run")
-			arm <- struct{}{}
-			var tick time.Time
-			select {
-			case tick = <-lost:
-			case <-time.After(10 * time.Second):
-				t.Fatal("no claim of slow within 10s of the first run")
-			}
+			starts := startForbid(t, "* * * * * *", WithEtcd(cli), WithName("lostreply"), WithMode(mode))
+			tick := awaitLost(t, starts, arm, lost)
 			got := runAfter(t, starts, tick.Add(-time.Nanosecond), 10*time.Second, "run from the tick whose claim's reply was lost")
 			if !got.Tick.Equal(tick) {
 				t.Fatalf("the reply of tick %v's claim was lost and the tick did not run: the next run was of %v",
@@ -140,15 +171,7 @@ func TestATriggersClaimWhoseReplyWasLostRuns(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
 			sp := etcdtest.Shared(t)
-			var lose atomic.Bool
-			lose.Store(true)
-			cli := losingClient(t, sp, func(txn *etcdserverpb.TxnRequest, reply any) bool {
-				if !claimCommitted(reply) {
-					return false
-				}
-				_, ok := markerPut(txn, "slow/running/t")
-				return ok && lose.CompareAndSwap(true, false)
-			})
+			cli, lost := losingFirstClient(t, sp, "slow/running/t")
 			starts := make(chan Info, 8)
 			c := New(WithSeconds(), WithEtcd(cli), WithName("losttrigger"), WithMode(mode),
 				WithElection(election.WithIdentity("a")))
@@ -175,7 +198,7 @@ func TestATriggersClaimWhoseReplyWasLostRuns(t *testing.T) {
 					t.Fatalf("no run of %s within 10s", what)
 				}
 			}
-			if lose.Load() {
+			if !lost() {
 				t.Fatal("no trigger's claim had its reply lost")
 			}
 		})
@@ -247,15 +270,7 @@ func TestABackfillsClaimWhoseReplyWasLostRuns(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
 			sp := etcdtest.Shared(t)
-			var lose atomic.Bool
-			lose.Store(true)
-			cli := losingClient(t, sp, func(txn *etcdserverpb.TxnRequest, reply any) bool {
-				if !claimCommitted(reply) {
-					return false
-				}
-				_, ok := markerPut(txn, "hourly/running/b")
-				return ok && lose.CompareAndSwap(true, false)
-			})
+			cli, lost := losingFirstClient(t, sp, "hourly/running/b")
 			bf := newBackfillLedger()
 			c := New(WithSeconds(), WithEtcd(cli), WithName("lostbackfill"), WithMode(mode),
 				WithElection(election.WithIdentity("a")))
@@ -270,7 +285,7 @@ func TestABackfillsClaimWhoseReplyWasLostRuns(t *testing.T) {
 			})
 			bf.wait(t, len(ticks), 20*time.Second)
 			bf.check(t, ticks)
-			if lose.Load() {
+			if !lost() {
 				t.Fatal("no backfilled tick's claim had its reply lost")
 			}
 		})
@@ -346,26 +361,11 @@ func TestAClaimWhoseReplyWasLostAsEtcdWentAwayFreesItsJob(t *testing.T) {
 					return false
 				}
 			}, proxy.Endpoint())
-			starts := make(chan Info, 64)
 			l := newEventLog()
 			// A TTL that outlives the outage: the marker's lease lives on.
-			c := New(append(observed(l), WithSeconds(), WithEtcd(cli), WithName("lostreply-out"), WithMode(mode),
+			starts := startForbid(t, "* * * * * *", append(observed(l), WithEtcd(cli), WithName("lostreply-out"), WithMode(mode),
 				WithMisfire(RunOnce, 2*time.Second), WithElection(election.WithIdentity("a"), election.WithTTL(20*time.Second)))...)
-			mustAdd(t, c, "* * * * * *", Named("slow", ContextFunc(func(ctx context.Context) error {
-				info, _ := InfoFrom(ctx)
-				starts <- info
-				return nil
-			}), WithOverlap(Forbid)))
-			c.Start()
-			t.Cleanup(func() { <-c.Stop().Done() })
-			runAfter(t, starts, time.Time{}, 10*time.Second, "first run")
-			arm <- struct{}{}
-			var tick time.Time
-			select {
-			case tick = <-lost:
-			case <-time.After(10 * time.Second):
-				t.Fatal("no claim of slow within 10s of the first run")
-			}
+			tick := awaitLost(t, starts, arm, lost)
 			waitFor(t, l, 15*time.Second, fmt.Sprintf("tick %v reported not run", tick.Format(time.TimeOnly)), func(e TickNotRun) bool {
 				return e.Job == "slow" && e.Tick.Equal(tick) && e.Reason == ReasonEtcdUnavailable
 			})
