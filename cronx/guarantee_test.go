@@ -171,7 +171,10 @@ func TestForbidAcrossLeaders(t *testing.T) {
 	}
 	replicas := map[string]*replica{}
 	for _, id := range []string{"r0", "r1"} {
-		replicas[id] = opsReplica(t, srv.Client(t), "forbid", id, LeaderMode, l, func(c *Cron) {
+		// A TTL that a loaded machine's late keepalives do not outlast: the
+		// run's marker must hold through the handover, which a resignation
+		// makes at once.
+		replicas[id] = opsReplicaTTL(t, srv.Client(t), "forbid", id, LeaderMode, stallTTL, l, func(c *Cron) {
 			mustAdd(t, c, "* * * * * *", Named("slow", ContextFunc(slow), WithOverlap(Forbid)))
 		})
 	}

@@ -23,8 +23,14 @@ import (
 // wait on), and whose other jobs add registers before Start.
 func opsReplica(t *testing.T, cli *clientv3.Client, name, id string, mode Mode, l *ledger, add func(c *Cron)) *replica {
 	t.Helper()
+	return opsReplicaTTL(t, cli, name, id, mode, 2*time.Second, l, add)
+}
+
+// opsReplicaTTL is opsReplica with a session TTL of ttl.
+func opsReplicaTTL(t *testing.T, cli *clientv3.Client, name, id string, mode Mode, ttl time.Duration, l *ledger, add func(c *Cron)) *replica {
+	t.Helper()
 	c := New(WithSeconds(), WithEtcd(cli), WithName(name), WithMode(mode),
-		WithElection(election.WithIdentity(id), election.WithTTL(2*time.Second)))
+		WithElection(election.WithIdentity(id), election.WithTTL(ttl)))
 	if _, err := c.AddJob("* * * * * *", Named("tick", l.job(id, nil))); err != nil {
 		t.Fatal(err)
 	}
