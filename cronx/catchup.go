@@ -51,8 +51,8 @@ func (sc *scope) catchUpWindow(p *jobPolicy) time.Duration {
 
 // catchUpTick is the tick of e that a replica taking over at now runs
 // late: the latest in its catch-up window that e has not fired or caught
-// up already, or that it fired and gave up unclaimed (unclaimedTicks), or
-// the zero time.
+// up already, or that it fired and gave up unclaimed (unclaimedTicks) or
+// fired under the term before and has not started, or the zero time.
 func (co *coordinator) catchUpTick(e *Entry, now time.Time) time.Time {
 	window := co.catchUpWindow(e.policy)
 	if window <= 0 {
@@ -63,6 +63,12 @@ func (co *coordinator) catchUpTick(e *Entry, now time.Time) time.Time {
 		return t
 	}
 	if t.After(e.given()) || co.unclaimed.take(e.ID, t) { // mutation:catch-up-unclaimed
+		return t
+	}
+	if co.mode == LeaderMode && co.runs.unstartedOfATermBefore(e.ID, t, co.currentTerm()) { // mutation:catch-up-term-before
+		// Fired under the term before, it has not started, and cannot
+		// now: its term is gone, and the run is given up as soon as its
+		// goroutine learns it, which may be after this takeover.
 		return t
 	}
 	return time.Time{}

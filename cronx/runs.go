@@ -423,3 +423,16 @@ func (rs *runs) twin(r *run) bool {
 	}
 	return false
 }
+
+// unstartedOfATermBefore reports whether a run of entry's tick, fired under
+// a term other than ts, has not started: a run its term's end gives up.
+func (rs *runs) unstartedOfATermBefore(entry EntryID, tick time.Time, ts *termState) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for r := range rs.live {
+		if r.job.entry == entry && r.tick.Equal(tick) && r.scheduled() && r.term != nil && r.term != ts && r.stage != stageStarted {
+			return true
+		}
+	}
+	return false
+}
