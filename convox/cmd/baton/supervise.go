@@ -198,22 +198,29 @@ func (s *supervisor) reaped() {
 	}
 }
 
-// signalTree sends sig to every descendant, and to the command's process
-// group until the command is reaped (afterwards its pid may be reused). It
-// returns how many processes it signalled. s.mu is held.
+// signalTree sends sig to the command's process group until the command
+// is reaped (afterwards its pid may be reused), and to every descendant
+// outside that group (one that left it: setsid, setpgid); each process gets
+// sig once, so that a command's trap does not run twice. It returns how
+// many it signalled. s.mu is held.
 func (s *supervisor) signalTree(sig syscall.Signal) int {
 	n := 0
+	grouped := false
 	table, err := parents()
-	if err == nil {
-		for _, pid := range descendants(s.self, table) {
-			if syscall.Kill(pid, sig) == nil {
-				n++
-			}
-		}
-	}
 	if !s.exited || err != nil {
 		if syscall.Kill(-s.cmd, sig) == nil {
 			n++
+			grouped = true
+		}
+	}
+	if err == nil {
+		for _, pid := range descendants(s.self, table) {
+			if pg, perr := syscall.Getpgid(pid); grouped && perr == nil && pg == s.cmd {
+				continue // the group's signal reached it
+			}
+			if syscall.Kill(pid, sig) == nil {
+				n++
+			}
 		}
 	}
 	return n
