@@ -230,6 +230,9 @@ func (co *coordinator) fireTick(r *run, e *Entry, catchUp bool) {
 	if co.mode == LeaderMode {
 		r.term = co.currentTerm()
 		if r.term == nil { // mutation:follower-fires
+			// The term ended as the tick came due (the wake of the resync
+			// that follows it): this replica's next takeover catches it up.
+			co.unclaimed.note(r)
 			return
 		}
 	} else {
