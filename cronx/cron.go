@@ -303,8 +303,8 @@ func (c *Cron) Stop() context.Context {
 // and a log line says how many runs are not recorded. A
 // claim on the wire that Stop would await is given back if ctx ends first,
 // but a leader's resignation is awaited as by Stop (up to three seconds
-// while etcd does not answer), so that a process which exits next hands
-// over at once. A job that does not read its context (a plain Job) holds
+// from the call while etcd does not answer, alongside the wait for the
+// records), so that a process which exits next hands over at once. A job that does not read its context (a plain Job) holds
 // Shutdown up until it returns. Called from inside a job, Shutdown does not
 // wait for the run it is called from: the run its context names, or, with
 // a context that names none, the job's own (a job of another Cron calling
@@ -332,6 +332,12 @@ func (c *Cron) Shutdown(ctx context.Context) error {
 	if !settled {
 		c.runs.interrupt()
 		c.runs.await(context.Background(), c.runs.returned) // mutation:shutdown-bound
+		// The runs have returned; their records, which release their
+		// markers, follow within milliseconds when etcd answers. The
+		// leader resigns meanwhile.
+		wctx, cancel := context.WithTimeout(context.Background(), shutdownRecordWait)
+		c.runs.await(wctx, c.runs.settled) // mutation:shutdown-records-released
+		cancel()
 	}
 	// Stop's own part is not cut short, since the process may exit next: a
 	// leader's resignation, which lets the successor take over at once,
@@ -347,12 +353,6 @@ func (c *Cron) Shutdown(ctx context.Context) error {
 			return nil
 		case <-ctx.Done():
 		}
-	} else {
-		// The runs have returned; their records, which release their
-		// markers, follow within milliseconds when etcd answers.
-		wctx, cancel := context.WithTimeout(context.Background(), shutdownRecordWait)
-		c.runs.await(wctx, c.runs.settled) // mutation:shutdown-records-released
-		cancel()
 	}
 	if n := c.runs.unrecorded(); n > 0 {
 		c.logger.Error(ctx.Err(), "cronx: shut down before etcd recorded every run; their markers lapse with the session", "runs", n)
