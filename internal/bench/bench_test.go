@@ -33,6 +33,8 @@ func smokeConfig(baton string) config {
 		jobs:           []int{200},
 		jobsWindow:     2 * time.Second,
 		jobsStartup:    time.Minute,
+		crowdJobs:      []int{100},
+		crowdReplicas:  2,
 		replicas:       []int{3},
 		replicaProcs:   []int{2},
 		replicasWindow: 2 * time.Second,

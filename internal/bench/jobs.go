@@ -84,6 +84,10 @@ type jobsParams struct {
 	Window  time.Duration
 	Settle  time.Duration
 	Startup time.Duration // spread: how long the start-up may take
+	// burst: the coordination mode ("" is leader) and how many replicas
+	// (Crons of the same jobs, each with a client of its own; 0 is one).
+	Mode     string
+	Replicas int
 }
 
 type jobsSpread struct {
@@ -101,6 +105,7 @@ type jobsBurst struct {
 	AllStarted, Drained time.Duration // after the second
 	Window              span
 	Published           int // jobs whose specs the leader had published by the second
+	Runs, Ticks         int // coordinated runs of the second's ticks, every replica's, and the distinct ticks among them
 }
 
 func jobsWorker(ctx context.Context, w *worker, raw json.RawMessage) (any, error) {
@@ -117,13 +122,18 @@ func jobsWorker(ctx context.Context, w *worker, raw json.RawMessage) (any, error
 // addJobs adds n jobs named j0… on spec(i) and returns their recorder.
 func addJobs(c *cronx.Cron, n int, nominal func(time.Time) time.Time, spec func(i int) string) (*runRecorder, error) {
 	rec := &runRecorder{nominal: nominal}
+	return rec, addJobsTo(c, rec, n, spec)
+}
+
+// addJobsTo adds n jobs named j0… on spec(i), recorded by rec.
+func addJobsTo(c *cronx.Cron, rec *runRecorder, n int, spec func(i int) string) error {
 	job := rec.job()
 	for i := range n {
 		if _, err := c.AddJob(spec(i), cronx.Named("j"+strconv.Itoa(i), job)); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return rec, nil
+	return nil
 }
 
 // stopCron stops c and waits for its runs, at most timeout.
@@ -268,40 +278,61 @@ func jobsBurstWorker(ctx context.Context, w *worker, p jobsParams) (jobsBurst, e
 	res.Alone = rec.lateness(at, at.Add(time.Second))
 
 	var specs specCounter
-	cli, err := countingClient(w.endpoint, &rpcCounter{onTxn: specs.observe})
-	if err != nil {
-		return res, err
+	mode := cronx.LeaderMode
+	if p.Mode == "claim" {
+		mode = cronx.ClaimMode
 	}
-	defer cli.Close()
-	// The second must come after the leader's start-up, which publishes
-	// one job at a time: time a few such transactions to know how long.
+	replicas := max(p.Replicas, 1)
+	// The second must come after the start-up, which publishes one job at
+	// a time on each replica: time a few such transactions to know how
+	// long.
 	per, err := publishLatency(ctx, w.endpoint, 100)
 	if err != nil {
 		return res, err
 	}
-	lead := time.Duration(p.Jobs)*per*13/10 + p.Settle + time.Second
+	lead := time.Duration(p.Jobs*replicas)*per*13/10 + p.Settle + time.Second
 	at = time.Now().UTC().Add(lead).Truncate(time.Second).Add(time.Second)
-	c := cronx.New(append(opts, cronx.WithEtcd(cli), cronx.WithName(fmt.Sprintf("burst-%d", p.Jobs)))...)
-	rec, err = addJobs(c, p.Jobs, func(time.Time) time.Time { return at }, once(at))
-	if err != nil {
-		return res, err
+	rec = &runRecorder{nominal: func(time.Time) time.Time { return at }}
+	crons := make([]*cronx.Cron, replicas)
+	stopAll := func(timeout time.Duration) error {
+		var first error
+		for _, c := range crons {
+			if err := stopCron(ctx, c, timeout); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	for i := range crons {
+		cli, err := countingClient(w.endpoint, &rpcCounter{onTxn: specs.observe})
+		if err != nil {
+			return res, err
+		}
+		defer cli.Close()
+		c := cronx.New(append(opts, cronx.WithEtcd(cli), cronx.WithName(fmt.Sprintf("burst-%d", p.Jobs)), cronx.WithMode(mode))...)
+		if err := addJobsTo(c, rec, p.Jobs, once(at)); err != nil {
+			return res, err
+		}
+		crons[i] = c
 	}
 	if time.Until(at) < 100*time.Millisecond {
-		return res, fmt.Errorf("adding %d jobs took until their second, %v", p.Jobs, at)
+		return res, fmt.Errorf("adding %d jobs to %d replicas took until their second, %v", p.Jobs, replicas, at)
 	}
-	c.Start()
+	for _, c := range crons {
+		c.Start()
+	}
 	sleepCtx(ctx, time.Until(at.Add(-200*time.Millisecond)))
 	a, err := w.snapshot(ctx)
 	if err != nil {
 		return res, err
 	}
-	res.Published = specs.count()
+	res.Published = specs.count() / replicas
 	if err := waitRuns(rec, "every coordinated run"); err != nil {
-		stopCron(ctx, c, time.Minute)
+		stopAll(time.Minute)
 		return res, err
 	}
 	res.AllStarted = rec.lastStart().Sub(at)
-	if err := stopCron(ctx, c, 5*time.Minute); err != nil {
+	if err := stopAll(5 * time.Minute); err != nil {
 		return res, err
 	}
 	res.Drained = time.Since(at)
@@ -311,5 +342,6 @@ func jobsBurstWorker(ctx context.Context, w *worker, p jobsParams) (jobsBurst, e
 	}
 	res.Window = spanOf(a, b)
 	res.Coordinated = rec.lateness(at, at.Add(time.Second))
+	res.Runs, res.Ticks = rec.count(), rec.ticks()
 	return res, nil
 }

@@ -50,6 +50,7 @@ var figures = []figure{
 	{"failover", "crash failover: kill -9 of the leader → successor leads, as a fraction of the TTL", runFailover},
 	{"claim", "per-tick claim cost and fire lateness, coordinated vs the same Cron without etcd", runClaim},
 	{"jobs", "jobs per scheduler: etcd requests, CPU and memory for 1k–50k jobs, spread and on one second", runJobs},
+	{"crowd", "a crowded tick in claim mode: 1k–10k jobs on one second on 3 replicas", runCrowd},
 	{"replicas", "replicas per election: etcd requests, CPU and memory for 3–100 candidates", runReplicas},
 	{"idle", "idle follower: etcd requests and CPU per minute", runIdle},
 }
@@ -73,6 +74,9 @@ type config struct {
 	jobsWindow  time.Duration
 	jobsStartup time.Duration
 
+	crowdJobs     []int
+	crowdReplicas int
+
 	replicas       []int
 	replicaProcs   []int
 	replicasWindow time.Duration
@@ -94,6 +98,8 @@ func defaultConfig() config {
 		jobs:           []int{1000, 10000, 50000},
 		jobsWindow:     15 * time.Second,
 		jobsStartup:    time.Minute,
+		crowdJobs:      []int{1000, 10000},
+		crowdReplicas:  3,
 		replicas:       []int{3, 30, 100},
 		replicaProcs:   []int{3, 30},
 		replicasWindow: 20 * time.Second,
@@ -125,6 +131,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	intList(fs, &cfg.jobs, "jobs", "jobs: jobs per scheduler, a comma-separated `list`, one measurement each")
 	fs.DurationVar(&cfg.jobsWindow, "jobs-window", cfg.jobsWindow, "jobs: how long the steady state of jobs spread over the minute is measured")
 	fs.DurationVar(&cfg.jobsStartup, "jobs-startup", cfg.jobsStartup, "jobs: how long the leader's start-up may take before the steady state is measured anyway")
+	intList(fs, &cfg.crowdJobs, "crowd-jobs", "crowd: jobs on one second, a comma-separated `list`, one measurement each")
+	fs.IntVar(&cfg.crowdReplicas, "crowd-replicas", cfg.crowdReplicas, "crowd: claim-mode replicas")
 	intList(fs, &cfg.replicas, "replicas", "replicas: candidates in one process, a comma-separated `list`, one measurement each")
 	intList(fs, &cfg.replicaProcs, "replica-procs", "replicas: baton crontab processes, a comma-separated `list`, one measurement each")
 	fs.DurationVar(&cfg.replicasWindow, "replicas-window", cfg.replicasWindow, "replicas: how long the idle election is measured")
@@ -142,6 +150,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if cfg.crowdReplicas < 1 {
+		fmt.Fprintf(stderr, "bench: -crowd-replicas=%d: want 1 or more\n", cfg.crowdReplicas)
 		return 2
 	}
 	chosen, err := chooseFigures(fs.Args())

@@ -102,6 +102,9 @@ func (c config) argsFor(name string) []string {
 		add("jobs", !slices.Equal(c.jobs, d.jobs), joinInts(c.jobs))
 		add("jobs-window", c.jobsWindow != d.jobsWindow, c.jobsWindow.String())
 		add("jobs-startup", c.jobsStartup != d.jobsStartup, c.jobsStartup.String())
+	case "crowd":
+		add("crowd-jobs", !slices.Equal(c.crowdJobs, d.crowdJobs), joinInts(c.crowdJobs))
+		add("crowd-replicas", c.crowdReplicas != d.crowdReplicas, strconv.Itoa(c.crowdReplicas))
 	case "replicas":
 		add("replicas", !slices.Equal(c.replicas, d.replicas), joinInts(c.replicas))
 		add("replica-procs", !slices.Equal(c.replicaProcs, d.replicaProcs), joinInts(c.replicaProcs))

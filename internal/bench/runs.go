@@ -19,6 +19,7 @@ type runRecorder struct {
 }
 
 type runRecord struct {
+	job           string // "" without etcd
 	tick, started time.Time
 }
 
@@ -27,13 +28,14 @@ func (r *runRecorder) job() cronx.Job {
 	return cronx.ContextFunc(func(ctx context.Context) error {
 		started := time.Now()
 		var tick time.Time
+		var job string
 		if info, ok := cronx.InfoFrom(ctx); ok {
-			tick = info.Tick
+			tick, job = info.Tick, info.Job
 		} else {
 			tick = r.nominal(started)
 		}
 		r.mu.Lock()
-		r.runs = append(r.runs, runRecord{tick: tick, started: started})
+		r.runs = append(r.runs, runRecord{job: job, tick: tick, started: started})
 		r.mu.Unlock()
 		return nil
 	})
@@ -56,6 +58,22 @@ func (r *runRecorder) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.runs)
+}
+
+// ticks counts the distinct ticks (a job's name and its tick) among the
+// runs.
+func (r *runRecorder) ticks() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	type tick struct {
+		job  string
+		tick int64
+	}
+	seen := make(map[tick]bool, len(r.runs))
+	for _, x := range r.runs {
+		seen[tick{x.job, x.tick.UnixNano()}] = true
+	}
+	return len(seen)
 }
 
 // lateness is how long after their nominal ticks runs started.
