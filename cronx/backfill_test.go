@@ -463,6 +463,8 @@ func TestBackfillOfAPausedJobWaitsForResume(t *testing.T) {
 	}).cron
 	ctx := context.Background()
 	runAfter(t, clock.ch, time.Time{}, 10*time.Second, "run of tick")
+	// The leader publishes its jobs when elected; pausing needs them known.
+	waitPublished(t, srv.Client(t), "bfpause", "hourly")
 	if err := c.Pause(ctx, "hourly"); err != nil {
 		t.Fatal(err)
 	}
