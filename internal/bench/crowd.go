@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -13,7 +15,7 @@ import (
 // etcd.
 func runCrowd(ctx context.Context, h *harness) (*report, error) {
 	r := &report{}
-	t := r.table("jobs on one second", "replicas", "alone p99", "claim mode p50 / p99 / max", "all runs started", "runs, of ticks", "etcd requests per run", "etcd CPU per run", "replicas' CPU per run")
+	t := r.table("jobs on one second", "replicas", "alone p99", "claim mode p50 / p99 / max", "all runs started", "runs, of ticks run", "etcd requests per run", "etcd CPU per run", "replicas' CPU per run")
 	replicas := h.cfg.crowdReplicas
 	for _, n := range h.cfg.crowdJobs {
 		dir, err := h.subdir(fmt.Sprintf("crowd-%d", n))
@@ -28,8 +30,20 @@ func runCrowd(ctx context.Context, h *harness) (*report, error) {
 		runs := float64(max(res.Runs, 1))
 		t.row(strconv.Itoa(n), strconv.Itoa(replicas), ms(a.P99), ms(c.P50)+" / "+ms(c.P99)+" / "+ms(c.Max),
 			ms(res.AllStarted), fmt.Sprintf("%d of %d", res.Runs, res.Ticks), num(bw.Requests/runs), us(bw.EtcdCPU, runs), us(bw.SelfCPU, runs))
-		if res.Runs != res.Ticks || res.Ticks != n {
-			r.broke("%d jobs on %d replicas: %d runs of %d distinct ticks: a tick ran more than once or not at all", n, replicas, res.Runs, res.Ticks)
+		notRun := 0
+		for _, reason := range slices.Sorted(maps.Keys(res.NotRun)) {
+			k := res.NotRun[reason]
+			notRun += k
+			r.note("%d jobs on %d replicas: %d ticks reported not run (%s), and run by no replica.", n, replicas, k, reason)
+		}
+		if res.Dropped > 0 {
+			r.note("%d jobs on %d replicas: the observers dropped %d events.", n, replicas, res.Dropped)
+		}
+		if missing := n - res.Ticks - notRun; missing > 0 {
+			r.note("%d jobs on %d replicas: %d ticks neither ran nor were reported not run within a minute of the last that did.", n, replicas, missing)
+		}
+		if res.Runs != res.Ticks || res.Ticks+notRun != n {
+			r.broke("%d jobs on %d replicas: %d runs of %d distinct ticks, %d reported not run: a tick ran more than once, or neither ran nor was reported", n, replicas, res.Runs, res.Ticks, notRun)
 		}
 		h.logf("crowd: %d jobs on %d replicas: p99 %v", n, replicas, c.P99)
 	}

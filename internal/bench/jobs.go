@@ -104,8 +104,10 @@ type jobsBurst struct {
 	Alone, Coordinated  lateness
 	AllStarted, Drained time.Duration // after the second
 	Window              span
-	Published           int // jobs whose specs the leader had published by the second
-	Runs, Ticks         int // coordinated runs of the second's ticks, every replica's, and the distinct ticks among them
+	Published           int            // jobs whose specs the leader had published by the second
+	Runs, Ticks         int            // coordinated runs of the second's ticks, every replica's, and the distinct ticks among them
+	NotRun              map[string]int // ticks reported not run and never run, by reason
+	Dropped             int            // observer events dropped
 }
 
 func jobsWorker(ctx context.Context, w *worker, raw json.RawMessage) (any, error) {
@@ -309,7 +311,7 @@ func jobsBurstWorker(ctx context.Context, w *worker, p jobsParams) (jobsBurst, e
 			return res, err
 		}
 		defer cli.Close()
-		c := cronx.New(append(opts, cronx.WithEtcd(cli), cronx.WithName(fmt.Sprintf("burst-%d", p.Jobs)), cronx.WithMode(mode))...)
+		c := cronx.New(append(opts, cronx.WithEtcd(cli), cronx.WithName(fmt.Sprintf("burst-%d", p.Jobs)), cronx.WithMode(mode), cronx.WithObserver(rec.observer()))...)
 		if err := addJobsTo(c, rec, p.Jobs, once(at)); err != nil {
 			return res, err
 		}
@@ -327,7 +329,18 @@ func jobsBurstWorker(ctx context.Context, w *worker, p jobsParams) (jobsBurst, e
 		return res, err
 	}
 	res.Published = specs.count() / replicas
-	if err := waitRuns(rec, "every coordinated run"); err != nil {
+	// Every tick ran, or a replica reported it not run (a tick lost with a
+	// session etcd did not keep alive in time); or a minute went by with
+	// neither, and the figure reports what is missing.
+	last, lastAt := 0, time.Now()
+	err = poll(ctx, 10*time.Minute, time.Millisecond, "every coordinated tick run or reported", func() (bool, error) {
+		n, _ := rec.settled()
+		if n != last {
+			last, lastAt = n, time.Now()
+		}
+		return n >= p.Jobs || time.Since(lastAt) > time.Minute, nil
+	})
+	if err != nil {
 		stopAll(time.Minute)
 		return res, err
 	}
@@ -343,5 +356,13 @@ func jobsBurstWorker(ctx context.Context, w *worker, p jobsParams) (jobsBurst, e
 	res.Window = spanOf(a, b)
 	res.Coordinated = rec.lateness(at, at.Add(time.Second))
 	res.Runs, res.Ticks = rec.count(), rec.ticks()
+	_, lost := rec.settled()
+	res.Dropped = rec.droppedEvents()
+	for reason, n := range lost {
+		if res.NotRun == nil {
+			res.NotRun = map[string]int{}
+		}
+		res.NotRun[reason.String()] = n
+	}
 	return res, nil
 }

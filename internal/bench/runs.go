@@ -14,8 +14,16 @@ type runRecorder struct {
 	// a Cron without etcd.
 	nominal func(started time.Time) time.Time
 
-	mu   sync.Mutex
-	runs []runRecord
+	mu      sync.Mutex
+	runs    []runRecord
+	notRun  map[tickOf]cronx.Reason // ticks a replica reported not run
+	dropped int                     // events the observers dropped
+}
+
+// tickOf names a job's tick.
+type tickOf struct {
+	job  string
+	tick int64
 }
 
 type runRecord struct {
@@ -60,20 +68,66 @@ func (r *runRecorder) count() int {
 	return len(r.runs)
 }
 
+// observer is told the ticks its Cron did not run.
+func (r *runRecorder) observer() cronx.Observer {
+	return cronx.Observer{
+		OnTickNotRun: func(ev cronx.TickNotRun) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.notRun == nil {
+				r.notRun = map[tickOf]cronx.Reason{}
+			}
+			r.notRun[tickOf{ev.Job, ev.Tick.UnixNano()}] = ev.Reason
+		},
+		OnDropped: func(n int) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.dropped += n
+		},
+		QueueSize: 1 << 16, // a crowded tick's reports, each one
+	}
+}
+
+// droppedEvents is how many events the observers dropped.
+func (r *runRecorder) droppedEvents() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dropped
+}
+
 // ticks counts the distinct ticks (a job's name and its tick) among the
 // runs.
 func (r *runRecorder) ticks() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	type tick struct {
-		job  string
-		tick int64
-	}
-	seen := make(map[tick]bool, len(r.runs))
+	return len(r.ranLocked())
+}
+
+func (r *runRecorder) ranLocked() map[tickOf]bool {
+	ran := make(map[tickOf]bool, len(r.runs))
 	for _, x := range r.runs {
-		seen[tick{x.job, x.tick.UnixNano()}] = true
+		ran[tickOf{x.job, x.tick.UnixNano()}] = true
 	}
-	return len(seen)
+	return ran
+}
+
+// settled counts the ticks that ran or were reported not run, each once,
+// and those reported not run and never run, by reason.
+func (r *runRecorder) settled() (int, map[cronx.Reason]int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ran := r.ranLocked()
+	lost := map[cronx.Reason]int{}
+	for t, reason := range r.notRun {
+		if !ran[t] {
+			lost[reason]++
+		}
+	}
+	n := len(ran)
+	for _, k := range lost {
+		n += k
+	}
+	return n, lost
 }
 
 // lateness is how long after their nominal ticks runs started.
