@@ -136,6 +136,9 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 			if errors.Is(err, errNotSent) {
 				return giveUp(fmt.Errorf("%w (%v)", context.Cause(r.ctx), err))
 			}
+			if errors.Is(err, errNoSlot) {
+				return giveUp(fmt.Errorf("no claim before the misfire deadline: %w", err))
+			}
 			refused := errors.Is(err, election.ErrClaimed) || errors.Is(err, election.ErrBusy) || errors.Is(err, ErrPaused) ||
 				errors.Is(err, election.ErrNotLeader) || errors.Is(err, claims.ErrNeverClaimed) || errors.Is(err, ErrMaxRuns)
 			if !refused {
@@ -181,18 +184,36 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 // errNotSent is the outcome of a claim given up before it was sent.
 var errNotSent = errors.New("the claim was not sent")
 
+// errNoSlot is the outcome of a claim that waited for a slot among
+// maxClaims until its misfire deadline: etcd answered the claims ahead of
+// it too slowly.
+var errNoSlot = fmt.Errorf("the claim waited for one of %d in flight to come back, and was not sent", maxClaims)
+
 // retriedError is the outcome of a claim that etcd answered only after
 // retries: while etcd was out, the job's later ticks were being claimed too.
 type retriedError struct{ error }
 
 func (e *retriedError) Unwrap() error { return e.error }
 
-// claimSingle sends one claim of r, waiting for a slot among maxClaims.
+// claimSingle sends one claim of r, waiting for a slot among maxClaims
+// until r's misfire deadline: a tick whose claim could not go out by then
+// is reported, not sent late.
 func (cl *claimer) claimSingle(r *run, key string, seq int64, opts []election.ClaimOption) (election.Claim, error) {
 	select {
 	case cl.slots <- struct{}{}:
-	case <-r.ctx.Done():
-		return election.Claim{}, errNotSent
+	default:
+		// Every slot is taken: a crowded tick on an etcd that is slow to
+		// answer.
+		co := cl.co
+		t := co.clock.NewTimer(co.deadline(r).Sub(co.clock.Now()))
+		defer t.Stop()
+		select {
+		case cl.slots <- struct{}{}:
+		case <-r.ctx.Done():
+			return election.Claim{}, errNotSent
+		case <-t.C(): // mutation:slot-wait-unbounded
+			return election.Claim{}, errNoSlot
+		}
 	}
 	defer func() { <-cl.slots }()
 	if !r.rs.send(r) {

@@ -458,6 +458,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoRunStartsPastItsSessionsDeadline$"}},
 	},
 	{
+		Name:   "claim-slot-wait-unbounded",
+		Breaks: "claim mode: a claim that waits for a slot among maxClaims waits past its misfire deadline, and a crowded tick on a slow etcd goes unreported for minutes",
+		Edits:  []edit{{Marker: "slot-wait-unbounded", Old: "case <-t.C():", New: "case <-make(chan struct{}):"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestAClaimThatFindsNoSlotByItsDeadlineIsReported$"}},
+	},
+	{
 		Name:   "shutdown-leaves-markers",
 		Breaks: "G3: Shutdown whose context has ended returns before etcd, which answers, has the records of the runs it ended: their markers outlive the process, and a successor skips a Forbid job's ticks until they lapse",
 		Edits:  []edit{{Marker: "shutdown-records-released", Old: "c.runs.await(wctx, c.runs.settled)", New: "_ = wctx"}},
