@@ -277,8 +277,8 @@
 //   - ClaimMode: every replica schedules, and the first valid claim runs the
 //     tick. No failover gap; one transaction per replica per tick, so it
 //     suits a few hundred jobs on one second, not thousands (on etcd with
-//     auth on, 10,000 on three replicas lose ticks unreported; see
-//     BENCHMARKS.md).
+//     auth on, 10,000 on three replicas leave about half of the ticks not
+//     run, each reported; see BENCHMARKS.md).
 //
 // A job's context (ContextFunc, or any ContextJob) is cancelled when its
 // claim is lost, before etcd can let another replica run the job (the
