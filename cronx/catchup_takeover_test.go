@@ -64,16 +64,19 @@ func TestATickFiredAsItsTermEndedIsCaughtUpByTheNextTerm(t *testing.T) {
 	starts := make(chan Info, 64)
 	c := New(append([]Option{}, WithSeconds(), WithEtcd(sp.Within(raw)), WithName("takeover"),
 		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))...)
-	mustAdd(t, c, "*/2 * * * * *", Named("tens", ContextFunc(func(ctx context.Context) error {
+	// Ten seconds apart, so that the next term, slow on a loaded machine,
+	// starts before the tick after the one held back is due: the catch-up
+	// runs the latest tick missed.
+	mustAdd(t, c, "*/10 * * * * *", Named("tens", ContextFunc(func(ctx context.Context) error {
 		info, _ := InfoFrom(ctx)
 		starts <- info
 		return nil
 	}), WithCatchUp(time.Minute)))
 	c.Start()
 	t.Cleanup(func() { <-c.Stop().Done() })
-	first := runAfter(t, starts, time.Time{}, 10*time.Second, "first run")
+	first := runAfter(t, starts, time.Time{}, 20*time.Second, "first run")
 	armed.Store(true)
-	got := runAfter(t, starts, first.Tick, 20*time.Second, "run of the tick fired as the term ended")
+	got := runAfter(t, starts, first.Tick, 30*time.Second, "run of the tick fired as the term ended")
 	if tick := time.Unix(0, held.Load()); !got.Tick.Equal(tick) || !got.CaughtUp {
 		t.Errorf("after the term ended with tick %v's claim out, the next run was %v (caught up %v), want that tick, caught up",
 			tick.Format(time.TimeOnly), got.Tick.Format(time.TimeOnly), got.CaughtUp)
