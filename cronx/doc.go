@@ -407,7 +407,10 @@
 // neither doubles nor drops ticks. A claim held up past the next tick's
 // claim, as when etcd's raft leader dies with the claim in flight, finds
 // the later tick claimed: that tick is not run, and the Cron logs it as an
-// error ("tick not run", "a later tick ... was claimed first"). A replica
+// error ("tick not run", "a later tick ... was claimed first"). In claim
+// mode, a tick whose claim is being retried, etcd not having taken it,
+// when the job's next tick fires gives way to that tick (ReasonOvertaken,
+// logged as skipped). A replica
 // that dies or is cut off from etcd between a tick's claim and the start of
 // its run leaves that tick claimed and unrun: a tick runs at most once, not
 // at least once. A Forbid job's in-progress marker is bound to its

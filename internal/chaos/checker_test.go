@@ -492,3 +492,106 @@ func TestQuietAfterLetsAFaultBeStrictlyOutweighed(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckWeighsTheReplicasReportsAgainstTheLedger(t *testing.T) {
+	heldUp := func(job string, ticks ...int) []Skip {
+		var sks []Skip
+		for _, tk := range ticks {
+			sks = append(sks, Skip{Job: job, Tick: at(float64(tk)), Instance: "r2", At: at(float64(tk) + 1), Why: skipHeldUp})
+		}
+		return sks
+	}
+	for _, tc := range []struct {
+		name      string
+		runs      []Run
+		skips     []Skip
+		violation bool
+		busy      int    // of the claim job, beyond the clean ledger's
+		reason    string // the excuse of every missed tick, if any
+	}{
+		{
+			name:  "a tick reported busy as a run was in progress is busy",
+			runs:  without(clean(), "claim", 34, 34),
+			skips: []Skip{{Job: "claim", Tick: at(34), Instance: "r2", At: at(33.1), Why: skipBusy}},
+			busy:  1,
+		},
+		{
+			name:  "a tick reported busy within 3 s of a run's end is busy",
+			runs:  without(clean(), "claim", 34, 35),
+			skips: []Skip{{Job: "claim", Tick: at(35), Instance: "r2", At: at(36.1), Why: skipBusy}, {Job: "claim", Tick: at(34), Instance: "r2", At: at(34.1), Why: skipBusy}},
+			busy:  2,
+		},
+		{
+			name: "a tick reported busy long after the last run ended is missed",
+			runs: without(clean(), "claim", 34, 38),
+			skips: []Skip{
+				{Job: "claim", Tick: at(34), Instance: "r2", At: at(33.5), Why: skipBusy},
+				{Job: "claim", Tick: at(35), Instance: "r2", At: at(34.5), Why: skipBusy},
+				{Job: "claim", Tick: at(36), Instance: "r2", At: at(35.5), Why: skipBusy},
+				{Job: "claim", Tick: at(37), Instance: "r2", At: at(36.1), Why: skipBusy},
+				{Job: "claim", Tick: at(38), Instance: "r2", At: at(37.5), Why: skipBusy},
+			},
+			busy:      4,
+			violation: true,
+		},
+		{
+			name:      "a report of another tick excuses nothing",
+			runs:      without(clean(), "claim", 34, 34),
+			skips:     []Skip{{Job: "claim", Tick: at(35), Instance: "r2", At: at(33.1), Why: skipBusy}},
+			violation: true,
+		},
+		{
+			name:   "a claim held up past the next tick is excused",
+			runs:   without(clean(), "claim", 34, 35),
+			skips:  heldUp("claim", 34, 35),
+			reason: reasonHeldUp,
+		},
+		{
+			name:      "more held-up claims than a loaded machine explains are a violation",
+			runs:      without(clean(), "claim", 34, 37),
+			skips:     heldUp("claim", 34, 35, 36, 37),
+			violation: true,
+		},
+		{
+			name:      "a held-up report excuses nothing in leader mode",
+			runs:      without(clean(), "tick", 34, 34),
+			skips:     heldUp("tick", 34),
+			violation: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := scenario()
+			sc.Skips = tc.skips
+			rep := Check(tc.runs, sc)
+			if got := len(rep.Violations) > 0; got != tc.violation {
+				t.Fatalf("violations: %v, want %v\n%s", got, tc.violation, rep.Summary())
+			}
+			for _, j := range rep.Jobs {
+				if j.Job == "claim" && j.Busy != tc.busy {
+					t.Errorf("claim: busy %d, want %d\n%s", j.Busy, tc.busy, rep.Summary())
+				}
+				if tc.reason != "" && j.Missed != j.MissedBy[tc.reason] {
+					t.Errorf("%s: missed %d, of which %d %s\n%s", j.Job, j.Missed, j.MissedBy[tc.reason], tc.reason, rep.Summary())
+				}
+			}
+		})
+	}
+}
+
+func TestParseSkipReadsCronxLogLines(t *testing.T) {
+	line := `time=2026-12-02T12:40:09.420Z level=DEBUG msg="cronx: skipped: a later tick of the job came due while this one waited for etcd" job=claim tick=2026-12-02T12:40:06.000Z`
+	sk, ok := parseSkip(line)
+	want := Skip{Job: "claim", Tick: time.Date(2026, 12, 2, 12, 40, 6, 0, time.UTC), At: time.Date(2026, 12, 2, 12, 40, 9, 420e6, time.UTC), Why: skipHeldUp}
+	if !ok || !sk.Tick.Equal(want.Tick) || !sk.At.Equal(want.At) || sk.Job != want.Job || sk.Why != want.Why {
+		t.Errorf("parseSkip = %+v, %v; want %+v", sk, ok, want)
+	}
+	for _, l := range []string{
+		`time=2026-12-02T12:40:09.420Z level=DEBUG msg=run now=2026-12-02T12:40:10.000Z entry=1`,
+		`time=2026-12-02T12:40:09.420Z level=INFO msg="cronx: skipped: paused" job=claim`,
+		`level=INFO msg="cronx: skipped: paused" job=claim tick=2026-12-02T12:40:06.000Z`,
+	} {
+		if sk, ok := parseSkip(l); ok {
+			t.Errorf("parseSkip(%q) = %+v, want no skip", l, sk)
+		}
+	}
+}

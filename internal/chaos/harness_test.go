@@ -141,6 +141,7 @@ func TestChaos(t *testing.T) {
 		Offsets: map[string]time.Duration{},
 		Faults:  h.faults,
 		Outages: h.probe.outages(),
+		Skips:   h.skips(),
 		// A run that excuses most of its ticks proves little.
 		MinStrict: minStrict,
 	}
@@ -357,6 +358,14 @@ func (h *harness) report(sc Scenario, rep Report) {
 		fmt.Fprintf(&b, " +%.1fs for %.1fs", o.From.Sub(h.t0).Seconds(), o.To.Sub(o.From).Seconds())
 	}
 	b.WriteString("\n" + rep.Summary())
+	for _, v := range rep.Violations {
+		if ls := h.logsAround(v); len(ls) > 0 {
+			fmt.Fprintf(&b, "the replicas' logs from %s to %s around: %s: %s\n", stamp(v.Span.From), stamp(v.Span.To), v.Rule, v.Job)
+			for _, l := range ls {
+				b.WriteString("    " + l + "\n")
+			}
+		}
+	}
 	h.t.Logf("report:\n%s", b.String())
 	if *flagReport == "" {
 		return
@@ -595,8 +604,10 @@ func (s *sink) current(r Run) bool {
 	}
 }
 
-// probe measures when etcd is unavailable: a linearizable read every 200 ms
-// that fails or takes longer than a second.
+// probe measures when etcd is unavailable: a write every 200 ms that fails
+// or takes longer than a second. A write needs what a claim needs, a raft
+// leader, a quorum's commit and the apply; a read would pass while commits
+// stall.
 type probe struct {
 	cli    *clientv3.Client
 	stop   chan struct{}
@@ -629,7 +640,7 @@ func (p *probe) run() {
 		}
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := p.cli.Get(ctx, "chaos/probe")
+		_, err := p.cli.Put(ctx, "chaos/probe", sent.UTC().Format(stampLayout))
 		cancel()
 		switch {
 		case err != nil && since.IsZero():

@@ -186,7 +186,11 @@ type Scenario struct {
 	TTL      time.Duration
 	Offsets  map[string]time.Duration // each replica's clock offset
 	Faults   []Fault
-	Outages  []Window // when a linearizable read of etcd failed or took over a second
+	Outages  []Window // when a write to etcd failed or took over a second
+	// Skips are the ticks the replicas reported not run, as their logs
+	// give them: evidence for a miss that the ledger alone cannot explain,
+	// weighed against the ledger.
+	Skips []Skip
 	// MinStrict, when set, is the least share of all due ticks that must be
 	// strictly checked (covered by no excuse); below it, the run proves too
 	// little and fails.
@@ -210,6 +214,14 @@ const (
 	// next tick's claim, sent after a new leader is elected, can commit
 	// first; the stalled tick is then refused as already claimed.
 	claimDeadline = 5 * time.Second
+	// reportLag is how long after a Forbid run ended a replica may still
+	// have found its marker and reported a tick busy: the run's record and
+	// the marker's release are etcd writes, which a loaded machine delays.
+	reportLag = 3 * time.Second
+	// maxHeldUp bounds the ticks of one job that a run excuses as held up
+	// on a replica's report alone, with no fault or outage to explain
+	// them: a few are a loaded machine, more are a defect.
+	maxHeldUp = 3
 )
 
 // minStrict is the least share of due ticks a run must check strictly.
@@ -257,7 +269,10 @@ const (
 	// it to claimDeadline + failover after.
 	reasonLeaderChange = "etcd leader change"
 	reasonSkew         = "clock skew" // a replica whose clock is ahead joined and claimed from its own time
-	reasonMissing      = "unexcused"
+	// Claim mode: a replica reported that the tick's claim was still
+	// waiting for etcd when the job's next tick fired, and gave way to it.
+	reasonHeldUp  = "claim held up"
+	reasonMissing = "unexcused"
 )
 
 // limits names, for each excuse, the documented limit of baton it stands
@@ -275,6 +290,8 @@ var limits = map[string]string{
 		"ticks being retried are given up",
 	reasonLeaderChange: "cronx doc, Limits: a claim held up past the next tick's claim, as when etcd's raft leader dies " +
 		"with the claim in flight, finds the later tick claimed and is not run",
+	reasonHeldUp: "cronx doc, Limits: a claim held up past the next tick's is not run; in claim mode, a tick whose claim " +
+		"etcd has not taken when the job's next tick fires gives way to it",
 	reasonSkew: "cronx doc, Limits: a replica whose clock runs ahead claims from its own time when it joins " +
 		"(starts, comes back, or takes over as leader): ticks the slower replicas had not reached are skipped once",
 }
@@ -362,7 +379,13 @@ type Violation struct {
 	Job    string   `json:"job"`
 	Detail string   `json:"detail"`
 	Lines  []string `json:"lines,omitempty"`
+	// Span is when the runs of Lines started and ended, widened by
+	// spanMargin: the time whose replicas' logs tell what happened.
+	Span Window `json:"span"`
 }
+
+// spanMargin widens a violation's Span on either side.
+const spanMargin = 3 * time.Second
 
 func (v Violation) String() string {
 	s := fmt.Sprintf("%s: %s: %s", v.Rule, v.Job, v.Detail)
@@ -458,7 +481,20 @@ func (c *checker) violate(rule, detail string, rs ...Run) {
 		c.unshown++
 		return
 	}
-	c.violations = append(c.violations, Violation{Rule: rule, Job: c.job.Name, Detail: detail, Lines: lines(rs...)})
+	v := Violation{Rule: rule, Job: c.job.Name, Detail: detail, Lines: lines(rs...)}
+	for i, r := range rs {
+		from, to := r.Start.Add(-spanMargin), r.End.Add(spanMargin)
+		if r.End.IsZero() {
+			to = r.Start.Add(spanMargin)
+		}
+		if i == 0 || from.Before(v.Span.From) {
+			v.Span.From = from
+		}
+		if i == 0 || to.After(v.Span.To) {
+			v.Span.To = to
+		}
+	}
+	c.violations = append(c.violations, v)
 }
 
 func lines(rs ...Run) []string {
@@ -782,7 +818,7 @@ func (c *checker) misses() {
 			c.rep.Run++
 			continue
 		}
-		if busy[t] {
+		if busy[t] || c.reportedBusy(tick) {
 			c.rep.Busy++
 			continue
 		}
@@ -790,6 +826,12 @@ func (c *checker) misses() {
 		if cover != nil {
 			c.rep.MissedBy[cover.why]++
 			excused[t] = *cover
+			continue
+		}
+		if sk, ok := c.reportedHeldUp(tick); ok && c.rep.MissedBy[reasonHeldUp] < maxHeldUp {
+			c.rep.MissedBy[reasonHeldUp]++
+			c.rep.Strict--
+			excused[t] = excuse{why: reasonHeldUp, cause: fmt.Sprintf("%s reported it at %s", sk.Instance, stamp(sk.At))}
 			continue
 		}
 		unexcused = append(unexcused, t)
@@ -861,6 +903,44 @@ func (c *checker) misses() {
 	}
 	c.rep.Strict -= c.rep.MissedBy[reasonSkew]
 	c.rep.Excused = groupExcused(excused)
+}
+
+// reportedBusy reports whether a replica reported the job's tick skipped
+// as a run was in progress (Forbid) while the ledger shows a run of the job
+// in progress: started, and not ended more than reportLag before. The
+// ledger's own rule (busy, in misses) counts only the ticks that the
+// runner's clock fired during the run; a replica whose clock is ahead, or
+// whose claim reached etcd late, finds the marker for a later tick.
+func (c *checker) reportedBusy(tick time.Time) bool {
+	if !c.job.Forbid {
+		return false
+	}
+	for _, sk := range c.sc.Skips {
+		if sk.Job != c.job.Name || !sk.Tick.Equal(tick) || sk.Why != skipBusy {
+			continue
+		}
+		for _, r := range c.runs {
+			if !r.Start.After(sk.At.Add(claimLead)) && !r.End.Add(reportLag).Before(sk.At) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// reportedHeldUp returns a replica's report that the job's tick, in claim
+// mode, gave way to the job's next tick because etcd had not taken its
+// claim when that tick fired: a claim held up past the next tick's.
+func (c *checker) reportedHeldUp(tick time.Time) (Skip, bool) {
+	if !c.job.Claim {
+		return Skip{}, false
+	}
+	for _, sk := range c.sc.Skips {
+		if sk.Job == c.job.Name && sk.Tick.Equal(tick) && sk.Why == skipHeldUp {
+			return sk, true
+		}
+	}
+	return Skip{}, false
 }
 
 // groupExcused lists excused ticks as runs of consecutive ticks with one

@@ -1,0 +1,149 @@
+package chaos
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxLogLines bounds the log lines shown for one violation.
+const maxLogLines = 80
+
+// logsAround returns the lines that the replicas of job's scheduler logged
+// within v's span, each prefixed with its replica, in time order: what each
+// replica fired, claimed, skipped and why, around the runs v names. It
+// returns nothing for a violation without a span.
+func (h *harness) logsAround(v Violation) []string {
+	if v.Span.From.IsZero() {
+		return nil
+	}
+	var sched string
+	for _, s := range schedulers {
+		if s.Name == v.Job {
+			sched = s.Scheduler
+		}
+	}
+	if sched == "" {
+		return nil
+	}
+	type line struct {
+		at   time.Time
+		text string
+	}
+	var all []line
+	for _, n := range h.nodes {
+		f, err := os.Open(filepath.Join(h.dir, n.id+"-"+sched+".log"))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			at, ok := logTime(sc.Text())
+			if ok && !at.Before(v.Span.From) && !at.After(v.Span.To) {
+				all = append(all, line{at, n.id + " " + sc.Text()})
+			}
+		}
+		f.Close()
+	}
+	slices.SortStableFunc(all, func(a, b line) int { return a.at.Compare(b.at) })
+	var out []string
+	for i, l := range all {
+		if i == maxLogLines {
+			out = append(out, fmt.Sprintf("... %d more", len(all)-i))
+			break
+		}
+		out = append(out, l.text)
+	}
+	return out
+}
+
+// logTime reads the time a baton log line was written, its "time=" field.
+func logTime(s string) (time.Time, bool) {
+	v, ok := strings.CutPrefix(s, "time=")
+	if !ok {
+		return time.Time{}, false
+	}
+	v, _, _ = strings.Cut(v, " ")
+	t, err := time.Parse(time.RFC3339Nano, v)
+	return t, err == nil
+}
+
+// Skip is a tick a replica reported not run, and why, as its log says.
+type Skip struct {
+	Job      string
+	Tick     time.Time // the tick, as the replica's clock named it
+	Instance string
+	At       time.Time // when the replica logged it
+	Why      string    // the log's reason
+}
+
+// The reasons of skips that the checker weighs (cronx's log messages).
+const (
+	skipBusy   = "a run is in progress"
+	skipHeldUp = "a later tick of the job came due while this one waited for etcd"
+)
+
+// skipPrefix starts the message of every tick cronx logs as skipped.
+const skipPrefix = `msg="cronx: skipped: `
+
+// skips reads the ticks that the replicas of every scheduler logged as
+// skipped.
+func (h *harness) skips() []Skip {
+	var out []Skip
+	for _, s := range schedulers {
+		for _, n := range h.nodes {
+			f, err := os.Open(filepath.Join(h.dir, n.id+"-"+s.Scheduler+".log"))
+			if err != nil {
+				continue
+			}
+			sc := bufio.NewScanner(f)
+			sc.Buffer(make([]byte, 64*1024), 1024*1024)
+			for sc.Scan() {
+				if sk, ok := parseSkip(sc.Text()); ok {
+					sk.Instance = n.id
+					out = append(out, sk)
+				}
+			}
+			f.Close()
+		}
+	}
+	return out
+}
+
+// parseSkip reads a log line of a skipped tick:
+//
+//	time=... level=... msg="cronx: skipped: WHY" job=JOB tick=TICK
+func parseSkip(line string) (Skip, bool) {
+	at, ok := logTime(line)
+	if !ok {
+		return Skip{}, false
+	}
+	_, rest, ok := strings.Cut(line, skipPrefix)
+	if !ok {
+		return Skip{}, false
+	}
+	why, rest, ok := strings.Cut(rest, `"`)
+	if !ok {
+		return Skip{}, false
+	}
+	sk := Skip{At: at, Why: why}
+	for _, f := range strings.Fields(rest) {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "job":
+			sk.Job = v
+		case "tick":
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return Skip{}, false
+			}
+			sk.Tick = t
+		}
+	}
+	return sk, sk.Job != "" && !sk.Tick.IsZero()
+}
