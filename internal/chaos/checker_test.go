@@ -553,6 +553,18 @@ func TestCheckWeighsTheReplicasReportsAgainstTheLedger(t *testing.T) {
 			violation: true,
 		},
 		{
+			name:   "a Replace tick whose command was stopped before it reached the sink is excused",
+			runs:   without(clean(), "replace", 34, 34),
+			skips:  []Skip{{Job: "replace", Tick: at(34), Instance: "r2", At: at(35.01), Why: skipReplaced}},
+			reason: reasonReplaced,
+		},
+		{
+			name:      "a stopped command excuses nothing of a job that does not replace",
+			runs:      without(clean(), "tick", 34, 34),
+			skips:     []Skip{{Job: "tick", Tick: at(34), Instance: "r1", At: at(35.01), Why: skipReplaced}},
+			violation: true,
+		},
+		{
 			name:      "a held-up report excuses nothing in leader mode",
 			runs:      without(clean(), "tick", 34, 34),
 			skips:     heldUp("tick", 34),
@@ -585,7 +597,12 @@ func TestParseSkipReadsCronxLogLines(t *testing.T) {
 	if !ok || !sk.Tick.Equal(want.Tick) || !sk.At.Equal(want.At) || sk.Job != want.Job || sk.Why != want.Why {
 		t.Errorf("parseSkip = %+v, %v; want %+v", sk, ok, want)
 	}
+	replaced := `time=2026-12-02T12:54:43.621Z level=WARN msg="baton crontab: stopping the command" job=replace tick=2026-12-02T12:54:42.000Z cause="cronx: run replaced by a later tick" grace=3s`
+	if sk, ok := parseSkip(replaced); !ok || sk.Why != skipReplaced || sk.Job != "replace" || !sk.Tick.Equal(time.Date(2026, 12, 2, 12, 54, 42, 0, time.UTC)) {
+		t.Errorf("parseSkip(%q) = %+v, %v; want replace's tick 12:54:42 replaced", replaced, sk, ok)
+	}
 	for _, l := range []string{
+		`time=2026-12-02T12:54:43.621Z level=WARN msg="baton crontab: stopping the command" job=replace tick=2026-12-02T12:54:42.000Z cause="cronx: run timed out" grace=3s`,
 		`time=2026-12-02T12:40:09.420Z level=DEBUG msg=run now=2026-12-02T12:40:10.000Z entry=1`,
 		`time=2026-12-02T12:40:09.420Z level=INFO msg="cronx: skipped: paused" job=claim`,
 		`level=INFO msg="cronx: skipped: paused" job=claim tick=2026-12-02T12:40:06.000Z`,
@@ -593,5 +610,38 @@ func TestParseSkipReadsCronxLogLines(t *testing.T) {
 		if sk, ok := parseSkip(l); ok {
 			t.Errorf("parseSkip(%q) = %+v, want no skip", l, sk)
 		}
+	}
+}
+
+func TestLogsAroundAViolationAreTheJobsReplicasLinesInItsSpan(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, lines ...string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("r1-claim.log",
+		`time=2026-12-02T10:32:10.000Z level=DEBUG msg=run now=a`,
+		`time=2026-12-02T10:32:15.100Z level=DEBUG msg=run now=b`,
+		`time=2026-12-02T10:32:16.300Z level=INFO msg="cronx: skipped: a run is in progress" job=claim tick=2026-12-02T10:32:17.000Z`)
+	write("r2-claim.log", `time=2026-12-02T10:32:15.900Z level=DEBUG msg=run now=c`, `not a log line`)
+	write("r1-tick.log", `time=2026-12-02T10:32:15.500Z level=DEBUG msg=run now=d`)
+	h := &harness{dir: dir, nodes: []*node{{id: "r1"}, {id: "r2"}}}
+	v := Violation{Rule: "missed", Job: "claim", Span: Window{
+		time.Date(2026, 12, 2, 10, 32, 15, 0, time.UTC), time.Date(2026, 12, 2, 10, 32, 17, 0, time.UTC)}}
+	got := h.logsAround(v)
+	want := []string{
+		`r1 time=2026-12-02T10:32:15.100Z level=DEBUG msg=run now=b`,
+		`r2 time=2026-12-02T10:32:15.900Z level=DEBUG msg=run now=c`,
+		`r1 time=2026-12-02T10:32:16.300Z level=INFO msg="cronx: skipped: a run is in progress" job=claim tick=2026-12-02T10:32:17.000Z`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("logsAround:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if sks := h.skips(); len(sks) != 1 || sks[0].Instance != "r1" || sks[0].Why != skipBusy {
+		t.Errorf("skips = %+v, want r1's one skip", sks)
+	}
+	if got := h.logsAround(Violation{Rule: "missed", Job: "claim"}); got != nil {
+		t.Errorf("logsAround a violation without a span = %q, want nothing", got)
 	}
 }

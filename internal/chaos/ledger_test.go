@@ -271,8 +271,11 @@ const (
 	reasonSkew         = "clock skew" // a replica whose clock is ahead joined and claimed from its own time
 	// Claim mode: a replica reported that the tick's claim was still
 	// waiting for etcd when the job's next tick fired, and gave way to it.
-	reasonHeldUp  = "claim held up"
-	reasonMissing = "unexcused"
+	reasonHeldUp = "claim held up"
+	// Replace: the replica logged that it stopped the tick's command for
+	// the next tick, before the command had reached the sink.
+	reasonReplaced = "replaced unseen"
+	reasonMissing  = "unexcused"
 )
 
 // limits names, for each excuse, the documented limit of baton it stands
@@ -292,6 +295,8 @@ var limits = map[string]string{
 		"with the claim in flight, finds the later tick claimed and is not run",
 	reasonHeldUp: "cronx doc, Limits: a claim held up past the next tick's is not run; in claim mode, a tick whose claim " +
 		"etcd has not taken when the job's next tick fires gives way to it",
+	reasonReplaced: "Replace (cronx doc, WithOverlap): the next tick stops the run in progress; a command it stops " +
+		"before the command has said it started leaves no line in the ledger",
 	reasonSkew: "cronx doc, Limits: a replica whose clock runs ahead claims from its own time when it joins " +
 		"(starts, comes back, or takes over as leader): ticks the slower replicas had not reached are skipped once",
 }
@@ -828,7 +833,13 @@ func (c *checker) misses() {
 			excused[t] = *cover
 			continue
 		}
-		if sk, ok := c.reportedHeldUp(tick); ok && c.rep.MissedBy[reasonHeldUp] < maxHeldUp {
+		if sk, ok := c.reported(tick, skipReplaced); ok && c.job.Replace {
+			c.rep.MissedBy[reasonReplaced]++
+			c.rep.Strict--
+			excused[t] = excuse{why: reasonReplaced, cause: fmt.Sprintf("%s stopped its command at %s", sk.Instance, stamp(sk.At))}
+			continue
+		}
+		if sk, ok := c.reported(tick, skipHeldUp); ok && c.job.Claim && c.rep.MissedBy[reasonHeldUp] < maxHeldUp {
 			c.rep.MissedBy[reasonHeldUp]++
 			c.rep.Strict--
 			excused[t] = excuse{why: reasonHeldUp, cause: fmt.Sprintf("%s reported it at %s", sk.Instance, stamp(sk.At))}
@@ -928,15 +939,14 @@ func (c *checker) reportedBusy(tick time.Time) bool {
 	return false
 }
 
-// reportedHeldUp returns a replica's report that the job's tick, in claim
-// mode, gave way to the job's next tick because etcd had not taken its
-// claim when that tick fired: a claim held up past the next tick's.
-func (c *checker) reportedHeldUp(tick time.Time) (Skip, bool) {
-	if !c.job.Claim {
-		return Skip{}, false
-	}
+// reported returns a replica's report of the job's tick for reason why:
+// for skipHeldUp, that the tick, in claim mode, gave way to the job's next
+// tick because etcd had not taken its claim when that tick fired (a claim
+// held up past the next tick's); for skipReplaced, that the tick's command
+// had started when the next tick replaced it.
+func (c *checker) reported(tick time.Time, why string) (Skip, bool) {
 	for _, sk := range c.sc.Skips {
-		if sk.Job == c.job.Name && sk.Tick.Equal(tick) && sk.Why == skipHeldUp {
+		if sk.Job == c.job.Name && sk.Tick.Equal(tick) && sk.Why == why {
 			return sk, true
 		}
 	}

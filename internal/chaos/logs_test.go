@@ -86,10 +86,20 @@ type Skip struct {
 const (
 	skipBusy   = "a run is in progress"
 	skipHeldUp = "a later tick of the job came due while this one waited for etcd"
+	// skipReplaced is not cronx's: baton crontab logs that it stops a
+	// command its next tick replaced. The command had started, but may
+	// not have reached the sink yet.
+	skipReplaced = "replaced"
 )
 
-// skipPrefix starts the message of every tick cronx logs as skipped.
-const skipPrefix = `msg="cronx: skipped: `
+// skipPrefix starts the message of every tick cronx logs as skipped;
+// replacedPrefix that of a command stopped by a later tick, whose cause
+// says so.
+const (
+	skipPrefix     = `msg="cronx: skipped: `
+	replacedPrefix = `msg="baton crontab: stopping the command" `
+	replacedCause  = `cause="cronx: run replaced by a later tick"`
+)
 
 // skips reads the ticks that the replicas of every scheduler logged as
 // skipped.
@@ -115,20 +125,24 @@ func (h *harness) skips() []Skip {
 	return out
 }
 
-// parseSkip reads a log line of a skipped tick:
+// parseSkip reads a log line of a skipped tick, or of a command stopped as
+// its next tick replaced it:
 //
 //	time=... level=... msg="cronx: skipped: WHY" job=JOB tick=TICK
+//	time=... level=... msg="baton crontab: stopping the command" job=JOB tick=TICK cause="cronx: run replaced by a later tick" ...
 func parseSkip(line string) (Skip, bool) {
 	at, ok := logTime(line)
 	if !ok {
 		return Skip{}, false
 	}
-	_, rest, ok := strings.Cut(line, skipPrefix)
-	if !ok {
-		return Skip{}, false
-	}
-	why, rest, ok := strings.Cut(rest, `"`)
-	if !ok {
+	var why, rest string
+	if _, r, ok := strings.Cut(line, skipPrefix); ok {
+		if why, rest, ok = strings.Cut(r, `"`); !ok {
+			return Skip{}, false
+		}
+	} else if _, r, ok := strings.Cut(line, replacedPrefix); ok && strings.Contains(r, replacedCause) {
+		why, rest = skipReplaced, r
+	} else {
 		return Skip{}, false
 	}
 	sk := Skip{At: at, Why: why}
