@@ -1,5 +1,5 @@
 // Command mutation checks that baton's tests guard its guarantees. For each
-// mutation in its list (mutations.go) it breaks one guarantee-critical line
+// mutation in its lists (mutations.go and beside it) it breaks one guarantee-critical line
 // on purpose, runs the tests named for it, and expects them to fail. It
 // exits 1 if any mutation survives, if a mutation's code no longer compiles
 // or its tests no longer exist, or if a marker is missing or duplicated; it

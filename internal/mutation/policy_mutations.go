@@ -1,0 +1,171 @@
+package main
+
+// policyMutations breaks the lines the job policies rest on: catch-up
+// windows, bounds and a limit on runs, recovery of a dead run, and the
+// gap a new term reports. Each names the smallest set of tests that
+// catches it, as mutations does.
+var policyMutations = []mutation{
+	{
+		Name:   "catch-up-disabled",
+		Breaks: "G4: the successor of a crashed leader never runs the tick missed in the gap (RunOnce)",
+		Edits:  []edit{{Marker: "catch-up", Old: "sc.misfire == RunOnce &&", New: "false &&"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestCrashedLeadersMissedTickRunsOnceLate$"}},
+	},
+	{
+		Name:   "misfire-skip-ignored",
+		Breaks: "G4: a job with misfire Skip runs a tick missed in a failover anyway",
+		Edits: []edit{
+			{Marker: "catch-up", Old: "sc.misfire == RunOnce &&", New: ""},
+			{Marker: "misfire-grace", Old: "sc.misfire == RunOnce", New: "true"},
+		},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestCrashedLeadersMissedTickRunsOnceLate$"}},
+	},
+	{
+		Name:   "catch-up-window-ignored",
+		Breaks: "a job WithCatchUp(window) catches up under the Cron's misfire grace instead of its window",
+		Edits:  []edit{{Marker: "catch-up-window", Old: "p != nil && p.catchUp.set", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestCatchUpWindowAfterEveryReplicaStopped$"}},
+	},
+	{
+		Name:   "catch-up-deadline-ignored",
+		Breaks: "a job WithCatchUp(window) gives up a live tick's claim that etcd does not answer at the misfire grace, not its window",
+		Edits:  []edit{{Marker: "catch-up-deadline", Old: "p != nil && p.catchUp.set && !r.triggered()", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestCatchUpWindowBoundsALiveTicksClaim$"}},
+	},
+	{
+		Name:   "catch-up-walks-the-window",
+		Breaks: "a catch-up window of a year walks every tick of the year to find the latest",
+		Edits:  []edit{{Marker: "catch-up-search", Old: "for range walkTicks {", New: "for {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestLatestTickSearchesNotWalks$"}},
+	},
+	{
+		Name:   "max-runs-unclaimed",
+		Breaks: "a job WithMaxRuns(n) runs more than n times in the cluster: its claims are not counted",
+		Edits:  []edit{{Marker: "max-runs", Old: "b.bounded()", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestMaxRunsAreCountedAcrossAFailover$"}},
+	},
+	{
+		Name:   "max-runs-uncompared",
+		Breaks: "a job WithMaxRuns(n) runs more than n times in the cluster: a claim past the count commits",
+		Edits:  []edit{{Marker: "max-runs-compare", Old: `clientv3.Compare(clientv3.Version(c.Key), "<", c.Max)`, New: `clientv3.Compare(clientv3.Version(c.Key), ">", int64(-1))`}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestCountedClaimsStopAtTheirMax$"}, {Pkg: "cronx", Run: "^TestMaxRunsAreCountedAcrossAFailover$"}},
+	},
+	{
+		Name:   "max-runs-ticks-on",
+		Breaks: "a job at its WithMaxRuns keeps firing ticks that etcd refuses, a transaction each, for ever",
+		Edits:  []edit{{Marker: "max-runs-done", Old: "!r.job.bounds.done.CompareAndSwap(false, true)", New: "r.job.bounds.done.Load()"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestMaxRunsAreCountedAcrossAFailover$"}},
+	},
+	{
+		Name:   "max-runs-buffered-uncounted",
+		Breaks: "a BufferOne or BufferAll job's tick put in its buffer is not counted against its WithMaxRuns, and the job runs more than its maximum",
+		Edits:  []edit{{Marker: "max-runs-buffered", Old: "if counter != nil {", New: "if false && counter != nil {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestMaxRunsCountABufferedTick$"}},
+	},
+	{
+		Name:   "start-at-ignored",
+		Breaks: "a job WithStartAt(t) runs ticks before t",
+		Edits:  []edit{{Marker: "start-at", Old: "!b.start.IsZero() && t.Before(b.start)", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBoundedScheduleStartsAndEnds$"}},
+	},
+	{
+		Name:   "end-at-ignored",
+		Breaks: "a job WithEndAt(t) runs ticks at and past t",
+		Edits:  []edit{{Marker: "end-at", Old: "!b.end.IsZero() && !next.Before(b.end)", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestBoundedScheduleStartsAndEnds$"}},
+	},
+	{
+		Name:   "catch-up-unclaimed-forgotten",
+		Breaks: "a replica that fired a tick its term's end left unclaimed (etcd went down) does not catch it up when it leads again",
+		Edits:  []edit{{Marker: "catch-up-unclaimed", Old: "t.After(e.given()) || co.unclaimed.take(e.ID, t)", New: "t.After(e.given())"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestCatchUpOfATickFiredAsEtcdWentDown$"}},
+	},
+	{
+		Name:   "catch-up-never-run",
+		Breaks: "G3/G4: a successor does not catch up the tick of a job that never ran, given up at a Stop or left by a crash",
+		Edits:  []edit{{Marker: "catch-up-never-run", Old: "o.Known = &claimcond.Known{Key: known, Revision: rev}", New: "_ = known"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^(TestNeverRunJobsTickStoppedInItsJitterRunsOnTheSuccessor|TestStopRightAfterACrowdedFirstTickMissesNone|TestCrowdedFirstTickOfACutOffLeaderRunsOnItsSuccessor|TestStopAfterACrowdedFirstTickLosesNone)$"}},
+	},
+	{
+		Name:   "runner-lost-unreported",
+		Breaks: "G4: a tick claimed by a leader lost before it started the run is neither run nor counted as not run",
+		Edits:  []edit{{Marker: "runner-lost", Old: "errors.As(err, &ce) && r.catchUp", New: "false && errors.As(err, &ce) && r.catchUp"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^(TestTicksALostLeaderClaimedAreCountedNotRun|TestLeaderKilledAfterACrowdedTickLosesNoTick)$"}},
+	},
+	{
+		Name:   "recovery-opt-in-ignored",
+		Breaks: "WithRecovery: a tick whose runner died mid-run is counted not run and never run again, whatever the job asks",
+		Edits:  []edit{{Marker: "recovery-opt-in", Old: "e.policy.recovery == 0", New: "e.policy.recovery >= 0"}},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestRunKilledMidRunRunsAgainOnceWithRecovery$"},
+			{Pkg: "convox/cmd/baton", Run: "^TestCrontabRecoverRunsAKilledOrPausedRunAgain$"}},
+	},
+	{
+		Name:   "recovery-unbounded",
+		Breaks: "WithRecovery: a tick is run again more times than the job allows",
+		Edits:  []edit{{Marker: "recovery-bound", Old: "n > e.policy.recovery", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryRunsATickAgainAtMostNTimes$"}},
+	},
+	{
+		Name:   "recovery-reruns-recorded",
+		Breaks: "WithRecovery: a run that ended and was recorded (or that Shutdown ended) is run again",
+		Edits: []edit{
+			{Marker: "lost-recorded", Old: "ranTick(hist, l.tick)", New: "ranTick(hist, l.tick) && false"},
+			{Marker: "recovery-recorded", Old: "ranTick(records, tick) || o.Tick >= tick.UnixNano()", New: "false"},
+		},
+		Tests: []tests{{Pkg: "cronx", Run: "^(TestRunKilledMidRunRunsAgainOnceWithRecovery|TestRecoveryLeavesARunShutdownEnded)$"}},
+	},
+	{
+		Name:   "recovery-reruns-evicted",
+		Breaks: "WithRecovery: a tick that ran and was recorded is run again once later records pushed its record out of the history",
+		Edits:  []edit{{Marker: "recovery-recorded", Old: " || o.Tick >= tick.UnixNano()", New: ""}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickWhoseRecordLeftTheHistory$"}},
+	},
+	{
+		Name:   "recovery-tick-forgotten",
+		Breaks: "WithRecovery: a record does not keep its tick as the latest recorded, and a tick whose record left the history is run again",
+		Edits:  []edit{{Marker: "recovery-tick-kept", Old: "seq > o.Tick", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickWhoseRecordLeftTheHistory$"}},
+	},
+	{
+		Name:   "recovery-overlaps",
+		Breaks: "WithRecovery: a tick of a BufferOne, BufferAll or Replace job runs again beside another run of the job",
+		Edits:  []edit{{Marker: "recovery-overlap", Old: "rf.overlap == Allow", New: "rf.overlap != Forbid"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryWaitsForNoOtherRun$"}},
+	},
+	{
+		Name:   "recovery-refusal-silent",
+		Breaks: "WithRecovery: a tick whose recovery could not be claimed (a run in progress, a pause, a later claim) is neither run nor counted",
+		Edits:  []edit{{Marker: "recovery-refusal-told", Old: "refusal.tell(resp.Responses, rev, histRev, lastRev)", New: "_ = lastRev"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryWaitsForNoOtherRun$"}},
+	},
+	{
+		Name:   "recovered-run-late",
+		Breaks: "WithRecovery: a run again of a tick whose runner died puts its age into the lateness histogram",
+		Edits:  []edit{{Marker: "recovered-no-lateness", Old: "r.scheduled() && r.recovered == 0", New: "r.scheduled()"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickOlderThanTheLatest$"}},
+	},
+	{
+		Name:   "recovery-runs-overtaken",
+		Breaks: "WithRecovery: a tick whose runner was lost runs again after a later tick of the job was claimed",
+		Edits:  []edit{{Marker: "recovery-overtaken", Old: "claimed > seq", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickOvertaken$"}},
+	},
+	{
+		Name:   "recovery-term-look-skipped",
+		Breaks: "WithRecovery: a run that died past the misfire grace after its tick (a long run) is neither run again nor counted",
+		Edits:  []edit{{Marker: "recovery-term-look", Old: "e.name != \"\" && e.policy.recovery > 0", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickOlderThanTheLatest$"}},
+	},
+	{
+		Name:   "recovery-reruns-old-ticks",
+		Breaks: "WithRecovery: a new term runs again a tick whose next one came since, a run that ended long ago with no record",
+		Edits:  []edit{{Marker: "recovery-latest", Old: "!next.IsZero() && !next.After(start)", New: "false && !next.IsZero()"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestRecoveryLeavesATickOlderThanTheLatest$"}},
+	},
+	{
+		Name:   "gap-never-run-uncounted",
+		Breaks: "G4: under Skip, the tick of a job that never ran, fallen while nobody led, is not counted as not run",
+		Edits:  []edit{{Marker: "gap-never-run", Old: "resp.Responses[2*i+1].GetResponseRange().Count > 0", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestNeverRunJobsTickInAGapIsCountedUnderSkip$"}},
+	},
+}
