@@ -494,6 +494,10 @@ func TestQuietAfterLetsAFaultBeStrictlyOutweighed(t *testing.T) {
 }
 
 func TestCheckWeighsTheReplicasReportsAgainstTheLedger(t *testing.T) {
+	// busy is r2's report that claim's tick found a run in progress when.
+	busy := func(tick int, when float64) Skip {
+		return Skip{Job: "claim", Tick: at(float64(tick)), Instance: "r2", At: at(when), Why: skipBusy}
+	}
 	heldUp := func(job string, ticks ...int) []Skip {
 		var sks []Skip
 		for _, tk := range ticks {
@@ -512,32 +516,26 @@ func TestCheckWeighsTheReplicasReportsAgainstTheLedger(t *testing.T) {
 		{
 			name:  "a tick reported busy as a run was in progress is busy",
 			runs:  without(clean(), "claim", 34, 34),
-			skips: []Skip{{Job: "claim", Tick: at(34), Instance: "r2", At: at(33.1), Why: skipBusy}},
+			skips: []Skip{busy(34, 33.1)},
 			busy:  1,
 		},
 		{
 			name:  "a tick reported busy within 3 s of a run's end is busy",
 			runs:  without(clean(), "claim", 34, 35),
-			skips: []Skip{{Job: "claim", Tick: at(35), Instance: "r2", At: at(36.1), Why: skipBusy}, {Job: "claim", Tick: at(34), Instance: "r2", At: at(34.1), Why: skipBusy}},
+			skips: []Skip{busy(35, 36.1), busy(34, 34.1)},
 			busy:  2,
 		},
 		{
-			name: "a tick reported busy long after the last run ended is missed",
-			runs: without(clean(), "claim", 34, 38),
-			skips: []Skip{
-				{Job: "claim", Tick: at(34), Instance: "r2", At: at(33.5), Why: skipBusy},
-				{Job: "claim", Tick: at(35), Instance: "r2", At: at(34.5), Why: skipBusy},
-				{Job: "claim", Tick: at(36), Instance: "r2", At: at(35.5), Why: skipBusy},
-				{Job: "claim", Tick: at(37), Instance: "r2", At: at(36.1), Why: skipBusy},
-				{Job: "claim", Tick: at(38), Instance: "r2", At: at(37.5), Why: skipBusy},
-			},
+			name:      "a tick reported busy long after the last run ended is missed",
+			runs:      without(clean(), "claim", 34, 38),
+			skips:     []Skip{busy(34, 33.5), busy(35, 34.5), busy(36, 35.5), busy(37, 36.1), busy(38, 37.5)},
 			busy:      4,
 			violation: true,
 		},
 		{
 			name:      "a report of another tick excuses nothing",
 			runs:      without(clean(), "claim", 34, 34),
-			skips:     []Skip{{Job: "claim", Tick: at(35), Instance: "r2", At: at(33.1), Why: skipBusy}},
+			skips:     []Skip{busy(35, 33.1)},
 			violation: true,
 		},
 		{

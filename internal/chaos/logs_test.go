@@ -35,21 +35,11 @@ func (h *harness) logsAround(v Violation) []string {
 		text string
 	}
 	var all []line
-	for _, n := range h.nodes {
-		f, err := os.Open(filepath.Join(h.dir, n.id+"-"+sched+".log"))
-		if err != nil {
-			continue
+	h.eachLogLine(sched, func(id, text string) {
+		if at, ok := logTime(text); ok && !at.Before(v.Span.From) && !at.After(v.Span.To) {
+			all = append(all, line{at, id + " " + text})
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			at, ok := logTime(sc.Text())
-			if ok && !at.Before(v.Span.From) && !at.After(v.Span.To) {
-				all = append(all, line{at, n.id + " " + sc.Text()})
-			}
-		}
-		f.Close()
-	}
+	})
 	slices.SortStableFunc(all, func(a, b line) int { return a.at.Compare(b.at) })
 	var out []string
 	for i, l := range all {
@@ -106,23 +96,32 @@ const (
 func (h *harness) skips() []Skip {
 	var out []Skip
 	for _, s := range schedulers {
-		for _, n := range h.nodes {
-			f, err := os.Open(filepath.Join(h.dir, n.id+"-"+s.Scheduler+".log"))
-			if err != nil {
-				continue
+		h.eachLogLine(s.Scheduler, func(id, text string) {
+			if sk, ok := parseSkip(text); ok {
+				sk.Instance = id
+				out = append(out, sk)
 			}
-			sc := bufio.NewScanner(f)
-			sc.Buffer(make([]byte, 64*1024), 1024*1024)
-			for sc.Scan() {
-				if sk, ok := parseSkip(sc.Text()); ok {
-					sk.Instance = n.id
-					out = append(out, sk)
-				}
-			}
-			f.Close()
-		}
+		})
 	}
 	return out
+}
+
+// eachLogLine calls fn with each line that each replica's process of
+// scheduler sched logged, a replica's lines in order; a replica without a
+// log has none.
+func (h *harness) eachLogLine(sched string, fn func(id, text string)) {
+	for _, n := range h.nodes {
+		f, err := os.Open(filepath.Join(h.dir, n.id+"-"+sched+".log"))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			fn(n.id, sc.Text())
+		}
+		f.Close()
+	}
 }
 
 // parseSkip reads a log line of a skipped tick, or of a command stopped as
