@@ -100,6 +100,11 @@ const (
 	// specBatch is the jobs whose specs one transaction compares and
 	// writes: a compare and a put each.
 	specBatch = maxTxnOps
+	// specChangeBatch is the added or removed jobs one transaction writes:
+	// a nested transaction and a registration's write each. etcd lets a
+	// nested transaction hold only its limit less the operations of the one
+	// around it, so half the limit is left to the nested ones.
+	specChangeBatch = maxTxnOps / 4 // mutation:spec-change-batch
 	// outcomeLoadBatch is the jobs whose outcome keys one read of
 	// loadOutcomes takes, at a Start.
 	outcomeLoadBatch = maxTxnOps

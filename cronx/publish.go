@@ -238,7 +238,7 @@ func (pb *publisher) forget(jobs []string) {
 	}
 }
 
-// writeSpecChanges writes changes, specBatch to a transaction: a nested
+// writeSpecChanges writes changes, specChangeBatch to a transaction: a nested
 // transaction per job, which writes an added job's spec unless the key
 // holds it already and deletes a removed job's spec if the key still holds
 // it (another version of the job may have written another since).
@@ -248,7 +248,7 @@ func (pb *publisher) writeSpecChanges(ctx context.Context, changes map[string]sp
 	}
 	names := slices.Sorted(maps.Keys(changes))
 	for len(names) > 0 {
-		n := min(len(names), specBatch/2)
+		n := min(len(names), specChangeBatch)
 		var ops []clientv3.Op
 		var added, gone []string
 		for _, name := range names[:n] {

@@ -249,6 +249,59 @@ func TestRemovedJobsLeaveNoSpec(t *testing.T) {
 	}
 }
 
+// TestJobsAddedInBulkWhileLeadingArePublished: a hundred and fifty jobs
+// added at once to a Cron that publishes are written, each with its spec
+// and this replica's registration, many to a
+// transaction within etcd's limit on operations; removed at once, their
+// specs go.
+func TestJobsAddedInBulkWhileLeadingArePublished(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	l := newLedger()
+	r := opsReplica(t, cli, "bulk", "r0", LeaderMode, l, nil)
+	runAfter(t, l.ch, time.Time{}, 8*time.Second, "tick") // leading: publishing
+	var ids []EntryID
+	for i := range 150 {
+		id, err := r.cron.AddJob("0 0 0 1 1 *", Named(fmt.Sprintf("job-%03d", i), FuncJob(func() {})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	count := func(suffix string) (int, error) {
+		resp, err := cli.Get(context.Background(), election.DefaultPrefix+"/jobs/bulk/job-", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, kv := range resp.Kvs {
+			if strings.Contains(string(kv.Key), suffix) {
+				n++
+			}
+		}
+		return n, nil
+	}
+	keysAre := func(want int) func() (bool, string) {
+		return func() (bool, string) {
+			var got []int
+			for _, suffix := range []string{"/spec", "/by/"} {
+				n, err := count(suffix)
+				if err != nil {
+					return false, err.Error()
+				}
+				got = append(got, n)
+			}
+			return slices.Equal(got, []int{want, want}), fmt.Sprintf("specs, registrations: %v, want %d each", got, want)
+		}
+	}
+	eventually(t, 10*time.Second, keysAre(150))
+	for _, id := range ids {
+		r.cron.Remove(id)
+	}
+	eventually(t, 10*time.Second, keysAre(0))
+}
+
 // specsWritten reports whether c has no spec change left to write.
 func specsWritten(c *Cron) bool {
 	q := c.coord.specs
