@@ -12,17 +12,17 @@ type catchUpPolicy struct {
 	window time.Duration // how old a missed tick may be and still run; 0: none runs
 }
 
-// WithCatchUp sets how old a tick the job missed may be and still run,
-// once, when the cluster comes back: after an outage of etcd, of every
-// replica, or a leader's crash. The replica that takes over claims the
-// latest tick of the job in (now-window, now] that it has not fired, under
-// the tick's own name (G1: once in the cluster), if the job ran, or was
-// published, before; the ticks before the latest are not run, and are
-// counted as not run (ReasonNoLeader, over the last day at most). A live
+// WithCatchUp sets how old a tick the job missed may be and still run, once,
+// when the cluster comes back: after an outage of etcd, of every replica, or
+// a leader's crash. The replica that takes over claims the latest tick of
+// the job in (now-window, now] that it has not fired, under the tick's own
+// name (G1: once in the cluster), if the job ran, or was published before
+// the takeover and by the tick; the ticks before the latest are not run, and
+// are counted as not run (ReasonNoLeader, over the last day at most). A live
 // tick's claim is also retried, while etcd does not answer, until its tick
-// plus window. A window of a year costs what a minute does: the latest
-// tick is searched for, not walked to. WithCatchUp(0) catches nothing up,
-// as misfire Skip does for the whole Cron.
+// plus window. A window of a year costs what a minute does: the latest tick
+// is searched for, not walked to. WithCatchUp(0) catches nothing up, as
+// misfire Skip does for the whole Cron.
 //
 // Without it the Cron's WithMisfire applies: RunOnce within its grace
 // (DefaultMisfireGrace, a minute), or Skip. It matters only with etcd.

@@ -110,8 +110,9 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 			switch {
 			case r.catchUp && ts != nil:
 				// A job that never ran is caught up too if a term before this
-				// one published it: its tick came due with nobody to run it.
-				opts = append(opts, claims.IfClaimedOrKnownBefore(co.keys.spec(r.job.name), ts.term.Fence.Revision))
+				// one published it, by the tick: the tick came due with nobody
+				// to run it.
+				opts = append(opts, claims.IfClaimedOrKnownBefore(co.keys.since(r.job.name), ts.term.Fence.Revision))
 			case r.catchUp || claimMode && hadSession && gen != firedGen:
 				opts = append(opts, claims.IfClaimedBefore())
 			}

@@ -94,12 +94,14 @@
 // WithCatchUp(window) is how old a tick of the job missed while nobody
 // ran it may be and still run, once, when the cluster is back: after an
 // outage of etcd (every replica's term lapses; the one that leads next
-// catches up), after every replica was stopped (the first to start
-// catches up), or after a leader's crash. The replica that takes over
-// claims the latest tick in the window that it has not fired, under that
-// tick's name, so G1 holds: once in the cluster, if the job ran or was
-// published before. Earlier ticks of the gap are not run and are counted
-// as ReasonNoLeader (over a day at most). The latest tick is searched for
+// catches up), after every replica was stopped (the first to start catches
+// up), or after a leader's crash. The replica that takes over claims the
+// latest tick in the window that it has not fired, under that tick's name,
+// so G1 holds: once in the cluster, if the job ran, or was published
+// before the takeover and by the tick (a tick that came due before the
+// cluster had the job is not run). Earlier ticks of the gap are not run
+// and are counted as ReasonNoLeader (over a day at most), for a job that
+// never ran from its publication on. The latest tick is searched for
 // (about log2 of the window in nanoseconds calls of the schedule's Next)
 // rather than walked to, so a gap of a year costs what a minute's does,
 // and the schedule goes on from the moment of the takeover: no burst. A

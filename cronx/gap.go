@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/batonhq/baton/internal/claimcond"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -12,8 +14,9 @@ import (
 // next leader reports them as ReasonNoLeader when it takes over: for each
 // job, the ticks after its last claimed tick and up to the term's start,
 // within a day, except the one it catches up (catchup.go); for a job
-// that never ran but whose spec a term before published, those within the
-// TTL and its expiry check before the term.
+// that never ran but a term before published, those after its publication
+// mark (keys.go), or, published by a version that wrote none, those within
+// the TTL and its expiry check before the term.
 //
 // The last claims are read at the revision of one read made before the
 // term's first claim, so that the term's own claims (its catch-ups) do not
@@ -60,13 +63,14 @@ func (g *gapReport) read(ctx context.Context, start time.Time, rev int64) {
 		}
 	}
 	for len(entries) > 0 && ctx.Err() == nil {
-		n := min(len(entries), maxTxnOps/2)
+		n := min(len(entries), maxTxnOps/3)
 		batch := entries[:n]
 		entries = entries[n:]
-		gets := make([]clientv3.Op, 0, 2*len(batch))
+		gets := make([]clientv3.Op, 0, 3*len(batch))
 		for _, e := range batch {
 			gets = append(gets, clientv3.OpGet(g.keys.last(e.name), clientv3.WithRev(rev)),
-				clientv3.OpGet(g.keys.spec(e.name), clientv3.WithRev(rev), clientv3.WithCountOnly()))
+				clientv3.OpGet(g.keys.spec(e.name), clientv3.WithRev(rev), clientv3.WithCountOnly()),
+				clientv3.OpGet(g.keys.since(e.name), clientv3.WithRev(rev)))
 		}
 		rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 		resp, err := g.client.Txn(rctx).Then(gets...).Commit()
@@ -76,14 +80,14 @@ func (g *gapReport) read(ctx context.Context, start time.Time, rev int64) {
 			return
 		}
 		for i, e := range batch {
-			kvs := resp.Responses[2*i].GetResponseRange().Kvs
+			kvs := resp.Responses[3*i].GetResponseRange().Kvs
 			if len(kvs) == 0 {
 				// Never run: a job a term before this one published missed
-				// the ticks of the gap, as far back as a lost leader's gap
-				// lasts, its lease's TTL (when the job came into the cluster
-				// is not known); one nobody published missed nothing.
-				if resp.Responses[2*i+1].GetResponseRange().Count > 0 { // mutation:gap-never-run
-					g.reportOf(e, start.Add(-g.ttl-lostExpiry), start)
+				// the ticks since it was published, or, when that is not
+				// known, as far back as a lost leader's gap lasts, its
+				// lease's TTL; one nobody published missed nothing.
+				if resp.Responses[3*i+1].GetResponseRange().Count > 0 { // mutation:gap-never-run
+					g.reportOf(e, g.publishedAt(resp.Responses[3*i+2].GetResponseRange().Kvs, start), start)
 				}
 				continue
 			}
@@ -94,6 +98,19 @@ func (g *gapReport) read(ctx context.Context, start time.Time, rev int64) {
 			g.reportOf(e, time.Unix(0, seq).In(start.Location()), start)
 		}
 	}
+}
+
+// publishedAt is when a job that never ran was published, from the read
+// of its mark (keys.go): a tick at that time came due with the job in the
+// cluster, one before it did not. A job published by a version that wrote
+// no mark is taken as published a lost leader's gap before start.
+func (g *gapReport) publishedAt(mark []*mvccpb.KeyValue, start time.Time) time.Time {
+	if len(mark) > 0 {
+		if seq, _, err := claimcond.Parse(string(mark[0].Value)); err == nil { // mutation:gap-since
+			return time.Unix(0, seq-1).In(start.Location())
+		}
+	}
+	return start.Add(-g.ttl - lostExpiry)
 }
 
 // reportOf reports the ticks of e after last and up to start, but the

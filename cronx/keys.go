@@ -16,6 +16,10 @@ import (
 // P/jobs/<scheduler>/:
 //
 //	<job>/spec           the job's schedule, written by the replica that publishes
+//	<job>/since          when the spec was first published, kept while the spec
+//	                     stays: "<seq> <instance>", <seq> the publisher's clock in
+//	                     zero-padded Unix nanoseconds; a job that never ran has its
+//	                     ticks from then on caught up and counted (catchup.go, gap.go)
 //	<job>/by/<lease>     a scheduling replica has the job: its identity, bound to
 //	                     one of its runners' leases; a job no live replica registers is
 //	                     not listed, unless no replica runs (roster.go)
@@ -69,6 +73,7 @@ func (l layout) running(job string) string   { return l.jobs + job + "/running/"
 func (l layout) paused(job string) string    { return l.jobs + job + "/paused" }
 func (l layout) history(job string) string   { return l.jobs + job + "/history" }
 func (l layout) spec(job string) string      { return l.jobs + job + "/spec" }
+func (l layout) since(job string) string     { return l.jobs + job + "/since" }
 func (l layout) notRun(job string) string    { return l.jobs + job + "/notrun" }
 func (l layout) recovered(job string) string { return l.jobs + job + "/recovered" }
 func (l layout) runs(job string) string      { return l.jobs + job + "/runs" }

@@ -98,8 +98,10 @@ const (
 	// read before it takes two keys a run (history and outcome).
 	recordBatch = maxTxnOps / 2
 	// specBatch is the jobs whose specs one transaction compares and
-	// writes: a compare and a put each.
-	specBatch = maxTxnOps
+	// writes: a compare, a mark (publish.go) and a write each, the write a
+	// nested transaction of the spec's put and the mark, so a few of the
+	// limit are left to the nesting (as below).
+	specBatch = maxTxnOps - 8
 	// specChangeBatch is the added or removed jobs one transaction writes:
 	// a nested transaction and a registration's write each. etcd lets a
 	// nested transaction hold only its limit less the operations of the one

@@ -863,15 +863,25 @@ func TestNewLeaderPublishesEverySpec(t *testing.T) {
 	a := opsReplica(t, cli, "specs", "a", LeaderMode, newLedger(), add)
 	eventually(t, 10*time.Second, published)
 
-	// One spec in the middle batch changes behind the leader's back; the
-	// next leader puts it right.
-	if _, err := cli.Put(ctx, election.DefaultPrefix+"/jobs/specs/job-100/spec", "@hourly"); err != nil {
+	// One spec in the middle batch changes behind the leader's back, and
+	// one spec of the first has no publication mark (as a replica of an
+	// older version leaves it); the next leader puts both right.
+	changed := fmt.Sprintf("%s/jobs/specs/job-%03d/spec", election.DefaultPrefix, specBatch+specBatch/2)
+	if _, err := cli.Put(ctx, changed, "@hourly"); err != nil {
+		t.Fatal(err)
+	}
+	mark := election.DefaultPrefix + "/jobs/specs/job-050/since"
+	if _, err := cli.Delete(ctx, mark); err != nil {
 		t.Fatal(err)
 	}
 	opsReplica(t, cli, "specs", "b", LeaderMode, newLedger(), add)
 	waitCandidates(t, cli, "specs", 2)
 	a.stop(t)
 	eventually(t, 10*time.Second, published)
+	eventually(t, 10*time.Second, func() (bool, string) {
+		resp, err := cli.Get(ctx, mark, clientv3.WithCountOnly())
+		return err == nil && resp.Count == 1, fmt.Sprintf("job-050 has no publication mark (%v)", err)
+	})
 }
 
 // TestManyRunsOnOneTickAreAllRecorded: runs that end together are recorded

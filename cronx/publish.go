@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/batonhq/baton/internal/claimcond"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -16,7 +17,9 @@ import (
 // registration of each job it adds, bound to one of its runners' leases
 // (session.go) and written once per process and lease, and
 // deletes them for each job it removes (the spec only if the key still
-// holds that spec). So a job that a deploy drops leaves the listing once
+// holds that spec). With the spec goes its publication mark (since): when
+// the cluster first had the job, which a job that never ran is caught up
+// and counted from. So a job that a deploy drops leaves the listing once
 // the last replica of the old version that published it has stopped (its
 // lease revoked) or died (its lease expired, within the TTL). A job's
 // claim, history and pause flag stay: a job added again under its name goes
@@ -193,10 +196,12 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 // and writes the registrations not written yet.
 func (pb *publisher) writeSpecBatch(ctx context.Context, names []string, specs map[string]string) error {
 	var cmps []clientv3.Cmp
-	var puts []clientv3.Op
+	var marks, puts []clientv3.Op
+	since := pb.sinceValue()
 	for _, name := range names {
 		cmps = append(cmps, clientv3.Compare(clientv3.Value(pb.co.keys.spec(name)), "=", specs[name]))
-		puts = append(puts, clientv3.OpPut(pb.co.keys.spec(name), specs[name]))
+		marks = append(marks, pb.markSince(name, since))
+		puts = append(puts, clientv3.OpTxn(nil, []clientv3.Op{clientv3.OpPut(pb.co.keys.spec(name), specs[name]), pb.markSince(name, since)}, nil))
 	}
 	regs, fresh, err := pb.register(ctx, names)
 	if err != nil {
@@ -204,7 +209,7 @@ func (pb *publisher) writeSpecBatch(ctx context.Context, names []string, specs m
 	}
 	pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
-	_, err = pb.co.conn.etcd().Txn(pctx).If(cmps...).Else(puts...).Commit()
+	_, err = pb.co.conn.etcd().Txn(pctx).If(cmps...).Then(marks...).Else(puts...).Commit() // mutation:mark-unchanged
 	if err == nil && len(regs) > 0 {
 		_, err = pb.co.conn.etcd().Txn(pctx).Then(regs...).Commit()
 	}
@@ -240,13 +245,15 @@ func (pb *publisher) forget(jobs []string) {
 
 // writeSpecChanges writes changes, specChangeBatch to a transaction: a nested
 // transaction per job, which writes an added job's spec unless the key
-// holds it already and deletes a removed job's spec if the key still holds
-// it (another version of the job may have written another since).
+// holds it already, and its publication mark unless there, and deletes a
+// removed job's spec and mark if the key still holds that spec (another
+// version of the job may have written another since).
 func (pb *publisher) writeSpecChanges(ctx context.Context, changes map[string]specChange) error {
 	if len(changes) == 0 {
 		return nil
 	}
 	names := slices.Sorted(maps.Keys(changes))
+	since := pb.sinceValue()
 	for len(names) > 0 {
 		n := min(len(names), specChangeBatch)
 		var ops []clientv3.Op
@@ -255,14 +262,15 @@ func (pb *publisher) writeSpecChanges(ctx context.Context, changes map[string]sp
 			ch, key := changes[name], pb.co.keys.spec(name)
 			same := []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", ch.spec)}
 			if ch.removed {
-				ops = append(ops, clientv3.OpTxn(same, []clientv3.Op{clientv3.OpDelete(key)}, nil))
+				ops = append(ops, clientv3.OpTxn(same, []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(pb.co.keys.since(name))}, nil))
 				if lease, ok := pb.co.claims.sessions.registered(name); ok {
 					ops = append(ops, clientv3.OpDelete(pb.co.keys.by(name, lease)))
 				}
 				gone = append(gone, name)
 				continue
 			}
-			ops = append(ops, clientv3.OpTxn(same, nil, []clientv3.Op{clientv3.OpPut(key, ch.spec)}))
+			mark := pb.markSince(name, since)
+			ops = append(ops, clientv3.OpTxn(same, []clientv3.Op{mark}, []clientv3.Op{clientv3.OpPut(key, ch.spec), mark}))
 			added = append(added, name)
 		}
 		regs, fresh, err := pb.register(ctx, added)
@@ -284,4 +292,20 @@ func (pb *publisher) writeSpecChanges(ctx context.Context, changes map[string]sp
 		names = names[n:]
 	}
 	return nil
+}
+
+// sinceValue is the mark of a publication now: this replica's clock and
+// identity, as a claim value, so that a claim's compare orders it against
+// a tick (claimcond.Known).
+func (pb *publisher) sinceValue() string {
+	return claimcond.Value(pb.co.clock.Now().UnixNano(), pb.co.identity)
+}
+
+// markSince marks job published at since unless it is marked already: a
+// job that never ran has its ticks from then on caught up and counted
+// (catchup.go, gap.go), and a tick before it, which came due before the
+// cluster had the job, is neither. The mark goes with the spec.
+func (pb *publisher) markSince(job, since string) clientv3.Op {
+	key := pb.co.keys.since(job)
+	return clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}, []clientv3.Op{clientv3.OpPut(key, since)}, nil)
 }

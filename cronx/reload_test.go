@@ -250,10 +250,10 @@ func TestRemovedJobsLeaveNoSpec(t *testing.T) {
 }
 
 // TestJobsAddedInBulkWhileLeadingArePublished: a hundred and fifty jobs
-// added at once to a Cron that publishes are written, each with its spec
-// and this replica's registration, many to a
+// added at once to a Cron that publishes are written, each with its spec,
+// its publication mark and this replica's registration, many to a
 // transaction within etcd's limit on operations; removed at once, their
-// specs go.
+// specs and marks go.
 func TestJobsAddedInBulkWhileLeadingArePublished(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Shared(t)
@@ -285,14 +285,14 @@ func TestJobsAddedInBulkWhileLeadingArePublished(t *testing.T) {
 	keysAre := func(want int) func() (bool, string) {
 		return func() (bool, string) {
 			var got []int
-			for _, suffix := range []string{"/spec", "/by/"} {
+			for _, suffix := range []string{"/spec", "/since", "/by/"} {
 				n, err := count(suffix)
 				if err != nil {
 					return false, err.Error()
 				}
 				got = append(got, n)
 			}
-			return slices.Equal(got, []int{want, want}), fmt.Sprintf("specs, registrations: %v, want %d each", got, want)
+			return slices.Equal(got, []int{want, want, want}), fmt.Sprintf("specs, marks, registrations: %v, want %d each", got, want)
 		}
 	}
 	eventually(t, 10*time.Second, keysAre(150))

@@ -117,7 +117,7 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 		orElse = append(orElse, clientv3.OpGet(a.Key, opts...))
 	}
 	if o.Known != nil {
-		orElse = append(orElse, clientv3.OpGet(o.Known.Key, clientv3.WithKeysOnly()))
+		orElse = append(orElse, clientv3.OpGet(o.Known.Key))
 	}
 	if o.Counter != nil {
 		orElse = append(orElse, clientv3.OpGet(o.Counter.Key, clientv3.WithKeysOnly()))
@@ -132,7 +132,7 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 		if !exists {
 			cmps = []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}
 			if o.Known != nil {
-				cmps = append(cmps, o.Known.Cmps()...)
+				cmps = append(cmps, o.Known.Cmps(seq)...)
 			}
 		}
 		resp, err := client.Txn(ctx).If(append(cmps, conds...)...).Then(then...).Else(orElse...).Commit()
@@ -184,8 +184,9 @@ func ClaimSeq(ctx context.Context, client *clientv3.Client, key string, seq int6
 		if !exists && o.NeverClaimed != nil {
 			known := false
 			if o.Known != nil {
-				kvs := rs[i].GetResponseRange().Kvs
-				known = len(kvs) > 0 && o.Known.Holds(kvs[0].CreateRevision)
+				if kvs := rs[i].GetResponseRange().Kvs; len(kvs) > 0 {
+					known = o.Known.Holds(kvs[0], seq)
+				}
 			}
 			if !known {
 				return Claim{}, fmt.Errorf("claim %s seq %d: %w", key, seq, o.NeverClaimed)

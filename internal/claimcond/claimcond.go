@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -60,24 +61,28 @@ func (c Counter) Op() clientv3.Op { return clientv3.OpPut(c.Key, c.Value) }
 func (c Counter) Reached(version int64) bool { return version >= c.Max }
 
 // Known is a key whose creation before Revision vouches for a claim of a
-// key never claimed: the thing claimed existed before then.
+// key never claimed: the thing claimed existed before then. Its value is a
+// claim value (Value) whose sequence is when the thing came to exist, and
+// it vouches only for a claim of a sequence not before that.
 type Known struct {
 	Key      string
 	Revision int64
 }
 
-// Cmps hold while the key exists and was created before the revision.
-func (k Known) Cmps() []clientv3.Cmp {
+// Cmps hold while the key exists, was created before the revision, and
+// holds a sequence not after seq, the sequence claimed.
+func (k Known) Cmps(seq int64) []clientv3.Cmp {
 	return []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(k.Key), ">", 0),
 		clientv3.Compare(clientv3.CreateRevision(k.Key), "<", k.Revision),
+		clientv3.Compare(clientv3.Value(k.Key), "<", Bound(seq+1)), // mutation:known-since
 	}
 }
 
-// Holds reports whether a read of the key found it created before the
-// revision.
-func (k Known) Holds(createRevision int64) bool {
-	return createRevision > 0 && createRevision < k.Revision
+// Holds reports whether a read of the key (nil when it is absent) vouches
+// for a claim of seq, as Cmps do.
+func (k Known) Holds(kv *mvccpb.KeyValue, seq int64) bool {
+	return kv != nil && kv.CreateRevision > 0 && kv.CreateRevision < k.Revision && string(kv.Value) < Bound(seq+1)
 }
 
 // Term is the key and create revision of a term (an election.Fence).

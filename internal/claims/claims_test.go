@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -158,39 +159,44 @@ func TestWithdrawGivesAClaimBack(t *testing.T) {
 }
 
 // TestIfClaimedOrKnownBefore: a key never claimed is claimed only while the
-// known key was created before the revision given; a key claimed before is
-// claimed as with IfClaimedBefore.
+// known key was created before the revision given and holds a sequence not
+// after the one claimed; a key claimed before is claimed as with
+// IfClaimedBefore.
 func TestIfClaimedOrKnownBefore(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	ctx := deadlineCtx(t, 10*time.Second)
-	put := func(key string) int64 {
+	put := func(key string, seq int64) int64 {
 		t.Helper()
-		resp, err := cli.Put(ctx, key, "x")
+		resp, err := cli.Put(ctx, key, claimcond.Value(seq, "publisher"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return resp.Header.Revision
 	}
-	put("/k/early/spec")
-	term := put("/k/term")
-	put("/k/late/spec")
+	put("/k/early/since", 10)
+	put("/k/after/since", 11)
+	term := put("/k/term", 0)
+	put("/k/late/since", 1)
 	claim := func(job string) error {
-		_, err := election.ClaimSeq(ctx, cli, "/k/"+job+"/last", 10, IfClaimedOrKnownBefore("/k/"+job+"/spec", term))
+		_, err := election.ClaimSeq(ctx, cli, "/k/"+job+"/last", 10, IfClaimedOrKnownBefore("/k/"+job+"/since", term))
 		return err
 	}
 	if err := claim("early"); err != nil {
-		t.Errorf("never claimed, spec before the term: %v, want a claim", err)
+		t.Errorf("never claimed, known before the term, since the sequence: %v, want a claim", err)
 	}
 	if err := claim("early"); !errors.Is(err, election.ErrClaimed) {
 		t.Errorf("claimed again: %v, want ErrClaimed", err)
 	}
+	if err := claim("after"); !errors.Is(err, ErrNeverClaimed) {
+		t.Errorf("never claimed, known before the term, since after the sequence: %v, want ErrNeverClaimed", err)
+	}
 	if err := claim("late"); !errors.Is(err, ErrNeverClaimed) {
-		t.Errorf("never claimed, spec after the term: %v, want ErrNeverClaimed", err)
+		t.Errorf("never claimed, known after the term: %v, want ErrNeverClaimed", err)
 	}
 	if err := claim("none"); !errors.Is(err, ErrNeverClaimed) {
-		t.Errorf("never claimed, no spec: %v, want ErrNeverClaimed", err)
+		t.Errorf("never claimed, not known: %v, want ErrNeverClaimed", err)
 	}
 	if _, err := election.ClaimSeq(ctx, cli, "/k/late/last", 5); err != nil {
 		t.Fatal(err)

@@ -127,7 +127,7 @@ func eachOp(it ClaimItem, o claimcond.Options) clientv3.Op {
 	absent := append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.Key), "=", 0)}, conds...)
 	if o.NeverClaimed != nil {
 		if o.Known != nil {
-			absent = append(absent, o.Known.Cmps()...)
+			absent = append(absent, o.Known.Cmps(it.Seq)...)
 		} else {
 			// Never claimed: nothing may commit. A compare that cannot
 			// hold keeps the reads that say so.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/etcdtest"
 )
 
@@ -42,7 +43,12 @@ func TestClaimEachTellsEachOutcome(t *testing.T) {
 	}
 	put("/e/paused/paused")
 	put("/e/busy/running/1")
-	put("/e/known/spec") // before knownRev
+	// Known before knownRev: since the sequence claimed, and since after it.
+	for key, seq := range map[string]int64{"/e/known/since": 10, "/e/after/since": 11} {
+		if _, err := cli.Put(ctx, key, claimcond.Value(seq, "publisher")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	knownRev := termResp.Header.Revision + 100
 	item := func(job string, opts ...election.ClaimOption) ClaimItem {
 		return ClaimItem{Key: "/e/" + job + "/last", Seq: 10, Opts: append([]election.ClaimOption{
@@ -57,14 +63,15 @@ func TestClaimEachTellsEachOutcome(t *testing.T) {
 		item("paused"),
 		item("busy", Exclusive("/e/busy/running/")),
 		item("never", IfClaimedBefore()),
-		item("known", IfClaimedOrKnownBefore("/e/known/spec", knownRev)),
-		item("unknown", IfClaimedOrKnownBefore("/e/unknown/spec", knownRev)),
+		item("known", IfClaimedOrKnownBefore("/e/known/since", knownRev)),
+		item("unknown", IfClaimedOrKnownBefore("/e/unknown/since", knownRev)),
+		item("after", IfClaimedOrKnownBefore("/e/after/since", knownRev)),
 	}
 	claims, errs, err := ClaimEach(ctx, cli, items)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []error{nil, nil, election.ErrClaimed, errPausedForTest, election.ErrBusy, ErrNeverClaimed, nil, ErrNeverClaimed}
+	want := []error{nil, nil, election.ErrClaimed, errPausedForTest, election.ErrBusy, ErrNeverClaimed, nil, ErrNeverClaimed, ErrNeverClaimed}
 	for i, w := range want {
 		switch {
 		case w == nil && errs[i] != nil:

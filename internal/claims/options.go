@@ -37,9 +37,11 @@ func IfClaimedBefore() election.ClaimOption {
 
 // IfClaimedOrKnownBefore is IfClaimedBefore, except that a key never
 // claimed is claimed all the same while known was created before revision
-// rev. cronx catches up a job that never ran when its spec was published
-// before the term that catches up began: the job was scheduled in the
-// cluster, and its tick came due with nobody to run it.
+// rev and holds a claim value (claimcond.Value) of a sequence not after the
+// one claimed. cronx catches up a job that never ran when its publication
+// mark was written before the term that catches up began, at a time not
+// after the tick: the job was scheduled in the cluster when its tick came
+// due with nobody to run it.
 func IfClaimedOrKnownBefore(known string, rev int64) election.ClaimOption {
 	return func(o *claimcond.Options) {
 		o.NeverClaimed = ErrNeverClaimed

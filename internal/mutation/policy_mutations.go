@@ -165,13 +165,31 @@ var policyMutations = []mutation{
 	{
 		Name:   "gap-never-run-uncounted",
 		Breaks: "G4: under Skip, the tick of a job that never ran, fallen while nobody led, is not counted as not run",
-		Edits:  []edit{{Marker: "gap-never-run", Old: "resp.Responses[2*i+1].GetResponseRange().Count > 0", New: "false"}},
+		Edits:  []edit{{Marker: "gap-never-run", Old: "resp.Responses[3*i+1].GetResponseRange().Count > 0", New: "false"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNeverRunJobsTickInAGapIsCountedUnderSkip$"}},
+	},
+	{
+		Name:   "catch-up-before-published",
+		Breaks: "a successor runs a tick of a never-run job that came due before the cluster had the job (a leader started after the tick, published the job and handed over)",
+		Edits:  []edit{{Marker: "known-since", Old: "Bound(seq+1)", New: `"~"`}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestNeverRunJobsTickBeforeItsPublicationIsNotCaughtUp$"}},
 	},
 	{
 		Name:   "spec-changes-over-the-txn-limit",
 		Breaks: "jobs added by the dozen to a Cron that publishes are never published: each write asks more of etcd than its limit on a transaction's operations, and is retried for ever",
 		Edits:  []edit{{Marker: "spec-change-batch", Old: "maxTxnOps / 4", New: "maxTxnOps / 2"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestJobsAddedInBulkWhileLeadingArePublished$"}},
+	},
+	{
+		Name:   "publication-mark-not-mended",
+		Breaks: "a spec an older version published, with no publication mark, never gets one: its job's ticks are never caught up before it first runs",
+		Edits:  []edit{{Marker: "mark-unchanged", Old: "Then(marks...)", New: "Then()"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestNewLeaderPublishesEverySpec$"}},
+	},
+	{
+		Name:   "gap-since-ignored",
+		Breaks: "G4: the ticks of a never-run job that fell in a long gap before the lost leader's lease are not counted as not run",
+		Edits:  []edit{{Marker: "gap-since", Old: "err == nil", New: "err != nil"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestNeverRunJobsTicksSincePublicationAreCountedAfterAGap$"}},
 	},
 }
