@@ -2,10 +2,13 @@ package cronx
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claimcond"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -18,13 +21,11 @@ import (
 // mark (keys.go), or, published by a version that wrote none, those within
 // the TTL and its expiry check before the term.
 //
-// The last claims are read at the revision of one read made before the
-// term's first claim, so that the term's own claims (its catch-ups) do not
-// hide the gap; that read is the only thing a new term waits for.
-
-// gapReadTimeout bounds the read a new term waits for; past it, the gap is
-// not reported.
-const gapReadTimeout = time.Second
+// The last claims are read at the revision at which the term's leadership
+// was recorded (election.Term.Elected): every claim of the terms before is
+// at or before it, and the term's own claims (its catch-ups), which would
+// hide the gap, after it. The term waits for nothing, and a slow etcd
+// delays the report rather than drop it.
 
 // gapReport reports the gap before one term.
 type gapReport struct {
@@ -35,22 +36,14 @@ type gapReport struct {
 	rep    *reporter
 }
 
-// report reports the ticks that fell while nobody led before this term,
-// whose context is ctx.
-func (g *gapReport) report(ctx context.Context) {
+// report reports the ticks that fell while nobody led before term, whose
+// context is ctx.
+func (g *gapReport) report(ctx context.Context, term election.Term) {
 	start := g.host.now()
-	rctx, cancel := context.WithTimeout(ctx, gapReadTimeout)
-	resp, err := g.client.Get(rctx, g.keys.jobs, clientv3.WithCountOnly())
-	cancel()
-	if err != nil {
-		g.logger.Info("cronx: ticks missed before this term not reported", "scheduler", g.name, "err", err)
-		return
-	}
-	rev := resp.Header.Revision
 	g.work.add() // the client outlives it
 	go func() {
 		defer g.work.done()
-		g.read(ctx, start, rev)
+		g.read(ctx, start, term.Elected)
 	}()
 }
 
@@ -72,9 +65,7 @@ func (g *gapReport) read(ctx context.Context, start time.Time, rev int64) {
 				clientv3.OpGet(g.keys.spec(e.name), clientv3.WithRev(rev), clientv3.WithCountOnly()),
 				clientv3.OpGet(g.keys.since(e.name), clientv3.WithRev(rev)))
 		}
-		rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-		resp, err := g.client.Txn(rctx).Then(gets...).Commit()
-		cancel()
+		resp, err := g.readBatch(ctx, gets)
 		if err != nil {
 			g.logger.Info("cronx: ticks missed before this term not reported", "scheduler", g.name, "err", err)
 			return
@@ -97,6 +88,22 @@ func (g *gapReport) read(ctx context.Context, start time.Time, rev int64) {
 			}
 			g.reportOf(e, time.Unix(0, seq).In(start.Location()), start)
 		}
+	}
+}
+
+// readBatch sends one read of the gap, again while etcd does not answer,
+// until ctx ends or the revision is compacted.
+func (g *gapReport) readBatch(ctx context.Context, gets []clientv3.Op) (*clientv3.TxnResponse, error) {
+	backoff := retryBackoff
+	for {
+		rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+		resp, err := g.client.Txn(rctx).Then(gets...).Commit()
+		cancel()
+		if err == nil || ctx.Err() != nil || errors.Is(err, rpctypes.ErrCompacted) {
+			return resp, err
+		}
+		sleep(ctx, backoff)
+		backoff = min(2*backoff, maxRetryBackoff)
 	}
 }
 

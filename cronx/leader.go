@@ -155,9 +155,9 @@ func (co *coordinator) campaign(ctx context.Context) {
 func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	co.rep.leadershipChanged(term, true, nil)
 	co.rep.recheckEmpty() // a term follows every lost lease, a wiped etcd's too
-	// Before the term can claim, so that its claims do not hide the gap;
-	// and before it counts as scheduling, which promises a resync.
-	(&gapReport{scope: co.scope, client: co.conn.etcd(), host: co.host, work: &co.work, rep: co.rep}).report(ctx)
+	// Read at the term's first revision, so that its claims do not hide
+	// the gap (gap.go).
+	(&gapReport{scope: co.scope, client: co.conn.etcd(), host: co.host, work: &co.work, rep: co.rep}).report(ctx, term)
 	ts := &termState{term: term, ctx: ctx}
 	co.mu.Lock()
 	co.term = ts

@@ -53,6 +53,31 @@ func TestCrashGapIsReportedAsNoLeader(t *testing.T) {
 	waitNotRunCount(t, b.cron, "tick", ReasonNoLeader, len(eb.notRun("tick", ReasonNoLeader)))
 }
 
+// TestCrashGapIsReportedOverASlowEtcd: the successor of a leader cut off
+// reaches etcd only a second and more a round trip (600 ms each way), as a
+// loaded etcd answers; it still reports the ticks of the gap, which its
+// term does not wait for.
+func TestCrashGapIsReportedOverASlowEtcd(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
+	}
+	srv := etcdtest.Shared(t)
+	pa, pb := etcdtest.NewProxy(t, srv.Addr()), etcdtest.NewProxy(t, srv.Addr())
+	l := newLedger()
+	ea, eb := newEventLog(), newEventLog()
+	startReplica(t, srv.NewClient(t, pa.Endpoint()), "a", l, LeaderMode,
+		append(observed(ea), WithName("slowgap"), WithElection(election.WithTTL(4*time.Second)))...)
+	waitFor[leadershipGained](t, ea, 10*time.Second, "leadership of a", nil)
+	startReplica(t, srv.NewClient(t, pb.Endpoint()), "b", l, LeaderMode,
+		append(observed(eb), WithName("slowgap"), WithElection(election.WithTTL(stallTTL)))...)
+	waitCandidates(t, srv.Client(t), "slowgap", 2)
+	pb.Delay(600 * time.Millisecond)
+	pa.Blackhole()
+	waitFor[leadershipGained](t, eb, 30*time.Second, "leadership of b", nil)
+	waitNotRun(t, eb, "tick", ReasonNoLeader, 20*time.Second)
+}
+
 // TestLostSessionIsReportedAndRegained: a lone leader loses etcd for longer
 // than its TTL, then reaches it again: it reports its session and term
 // lost, then its session regained and a new term.

@@ -36,6 +36,10 @@ type Term struct {
 	Lease clientv3.LeaseID
 	// Since is when, by the leader's clock, it was elected.
 	Since time.Time
+	// Elected is the etcd revision at which the leadership was recorded:
+	// every write made under an earlier term (UnderTerm) is at or before
+	// it, and every write of this term after it.
+	Elected int64
 }
 
 // Leader describes who leads an election, as any observer sees it.
@@ -215,6 +219,7 @@ func (e *Elector) term(ctx context.Context, sess *Session, lead func(context.Con
 		Identity: e.opts.identity,
 		Lease:    sess.Lease(),
 		Since:    since,
+		Elected:  resp.Header.Revision,
 	}
 	e.opts.logger.Info("baton: elected", "election", e.name, "identity", t.Identity, "fence", rev)
 
