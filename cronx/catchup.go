@@ -87,8 +87,8 @@ type unclaimedTicks struct {
 
 // note records r's tick, given up before its run started.
 func (u *unclaimedTicks) note(r *run) {
-	if r.triggered() {
-		return
+	if !r.scheduled() {
+		return // a trigger or a backfill resumes from its request
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()

@@ -63,15 +63,17 @@ func (cl *claimer) triage(r *run, err error) {
 		co.logger.Info("cronx: skipped: paused", "job", r.job.name, "tick", r.tick)
 	case errors.Is(err, election.ErrTTLBelowMinimum):
 		reason = ReasonEtcdRefused // logged once, as etcd first refused it (ttlrefused.go)
-	case r.ctx.Err() != nil:
-		// Given up (Stop, Remove, the end of its term): not a failure of
-		// this tick. A successor reports it if nobody ran it, and runs it
-		// late, as this replica does if it leads next.
+	case r.ctx.Err() != nil, errors.Is(err, election.ErrNotLeader): // mutation:not-leader-unclaimed
+		// Given up (Stop, Remove, the end of its term, which etcd may tell
+		// the claim before the term's watch tells the run): not a failure
+		// of this tick, and nothing of it is in etcd. A successor reports
+		// it if nobody ran it, and runs it late, as this replica does if
+		// it leads next.
 		co.unclaimed.note(r)
 	default:
 		if refusal, _ := etcdRefusal(err); refusal != nil {
 			reason = ReasonEtcdRefused
-		} else if !errors.Is(err, election.ErrNotLeader) {
+		} else {
 			reason = ReasonEtcdUnavailable
 		}
 		co.logger.Error(err, "cronx: tick not run", "job", r.job.name, "tick", r.tick)

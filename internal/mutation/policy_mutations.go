@@ -187,6 +187,12 @@ var policyMutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNewLeaderPublishesEverySpec$"}},
 	},
 	{
+		Name:   "not-leader-refusal-forgotten",
+		Breaks: "G3: a tick whose claim etcd refused as not under the current term, before the run learnt its term had ended (a paused leader waking past its TTL), is never caught up when the replica leads again",
+		Edits:  []edit{{Marker: "not-leader-unclaimed", Old: "r.ctx.Err() != nil, errors.Is(err, election.ErrNotLeader)", New: "r.ctx.Err() != nil"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestATickRefusedAsItsTermEndsIsCaughtUpByTheNextTerm$"}},
+	},
+	{
 		Name:   "gap-since-ignored",
 		Breaks: "G4: the ticks of a never-run job that fell in a long gap before the lost leader's lease are not counted as not run",
 		Edits:  []edit{{Marker: "gap-since", Old: "err == nil", New: "err != nil"}},
