@@ -462,8 +462,9 @@ func (c *Cron) fire(e *Entry, tick time.Time, catchUp bool) {
 }
 
 // removeEntry deletes the entry id, gives up its runs that have not
-// started, and frees its name.
-func (c *Cron) removeEntry(id EntryID) {
+// started, and frees its name. It returns the earliest tick of the runs
+// given up (runs.remove).
+func (c *Cron) removeEntry(id EntryID) (givenUp time.Time) {
 	l := c.loop
 	kept := l.entries[:0]
 	for _, e := range l.entries {
@@ -471,7 +472,7 @@ func (c *Cron) removeEntry(id EntryID) {
 			kept = append(kept, e)
 			continue
 		}
-		c.runs.remove(id) // mutation:remove-waiting
+		givenUp = c.runs.remove(id) // mutation:remove-waiting
 		c.names.release(e.name)
 		if c.coord != nil {
 			c.coord.specs.queueSpec(e.name, e.spec, true)
@@ -480,6 +481,7 @@ func (c *Cron) removeEntry(id EntryID) {
 	}
 	clear(l.entries[len(kept):])
 	l.entries = kept
+	return givenUp
 }
 
 // ErrNotRunning means the Cron has not been started, or has been stopped.

@@ -311,8 +311,9 @@
 // it differently on another replica, and run it twice a tick. A name is free
 // again when Remove returns. A job added again under its name and spec
 // within 10 seconds of its removal (a reload) keeps its place: a tick that
-// came due in between runs at once, and an @every job keeps its interval's
-// phase. The scheduler is named by WithName, or "cron", "cron-2", ... in the
+// came due in between runs at once, so does a tick whose run the removal
+// gave up before it started (it waited for its jitter, its claim or the run
+// it replaces), and an @every job keeps its interval's phase. The scheduler is named by WithName, or "cron", "cron-2", ... in the
 // order a process creates its Crons.
 //
 // A job is listed (Jobs, Status, the status page, baton status) while a live

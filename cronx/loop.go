@@ -91,21 +91,29 @@ func (l *loop) wait(timer clock.Timer, ticking bool) bool {
 			timer.Stop()
 			now := c.now()
 			e.Next = e.Schedule.Next(now)
+			var again time.Time
 			if c.coord != nil {
-				l.places.take(e, now)
+				again = l.places.take(e, now) // reload.go
 			}
 			l.entries = append(l.entries, e)
 			c.logger.Info("added", "now", now, "entry", e.ID, "next", e.Next)
+			if !again.IsZero() {
+				c.fire(e, again, false)
+			}
 			return true
 
 		case id := <-l.remove:
 			timer.Stop()
+			var removed *Entry
 			for _, e := range l.entries {
-				if e.ID == id && c.coord != nil {
-					l.places.keep(e, c.now())
+				if e.ID == id {
+					removed = e
 				}
 			}
-			c.removeEntry(id)
+			givenUp := c.removeEntry(id)
+			if removed != nil && c.coord != nil {
+				l.places.keep(removed, givenUp, c.now())
+			}
 			c.logger.Info("removed", "entry", id)
 			l.acked <- struct{}{}
 			return true

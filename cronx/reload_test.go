@@ -348,6 +348,71 @@ func TestRemovedThenAddedJobKeepsItsSpec(t *testing.T) {
 	}
 }
 
+// TestReloadWhileAReplaceRunWaitsRunsItsTick: a reload (Remove, then Add
+// under the same name and spec) while a Replace job's run of a tick holds
+// its claim and waits for the run it replaces to end gives that run up and
+// its claim back; the job added fires the tick again, and it runs once.
+func TestReloadWhileAReplaceRunWaitsRunsItsTick(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	fake := clock.NewFake(time.Now().Truncate(time.Second).Add(500 * time.Millisecond))
+	fc := newFakeCron(t, fake, fake, WithSeconds(), WithEtcd(srv.Client(t)), WithName("reload-replace"), WithMode(ClaimMode))
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var ran []time.Time
+	add := func() EntryID {
+		t.Helper()
+		id, err := fc.AddJob("* * * * * *", Named("report", ContextFunc(func(ctx context.Context) error {
+			info, _ := InfoFrom(ctx)
+			mu.Lock()
+			ran = append(ran, info.Tick)
+			first := len(ran) == 1
+			mu.Unlock()
+			if first {
+				<-ctx.Done() // replaced, it takes its time to end
+				<-release
+			}
+			return nil
+		}), WithOverlap(Replace)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	id := add()
+	fc.Start()
+	first := fc.step(t)
+	fc.nextFiring(t)
+	eventually(t, 10*time.Second, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ran) == 1, "the first tick's run has not started"
+	})
+	second := fc.step(t)
+	fc.nextFiring(t)
+	eventually(t, 10*time.Second, func() (bool, string) {
+		stages := runsIn(fc.Cron)
+		return slices.Contains(stages, stageClaimed), fmt.Sprintf("no run waits for the one it replaces: %v", stages)
+	})
+	fc.Remove(id)
+	add()
+	if f := fc.nextFiring(t); !f.tick.Equal(second) {
+		t.Fatalf("after the reload, fired %v, want the tick whose run it gave up, %v", f.tick, second)
+	}
+	close(release)
+	eventually(t, 10*time.Second, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ran) == 2, fmt.Sprintf("ran %v, want %v and %v", ran, first, second)
+	})
+	idleWithin(t, fc.Cron, 10*time.Second, "the runs")
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.EqualFunc(ran, []time.Time{first, second}, time.Time.Equal) {
+		t.Errorf("ran %v, want %v and %v, once each", ran, first, second)
+	}
+}
+
 // TestReloadAcrossATickMissesNoTick: a job removed just before a tick and
 // added again just after it (a reload that straddles the tick) still fires
 // that tick, once, and goes on from there; so does an @every job, in step
@@ -375,6 +440,9 @@ func TestReloadAcrossATickMissesNoTick(t *testing.T) {
 				t.Fatalf("fired %v, want %v", f.tick, first)
 			}
 			period := fc.settle(t)[0].Next.Sub(first)
+			// Its run ends before the reload, which would fire it again
+			// had the removal given it up (TestReloadWhileAReplaceRunWaitsRunsItsTick).
+			idleWithin(t, fc.Cron, 10*time.Second, "the first tick's run")
 			fake.Set(first.Add(period / 2))
 			fc.Remove(id)
 			fake.Set(first.Add(period + 300*time.Millisecond)) // the next tick came while the job was out

@@ -45,6 +45,8 @@ type run struct {
 	stage  stage // guarded by rs.mu
 	called bool  // its job has been called; guarded by rs.mu
 	inJob  bool  // its job runs now; guarded by rs.mu
+	// removed: Remove gave it up before it started; guarded by rs.mu.
+	removed bool
 }
 
 // jobRef is what a run needs of its entry, read when it fires.
@@ -177,6 +179,7 @@ func (r *run) live() {
 		r.co.unclaimed.note(r) // given up before its claim: nothing of it is in etcd
 		return
 	}
+	r.rs.awaitRemoved(r, withdrawTimeout) // a reload's tick fired again (reload.go)
 	asked := r.co.clock.Now()
 	c, err := r.co.claims.claimRun(r)
 	latency := r.co.clock.Now().Sub(asked)

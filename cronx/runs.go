@@ -50,6 +50,7 @@ type runs struct {
 	live     map[*run]struct{}
 	records  int  // runs ended and not yet recorded
 	stopping bool // Stop came: no run starts that had not
+	removing int  // live runs Remove gave up, which a reload fires again (awaitRemoved)
 	// The calls of Shutdown from inside this Cron's jobs, whose runs it
 	// does not wait for: those whose context names the run, and those
 	// known only to come from inside a job.
@@ -149,6 +150,9 @@ func (rs *runs) end(r *run) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	delete(rs.live, r)
+	if r.removed {
+		rs.removing--
+	}
 	rs.notify()
 	rs.wakeIdlers()
 }
@@ -336,13 +340,58 @@ func (rs *runs) abandon(r *run, cause error) {
 	}
 }
 
-// remove gives up the runs of entry id that have not started.
-func (rs *runs) remove(id EntryID) {
+// remove gives up the runs of entry id that have not started, and returns
+// the earliest tick of the schedule among them, for a job added again
+// under its name to fire again (reload.go); a caught-up or buffered tick is
+// left to the catch-up and the buffer.
+func (rs *runs) remove(id EntryID) (givenUp time.Time) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	for r := range rs.live {
 		if r.job.entry == id && r.stage != stageStarted {
 			r.cancel(errRemoved)
+			if !r.removed {
+				r.removed = true
+				rs.removing++
+			}
+			if r.scheduled() && !r.catchUp && r.buf == nil && (givenUp.IsZero() || r.tick.Before(givenUp)) {
+				givenUp = r.tick
+			}
+		}
+	}
+	return givenUp
+}
+
+// awaitRemoved waits, up to d, until no run of r's job and tick that Remove
+// gave up is left: a job added again under its name (a reload) fires such a
+// tick again, and its claim must come after the given-up run has given its
+// claim back, or it would find the tick claimed, by this very replica.
+func (rs *runs) awaitRemoved(r *run, d time.Duration) {
+	deadline := time.NewTimer(d) // real time: it waits for etcd
+	defer deadline.Stop()
+	for {
+		rs.mu.Lock()
+		pending := false
+		for o := range rs.live {
+			if rs.removing == 0 {
+				break
+			}
+			if o.removed && o.job.name == r.job.name && o.tick.Equal(r.tick) && o.scheduled() {
+				pending = true
+				break
+			}
+		}
+		changed := rs.changed
+		rs.mu.Unlock()
+		if !pending {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return
+		case <-r.ctx.Done():
+			return
 		}
 	}
 }

@@ -421,7 +421,7 @@ var mutations = []mutation{
 	{
 		Name:   "remove-leaves-a-waiting-run",
 		Breaks: "Remove: a run that fired and waits for its jitter starts after Remove returned",
-		Edits:  []edit{{Marker: "remove-waiting", Old: "c.runs.remove(id)", New: ""}},
+		Edits:  []edit{{Marker: "remove-waiting", Old: "c.runs.remove(id)", New: "time.Time{}"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestRemoveEndsARunThatHasNotStarted$"}},
 	},
 	{

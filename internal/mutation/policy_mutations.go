@@ -193,6 +193,12 @@ var policyMutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestATickRefusedAsItsTermEndsIsCaughtUpByTheNextTerm$"}},
 	},
 	{
+		Name:   "reload-gives-up-a-tick",
+		Breaks: "a reload while a run of the job has not started (its jitter, its claim, or a Replace run waiting for the one it replaces) loses that tick: the run is given up with the removal and the job added again goes on from the next tick",
+		Edits:  []edit{{Marker: "reload-given-up", Old: "again = r.givenUp", New: "_ = r.givenUp"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestReloadWhileAReplaceRunWaitsRunsItsTick$"}},
+	},
+	{
 		Name:   "gap-since-ignored",
 		Breaks: "G4: the ticks of a never-run job that fell in a long gap before the lost leader's lease are not counted as not run",
 		Edits:  []edit{{Marker: "gap-since", Old: "err == nil", New: "err != nil"}},
