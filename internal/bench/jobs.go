@@ -52,7 +52,7 @@ func runJobs(ctx context.Context, h *harness) (*report, error) {
 		r.note("etcd as `baton etcd` ships it: auth on, the Cron's client logged in as the app's user, whose role may use the prefix only (not root).")
 	}
 	r.note("One coordinated Cron (leader mode, TTL 10 s, one replica) in a process of its own; each job runs once a minute. Spread: job i at second i mod 60 (`S * * * * *`), measured for %v of steady state after the start-up. On one second: every job at the same second, once.", h.cfg.jobsWindow)
-	r.note("Leader start-up is from Start until the leader has published every job's spec and registration (128 jobs to a transaction), which it does once per term; a fresh scheduler also tries to catch up each job's tick missed in the last minute (policy RunOnce), 100 jobs to a transaction, and finds none. Runs continue meanwhile.")
+	r.note("Leader start-up is from Start until the leader has published every job's spec, publication mark and registration (120 jobs to a transaction), which it does once per term; a fresh scheduler also tries to catch up each job's tick missed in the last minute (policy RunOnce), 100 jobs to a transaction, and finds none. Runs continue meanwhile.")
 	r.note("Requests are those etcd received (its gRPC counters): per run, a share of a batched claim (100 jobs to a transaction) and of the recording, which releases the markers and reads and writes the histories of up to 100 runs in two transactions. CPU is user+system time as a share of one core. Heap is in use after a GC, above the process's baseline; alone is the same jobs on a Cron without etcd. \"Bookkeeping done\" is when Stop returned: every run's release and history write finished.")
 	return r, nil
 }
