@@ -42,8 +42,10 @@ func TestRunFinishingAfterResignCanStillWrite(t *testing.T) {
 	started, wrote, work := make(chan Info, 16), make(chan error, 16), make(chan struct{})
 	crons := map[string]*Cron{}
 	for _, id := range []string{"a", "b"} {
+		// Leadership changes hands by Stop: a loaded machine must not
+		// lapse the run's marker under a short TTL (stallTTL).
 		c := New(WithSeconds(), WithEtcd(srv.Client(t)), WithName("fence"),
-			WithElection(election.WithIdentity(id), election.WithTTL(2*time.Second)))
+			WithElection(election.WithIdentity(id), election.WithTTL(stallTTL)))
 		mustAdd(t, c, "*/5 * * * * *", Named("export", fencedWrite(cli, started, work, wrote)))
 		c.Start()
 		crons[id] = c
