@@ -409,9 +409,12 @@ func TestBackfillClaimGivenBackAtStopRunsOnTheSuccessor(t *testing.T) {
 	cli := srv.NewClient(t, srv.Endpoint())
 	slow := &slowCommits{KV: cli.KV, delay: 3 * stopClaimWait}
 	cli.KV = slow
-	a := backfillReplica(t, cli, "bfgiveback", "a", 2*time.Second, bf)
+	// Leadership changes hands by Stop: a loaded machine must not lapse
+	// a's term under a short TTL, or b claims the tick the test waits on
+	// a for (stallTTL).
+	a := backfillReplica(t, cli, "bfgiveback", "a", stallTTL, bf)
 	eventually(t, 10*time.Second, func() (bool, string) { return a.cron.coord.scheduling(), "a does not lead" })
-	backfillReplica(t, srv.Client(t), "bfgiveback", "b", 2*time.Second, bf)
+	backfillReplica(t, srv.Client(t), "bfgiveback", "b", stallTTL, bf)
 	waitCandidates(t, srv.Client(t), "bfgiveback", 2)
 	if _, err := a.cron.Backfill(context.Background(), "hourly", from, to, 0); err != nil {
 		t.Fatal(err)
