@@ -362,6 +362,17 @@ func (rs *runs) remove(id EntryID) (givenUp time.Time) {
 	return givenUp
 }
 
+// removedTick reports whether a run of r's job and tick that Remove gave up
+// is still live. rs.mu is held.
+func (rs *runs) removedTick(r *run) bool {
+	for o := range rs.live {
+		if o.removed && o.job.name == r.job.name && o.tick.Equal(r.tick) && o.scheduled() {
+			return true
+		}
+	}
+	return false
+}
+
 // awaitRemoved waits, up to d, until no run of r's job and tick that Remove
 // gave up is left: a job added again under its name (a reload) fires such a
 // tick again, and its claim must come after the given-up run has given its
@@ -371,16 +382,7 @@ func (rs *runs) awaitRemoved(r *run, d time.Duration) {
 	defer deadline.Stop()
 	for {
 		rs.mu.Lock()
-		pending := false
-		for o := range rs.live {
-			if rs.removing == 0 {
-				break
-			}
-			if o.removed && o.job.name == r.job.name && o.tick.Equal(r.tick) && o.scheduled() {
-				pending = true
-				break
-			}
-		}
+		pending := rs.removing > 0 && rs.removedTick(r)
 		changed := rs.changed
 		rs.mu.Unlock()
 		if !pending {
