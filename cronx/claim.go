@@ -19,6 +19,7 @@ type claimer struct {
 	sessions *runnerSession
 	slots    chan struct{} // one token per single claim in flight
 	batch    *batcher      // leader mode's claims of live ticks
+	gate     claimGate     // the goroutines of the runs that wait for batch
 	fired    firedTicks    // claim mode: the latest tick of each job
 }
 

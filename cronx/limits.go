@@ -1,6 +1,10 @@
 package cronx
 
-import "time"
+import (
+	"time"
+
+	"github.com/batonhq/baton/internal/claims"
+)
 
 // The timeouts, retry paces and concurrency limits of coordination, in one
 // place. etcd runs on real time whatever the Cron's clock, so every value
@@ -80,6 +84,10 @@ const (
 	// maxFlushers bounds the batches of claims in flight: a few keep etcd's
 	// pipeline full while each batch waits for its commit.
 	maxFlushers = 4
+	// maxClaimWaiters bounds the goroutines of a leader's runs waiting for
+	// their batched claim (gate.go): enough for every batch in flight and
+	// the next ones to be full.
+	maxClaimWaiters = 2 * maxFlushers * claims.MaxEach
 	// maxFinishes bounds the runs being recorded at once: bookkeeping yields
 	// to the next tick's claims.
 	maxFinishes = 8

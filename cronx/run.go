@@ -164,17 +164,25 @@ func (r *run) goCoordinated() bool {
 		context.AfterFunc(r.ctx, func() { stop() })
 	}
 	r.co.work.add() // the client outlives the run
-	go func() {
+	r.co.claims.gate.do(r.gated(), func(answered func()) {
 		defer r.co.work.done()
 		defer r.rs.end(r)
 		defer r.cancel(nil)
-		r.live()
-	}()
+		defer answered()
+		r.live(answered)
+	})
 	return true
 }
 
-// live is a coordinated run's life.
-func (r *run) live() {
+// gated reports whether r's goroutine waits for its turn at the claim gate
+// (gate.go): a leader's tick, caught up or not, whose claim goes straight to
+// its batch.
+func (r *run) gated() bool {
+	return r.term != nil && r.scheduled() && r.buf == nil && r.recovery == nil && r.delay <= 0
+}
+
+// live is a coordinated run's life; it calls answered once its claim is.
+func (r *run) live(answered func()) {
 	if !awaitJitter(r) {
 		r.co.unclaimed.note(r) // given up before its claim: nothing of it is in etcd
 		return
@@ -183,6 +191,7 @@ func (r *run) live() {
 	asked := r.co.clock.Now()
 	c, err := r.co.claims.claimRun(r)
 	latency := r.co.clock.Now().Sub(asked)
+	answered()
 	if err != nil {
 		r.co.claims.triage(r, err)
 		return

@@ -431,6 +431,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestStopDoesNotInterruptARunAlone$"}},
 	},
 	{
+		Name:   "claim-gate-open",
+		Breaks: "a crowded tick or takeover holds a goroutine per job's claim, whose structure stays in the heap for good",
+		Edits:  []edit{{Marker: "claim-gate", Old: "if g.waiting >= maxClaimWaiters {", New: "if false {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestACrowdedTakeoverHoldsAFewGoroutines$"}},
+	},
+	{
 		Name:   "nil-job-accepted",
 		Breaks: "G6: a nil job is scheduled without a word, and crashes the program at its first run",
 		Edits:  []edit{{Marker: "nil-job", Old: "case isNilJob(cmd):", New: "case false:"}},

@@ -1,0 +1,109 @@
+package cronx
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/clock"
+	"github.com/batonhq/baton/internal/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestACrowdedTakeoverHoldsAFewGoroutines: a leader that takes over within
+// a minute of a tick of thousands of jobs catches each of them up, once,
+// with no more goroutines waiting for the claims than a few batches need.
+// Each goroutine leaves its runtime structure in the heap for good, so a
+// goroutine per job would cost the process a few hundred bytes a job until
+// it exits.
+//
+// Not parallel: it counts the process's goroutines, which the other tests'
+// would blur.
+func TestACrowdedTakeoverHoldsAFewGoroutines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("catches up 2,400 jobs on its own, the other tests waiting; the full tier runs it")
+	}
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	const name = "gate-crowd"
+	n := 3 * maxClaimWaiters
+	tick := t0.Add(time.Minute) // every job's, at second 0
+	var l tickLedger
+	replica := func(id string, fake *clock.Fake) *Cron {
+		c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+			WithEtcd(srv.Client(t)), WithName(name),
+			WithElection(election.WithIdentity(id), election.WithTTL(stallTTL)))
+		for i := range n {
+			mustAdd(t, c, "0 * * * * *", Named(fmt.Sprintf("job-%04d", i), l.job(fmt.Sprintf("job-%04d", i))))
+		}
+		c.Start()
+		t.Cleanup(func() { shutdown(t, c, id) })
+		return c
+	}
+	// a publishes every job before the tick, and is gone before it; b's
+	// clock is past it.
+	a := replica("a", clock.NewFake(tick.Add(-5*time.Second)))
+	keys := newLayout(election.DefaultPrefix, name)
+	eventually(t, 30*time.Second, func() (bool, string) {
+		resp, err := cli.Get(context.Background(), keys.jobs, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			return false, err.Error()
+		}
+		marks := 0
+		for _, kv := range resp.Kvs {
+			if strings.HasSuffix(string(kv.Key), "/since") {
+				marks++
+			}
+		}
+		return marks == n, fmt.Sprintf("%d of %d jobs published", marks, n)
+	})
+	b := replica("b", clock.NewFake(tick.Add(time.Second)))
+	waitCandidates(t, cli, name, 2)
+
+	base := runtime.NumGoroutine()
+	var peak atomic.Int64
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if g := int64(runtime.NumGoroutine()); g > peak.Load() {
+				peak.Store(g)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	<-a.Stop().Done()
+	eventually(t, 15*time.Second, func() (bool, string) { return b.coord.scheduling(), "b did not lead after a stopped" })
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("job-%04d", i)
+	}
+	l.ranOnce(t, 60*time.Second, tick, names...)
+	close(done)
+	<-sampled
+
+	// The claims' goroutines, and room for what else runs meanwhile (the
+	// jobs, the bookkeeping, etcd's own for each request); a goroutine per
+	// job's claim is n more.
+	if extra, bound := int(peak.Load())-base, maxClaimWaiters+n/4; extra > bound {
+		t.Errorf("the takeover of %d jobs' tick had %d goroutines more than before it, want at most %d", n, extra, bound)
+	}
+	idleWithin(t, b, 30*time.Second, "b's catch-up")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, j := range names {
+		if got := l.ran[j]; len(got) != 1 || !got[0].Equal(tick) {
+			t.Fatalf("%s ran %v, want its tick %v once", j, got, tick)
+		}
+	}
+}
