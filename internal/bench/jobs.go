@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"strconv"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 // the worst case. Each measurement is a fresh process and a fresh etcd.
 func runJobs(ctx context.Context, h *harness) (*report, error) {
 	r := &report{}
-	st := r.table("jobs, spread over the minute", "leader start-up", "start-up requests", "steady etcd requests/s", "runs/s, of due", "replica CPU", "etcd CPU", "heap alone → coordinated", "replica RSS", "etcd RSS", "lateness p99")
+	st := r.table("jobs, spread over the minute", "leader start-up", "start-up requests", "steady etcd requests/s", "runs/s, of due", "replica CPU", "etcd CPU", "heap alone → coordinated", "live heap per job, alone → coordinated", "replica RSS", "etcd RSS", "lateness p99")
 	bt := r.table("jobs, all on one second", "alone: lateness p50 / p99 / max", "coordinated: lateness p50 / p99 / max", "all runs started", "bookkeeping done", "etcd requests per run", "replica CPU per run", "etcd CPU per run")
 	for _, n := range h.cfg.jobs {
 		dir, err := h.subdir(fmt.Sprintf("jobs-%d", n))
@@ -35,7 +34,8 @@ func runJobs(ctx context.Context, h *harness) (*report, error) {
 		}
 		st.row(strconv.Itoa(n), startup, num(spread.StartupSpan.Requests), num(w.Requests/w.Seconds),
 			num(float64(spread.Late.Runs)/w.Seconds)+" of "+num(float64(n)/60), percent(w.SelfCPU, w.Seconds), percent(w.EtcdCPU, w.Seconds),
-			mib(spread.AloneHeap)+" → "+mib(spread.Memory.Heap-spread.Base.Heap), mib(spread.Memory.RSS), mib(w.EtcdRSS), ms(spread.Late.P99))
+			mib(spread.Alone.Heap)+" → "+mib(spread.Memory.Heap-spread.Base.Heap), perJob(spread.Alone.Live, spread.Memory.Live-spread.Base.Live, n),
+			mib(spread.Memory.RSS), mib(w.EtcdRSS), ms(spread.Late.P99))
 		a, c, bw := burst.Alone, burst.Coordinated, burst.Window
 		runs := float64(max(c.Runs, 1))
 		bt.row(strconv.Itoa(n), ms(a.P50)+" / "+ms(a.P99)+" / "+ms(a.Max), ms(c.P50)+" / "+ms(c.P99)+" / "+ms(c.Max),
@@ -53,7 +53,7 @@ func runJobs(ctx context.Context, h *harness) (*report, error) {
 	}
 	r.note("One coordinated Cron (leader mode, TTL 10 s, one replica) in a process of its own; each job runs once a minute. Spread: job i at second i mod 60 (`S * * * * *`), measured for %v of steady state after the start-up. On one second: every job at the same second, once.", h.cfg.jobsWindow)
 	r.note("Leader start-up is from Start until the leader has published every job's spec, publication mark and registration (120 jobs to a transaction), which it does once per term; a fresh scheduler also tries to catch up each job's tick missed in the last minute (policy RunOnce), 100 jobs to a transaction, and finds none. Runs continue meanwhile.")
-	r.note("Requests are those etcd received (its gRPC counters): per run, a share of a batched claim (100 jobs to a transaction) and of the recording, which releases the markers and reads and writes the histories of up to 100 runs in two transactions. CPU is user+system time as a share of one core. Heap is in use after a GC, above the process's baseline; alone is the same jobs on a Cron without etcd. \"Bookkeeping done\" is when Stop returned: every run's release and history write finished.")
+	r.note("Requests are those etcd received (its gRPC counters): per run, a share of a batched claim (100 jobs to a transaction) and of the recording, which releases the markers and reads and writes the histories of up to 100 runs in two transactions. CPU is user+system time as a share of one core. Heap is in use after a GC, above the process's baseline: the heap's spans (HeapInuse), and the live objects in them (HeapAlloc) per job; alone is the same jobs on a Cron without etcd, started and measured after the same window. \"Bookkeeping done\" is when Stop returned: every run's release and history write finished.")
 	return r, nil
 }
 
@@ -92,7 +92,7 @@ type jobsParams struct {
 
 type jobsSpread struct {
 	Base, Memory memory
-	AloneHeap    float64
+	Alone        memory // above its own baseline
 	Startup      time.Duration
 	Published    int // jobs published when the start-up ended or was cut short
 	StartupSpan  span
@@ -158,7 +158,7 @@ func jobsSpreadWorker(ctx context.Context, w *worker, p jobsParams) (jobsSpread,
 	opts := []cronx.Option{cronx.WithSeconds(), cronx.WithLocation(time.UTC), cronx.WithSlog(w.logger)}
 
 	var err error
-	if res.AloneHeap, err = aloneHeap(p.Jobs, opts, spec); err != nil {
+	if res.Alone, err = aloneMemory(ctx, p.Jobs, opts, spec, p.Window); err != nil {
 		return res, err
 	}
 
@@ -237,16 +237,21 @@ func publishLatency(ctx context.Context, endpoint string, n int) (time.Duration,
 	return per, err
 }
 
-// aloneHeap is the heap that n jobs take on a Cron without etcd.
-func aloneHeap(n int, opts []cronx.Option, spec func(int) string) (float64, error) {
+// aloneMemory is the heap that n jobs take on a Cron without etcd that has
+// run them for window.
+func aloneMemory(ctx context.Context, n int, opts []cronx.Option, spec func(int) string, window time.Duration) (memory, error) {
 	before := selfMemory()
 	alone := cronx.New(opts...)
 	if _, err := addJobs(alone, n, secondOf, spec); err != nil {
-		return 0, err
+		return memory{}, err
 	}
+	alone.Start()
+	sleepCtx(ctx, window)
 	after := selfMemory()
-	runtime.KeepAlive(alone)
-	return after.Heap - before.Heap, nil
+	if err := stopCron(ctx, alone, time.Minute); err != nil {
+		return memory{}, err
+	}
+	return memory{Heap: after.Heap - before.Heap, Live: after.Live - before.Live}, nil
 }
 
 func jobsBurstWorker(ctx context.Context, w *worker, p jobsParams) (jobsBurst, error) {

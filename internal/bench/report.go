@@ -212,3 +212,8 @@ func ratio(a, b float64) string {
 	}
 	return num(a/b) + "×"
 }
+
+// perJob formats the bytes per job of alone and coordinated, and their ratio.
+func perJob(alone, coordinated float64, n int) string {
+	return num(alone/float64(n)) + " B → " + num(coordinated/float64(n)) + " B (" + ratio(coordinated, alone) + ")"
+}

@@ -205,6 +205,7 @@ func selfCPU() time.Duration {
 // memory is this process's memory after a garbage collection.
 type memory struct {
 	Heap float64 // bytes in live heap spans (HeapInuse)
+	Live float64 // bytes of live objects (HeapAlloc)
 	RSS  float64
 }
 
@@ -213,7 +214,7 @@ func selfMemory() memory {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	u, _ := readProcUsage(os.Getpid())
-	return memory{Heap: float64(ms.HeapInuse), RSS: u.rss}
+	return memory{Heap: float64(ms.HeapInuse), Live: float64(ms.HeapAlloc), RSS: u.rss}
 }
 
 // rpcCounter counts what one client sends etcd: unary calls, and each
