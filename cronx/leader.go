@@ -159,6 +159,9 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	// the gap (gap.go).
 	(&gapReport{scope: co.scope, client: co.conn.etcd(), host: co.host, work: &co.work, rep: co.rep}).report(ctx, term)
 	ts := &termState{term: term, ctx: ctx}
+	// Until it starts, a run is its term's: a term that ends gives it up,
+	// and the successor claims its tick.
+	context.AfterFunc(ctx, func() { co.runs.abandonTerm(ts, context.Cause(ctx)) })
 	co.mu.Lock()
 	co.term = ts
 	co.mu.Unlock()

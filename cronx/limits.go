@@ -88,6 +88,9 @@ const (
 	// their batched claim (gate.go): enough for every batch in flight and
 	// the next ones to be full.
 	maxClaimWaiters = 2 * maxFlushers * claims.MaxEach
+	// shrinkFloor is the size below which a map of live runs is not made
+	// again smaller (runs.go).
+	shrinkFloor = 64
 	// maxFinishes bounds the runs being recorded at once: bookkeeping yields
 	// to the next tick's claims.
 	maxFinishes = 8

@@ -157,12 +157,6 @@ func (r *run) goCoordinated() bool {
 	if !r.rs.fire(r) {
 		return false
 	}
-	if r.term != nil {
-		// Until it starts, a run is its term's: a term that ends gives it
-		// up, and the successor claims its tick.
-		stop := context.AfterFunc(r.term.ctx, func() { r.rs.abandon(r, context.Cause(r.term.ctx)) })
-		context.AfterFunc(r.ctx, func() { stop() })
-	}
 	r.co.work.add() // the client outlives the run
 	r.co.claims.gate.do(r.gated(), func(answered func()) {
 		defer r.co.work.done()

@@ -48,6 +48,7 @@ const (
 type runs struct {
 	mu       sync.Mutex
 	live     map[*run]struct{}
+	liveHigh int  // the most runs in live since it was made, which its buckets keep room for
 	records  int  // runs ended and not yet recorded
 	stopping bool // Stop came: no run starts that had not
 	removing int  // live runs Remove gave up, which a reload fires again (awaitRemoved)
@@ -77,6 +78,10 @@ func (rs *runs) fire(r *run) bool {
 		return false
 	}
 	rs.live[r] = struct{}{}
+	rs.liveHigh = max(rs.liveHigh, len(rs.live))
+	if r.term != nil && r.term.ctx.Err() != nil { // mutation:fired-after-its-term
+		r.cancel(context.Cause(r.term.ctx)) // its term ended before abandonTerm could see it
+	}
 	return true
 }
 
@@ -150,6 +155,15 @@ func (rs *runs) end(r *run) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	delete(rs.live, r)
+	if n := len(rs.live); rs.liveHigh > shrinkFloor && n < rs.liveHigh/4 {
+		// A map keeps the buckets of its largest size: a crowded tick's
+		// would stay for good.
+		live := make(map[*run]struct{}, n)
+		for r := range rs.live {
+			live[r] = struct{}{}
+		}
+		rs.live, rs.liveHigh = live, n
+	}
 	if r.removed {
 		rs.removing--
 	}
@@ -331,12 +345,15 @@ func (rs *runs) giveUpUnstarted() {
 	}
 }
 
-// abandon gives up r with cause if it has not started.
-func (rs *runs) abandon(r *run, cause error) {
+// abandonTerm gives up with cause the runs of term ts that have not
+// started: ts has ended, and its successor claims their ticks.
+func (rs *runs) abandonTerm(ts *termState, cause error) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if r.stage != stageStarted {
-		r.cancel(cause)
+	for r := range rs.live {
+		if r.term == ts && r.stage != stageStarted { // mutation:term-end-abandons
+			r.cancel(cause)
+		}
 	}
 }
 

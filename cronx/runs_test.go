@@ -698,3 +698,81 @@ func TestBurstOfTriggersOfAReplaceJobCostsItsRuns(t *testing.T) {
 		t.Errorf("%d triggers ran the job %d times, want from 1 to %d", n, got, n)
 	}
 }
+
+// TestARunFiredUnderATermThatEndedIsGivenUp: a tick fired as its term ends
+// (the loop read the term before its end reached it) is given up as it is
+// taken in, with the term's cause, as a run taken in before the end is by
+// abandonTerm.
+func TestARunFiredUnderATermThatEndedIsGivenUp(t *testing.T) {
+	t.Parallel()
+	deposed := errors.New("deposed")
+	ctx, end := context.WithCancelCause(context.Background())
+	ts := &termState{ctx: ctx}
+	rs := newRuns()
+	fire := func() *run {
+		r := &run{rs: rs, term: ts}
+		r.ctx, r.cancel = context.WithCancelCause(context.Background())
+		if !rs.fire(r) {
+			t.Fatal("fire refused a run before Stop")
+		}
+		return r
+	}
+	before := fire()
+	end(deposed)
+	rs.abandonTerm(ts, context.Cause(ctx))
+	after := fire()
+	for what, r := range map[string]*run{"taken in before the end": before, "fired after it": after} {
+		if got := context.Cause(r.ctx); !errors.Is(got, deposed) {
+			t.Errorf("a run %s: its cause is %v, want %v", what, got, deposed)
+		}
+	}
+}
+
+// TestARunWaitingInItsTermWhenTheTermEndsIsGivenUp: a leader whose term
+// ends (its lease revoked, as etcd does to a leader cut off past its TTL)
+// gives up its run that waits for its jitter, at once: the successor
+// catches that tick up, and the deposed replica holds nothing of it.
+func TestARunWaitingInItsTermWhenTheTermEndsIsGivenUp(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	const name = "term-end-jitter"
+	tick := t0.Add(10 * time.Second)
+	var l tickLedger
+	replica := func(id string, fake *clock.Fake) *Cron {
+		c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+			WithEtcd(srv.Client(t)), WithName(name),
+			WithElection(election.WithIdentity(id), election.WithTTL(stallTTL)))
+		mustAdd(t, c, "*/10 * * * * *", Named("spread", l.job("spread"), WithJitter(time.Hour)))
+		c.Start()
+		t.Cleanup(func() { shutdown(t, c, id) })
+		return c
+	}
+	if jitterOf("spread", tick, time.Hour) < time.Minute {
+		t.Fatal("the job's delay at the tick is under a minute: pick another name")
+	}
+	fakeA := clock.NewFake(tick.Add(-time.Second))
+	a := replica("a", fakeA)
+	eventually(t, wait, func() (bool, string) { return a.coord.scheduling(), "a does not lead" })
+	b := replica("b", clock.NewFake(tick.Add(time.Second)))
+	waitCandidates(t, cli, name, 2)
+	fakeA.Advance(time.Second) // the tick: a's run waits an hour's jitter
+	eventually(t, wait, func() (bool, string) { return len(runsIn(a)) == 1, fmt.Sprintf("a's runs: %v", runsIn(a)) })
+
+	ctx := context.Background()
+	resp, err := cli.Get(ctx, election.DefaultPrefix+"/election/"+name+"/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil || len(resp.Kvs) == 0 {
+		t.Fatalf("no leader's key: %v", err)
+	}
+	if _, err := cli.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, func() (bool, string) { return b.coord.scheduling(), "b did not lead after a's lease went" })
+	idleWithin(t, a, 10*time.Second, "a, deposed")
+	eventually(t, wait, func() (bool, string) {
+		return len(runsIn(b)) == 1, fmt.Sprintf("b has not caught the tick up: its runs %v", runsIn(b))
+	})
+	if got := l.ran["spread"]; len(got) != 0 {
+		t.Errorf("spread ran %v, before its delay", got)
+	}
+}

@@ -437,6 +437,18 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestACrowdedTakeoverHoldsAFewGoroutines$"}},
 	},
 	{
+		Name:   "term-end-keeps-runs",
+		Breaks: "a run of a term that ended, not yet started, waits on as if its term held (its claim then refused), and its replica is not idle",
+		Edits:  []edit{{Marker: "term-end-abandons", Old: "if r.term == ts && r.stage != stageStarted {", New: "if false {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^(TestARunFiredUnderATermThatEndedIsGivenUp|TestARunWaitingInItsTermWhenTheTermEndsIsGivenUp)$"}},
+	},
+	{
+		Name:   "fired-after-its-term-kept",
+		Breaks: "a run fired as its term ended is not given up",
+		Edits:  []edit{{Marker: "fired-after-its-term", Old: "if r.term != nil && r.term.ctx.Err() != nil {", New: "if false {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestARunFiredUnderATermThatEndedIsGivenUp$"}},
+	},
+	{
 		Name:   "nil-job-accepted",
 		Breaks: "G6: a nil job is scheduled without a word, and crashes the program at its first run",
 		Edits:  []edit{{Marker: "nil-job", Old: "case isNilJob(cmd):", New: "case false:"}},
