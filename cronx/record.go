@@ -68,7 +68,10 @@ func (rc *recorder) finishLater(it finishItem) {
 	q := &rc.finishes
 	q.mu.Lock()
 	q.items = append(q.items, it)
-	start := q.recorders < maxFinishes
+	// A recorder more only for more than those going take at their next
+	// pass: runs that end a few at a time are written together, not one
+	// transaction pair each.
+	start := q.recorders == 0 || q.recorders < maxFinishes && len(q.items) > q.recorders*recordBatch // mutation:record-batch-waits
 	if start {
 		q.recorders++
 	}

@@ -1,0 +1,82 @@
+package cronx
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/clock"
+	"github.com/batonhq/baton/internal/etcdtest"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+)
+
+// historyWrites counts the history puts of txn, its nested transactions'
+// included.
+func historyWrites(txn *etcdserverpb.TxnRequest) int {
+	n := 0
+	for _, op := range append(append([]*etcdserverpb.RequestOp{}, txn.Success...), txn.Failure...) {
+		if p := op.GetRequestPut(); p != nil && strings.HasSuffix(string(p.Key), "/history") {
+			n++
+		}
+		if nested := op.GetRequestTxn(); nested != nil {
+			n += historyWrites(nested)
+		}
+	}
+	return n
+}
+
+// TestRunsEndingTogetherAreRecordedInAFewTransactions: the runs of a tick
+// of a few dozen quick jobs end within a few milliseconds of one another,
+// and their records go out in a few transactions, not one each: a
+// recorder more starts only for more runs than those going take at their
+// next pass.
+func TestRunsEndingTogetherAreRecordedInAFewTransactions(t *testing.T) {
+	t.Parallel()
+	sp := etcdtest.Shared(t)
+	var writes, runs atomic.Int64
+	cfg := sp.ClientConfig()
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(
+		func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if txn, ok := req.(*etcdserverpb.TxnRequest); ok {
+				if n := historyWrites(txn); n > 0 {
+					writes.Add(1)
+					runs.Add(int64(n))
+				}
+			}
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}))
+	raw, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	const jobs = recordBatch / 2
+	tick := t0.Add(time.Minute)
+	fake := clock.NewFake(tick.Add(-time.Second))
+	var l tickLedger
+	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(sp.Within(raw)), WithName("record-together"),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	names := make([]string, jobs)
+	for i := range names {
+		names[i] = fmt.Sprintf("job-%02d", i)
+		mustAdd(t, c, "0 * * * * *", Named(names[i], l.job(names[i])))
+	}
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	eventually(t, wait, func() (bool, string) { return c.coord.scheduling(), "a does not lead" })
+	fake.Advance(time.Second)
+	l.ranOnce(t, wait, tick, names...)
+	eventually(t, wait, func() (bool, string) {
+		return runs.Load() == jobs, fmt.Sprintf("%d of %d runs recorded", runs.Load(), jobs)
+	})
+	if got := writes.Load(); got > 5 {
+		t.Errorf("%d runs that ended together were recorded in %d transactions, want a few", jobs, got)
+	}
+}
