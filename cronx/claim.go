@@ -120,6 +120,10 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 			var c election.Claim
 			if ts != nil {
 				c, sess, err = cl.batch.claim(&claimReq{run: r, key: key, seq: seq, marker: marker, opts: opts, term: ts.term.Fence})
+				// Its place at the gate goes to the next run as the first
+				// answer comes: retries while etcd is out, a buffered turn
+				// or a wait for the run before, go on in this goroutine.
+				r.answered() // mutation:gate-first-answer
 			} else {
 				c, err = cl.claimSingle(r, key, seq, append(opts, claims.WithMarker(marker, sess.Lease())))
 			}

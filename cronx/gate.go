@@ -10,12 +10,14 @@ import "sync"
 // structure behind for good, so a term's peak stayed in the heap, about
 // 500 bytes a job. Past maxClaimWaiters, a run waits here as a function to
 // call, in the order it fired, and gets its goroutine when one of those
-// waiting gets its claim's answer.
+// waiting gets the first answer to its claim.
 //
 // Only runs that go straight to the batch are gated: a run that waits for
-// its jitter, its turn (a buffered tick, a Forbid trigger) or a run it
-// replaces does so in its own goroutine, since it may wait for as long as
-// another job runs.
+// its jitter, a buffered tick resumed, a recovery, a trigger or a backfill
+// has its goroutine at once. A gated run gives its place up at its claim's
+// first answer, so what it may wait for next (etcd back, its turn in its
+// job's buffer, the run it replaces) holds no place: every run's first try
+// goes out within a round trip per maxClaimWaiters runs ahead of it.
 type claimGate struct {
 	mu      sync.Mutex
 	waiting int      // gated runs whose claim has not been answered
@@ -25,8 +27,8 @@ type claimGate struct {
 // do calls life in a goroutine of its own, at once if the run is not gated
 // or fewer than maxClaimWaiters gated runs wait for their claim, else once
 // one of them has its answer. life is given the function that says so,
-// which it calls once its claim is answered or given up; calling it again
-// does nothing.
+// which it calls once its claim has a first answer or is given up; calling
+// it again does nothing.
 func (g *claimGate) do(gated bool, life func(answered func())) {
 	if !gated {
 		go life(func() {})

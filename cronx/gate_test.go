@@ -107,3 +107,39 @@ func TestACrowdedTakeoverHoldsAFewGoroutines(t *testing.T) {
 		}
 	}
 }
+
+// TestJobsOfACrowdedTickThatRunLongAllStart: a tick of more jobs than the
+// claim gate has places, each running until every one has started: a run
+// gives its place up as its claim is answered, not as its job returns, so
+// all of them start.
+func TestJobsOfACrowdedTickThatRunLongAllStart(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	n := maxClaimWaiters + 100
+	tick := t0.Add(time.Minute)
+	fake := clock.NewFake(tick.Add(-time.Second))
+	var started atomic.Int64
+	release := make(chan struct{})
+	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(srv.Client(t)), WithName("gate-long"),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	for i := range n {
+		mustAdd(t, c, "0 * * * * *", Named(fmt.Sprintf("job-%04d", i), ContextFunc(func(ctx context.Context) error {
+			started.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		})))
+	}
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	eventually(t, wait, func() (bool, string) { return c.coord.scheduling(), "a does not lead" })
+	fake.Advance(time.Second)
+	eventually(t, 30*time.Second, func() (bool, string) {
+		return started.Load() == int64(n), fmt.Sprintf("%d of %d jobs started", started.Load(), n)
+	})
+	close(release)
+	idleWithin(t, c, 30*time.Second, "the crowd's runs")
+}

@@ -39,6 +39,9 @@ type run struct {
 	// recovery is the claim that decided it (recovery.go).
 	recovered int
 	recovery  *held
+	// answered tells the claim gate (gate.go) that the first try of r's
+	// claim has its answer; nil until its goroutine starts.
+	answered func()
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -163,20 +166,22 @@ func (r *run) goCoordinated() bool {
 		defer r.rs.end(r)
 		defer r.cancel(nil)
 		defer answered()
-		r.live(answered)
+		r.answered = answered
+		r.live()
 	})
 	return true
 }
 
 // gated reports whether r's goroutine waits for its turn at the claim gate
 // (gate.go): a leader's tick, caught up or not, whose claim goes straight to
-// its batch.
+// its batch, its jitter over.
 func (r *run) gated() bool {
-	return r.term != nil && r.scheduled() && r.buf == nil && r.recovery == nil && r.delay <= 0
+	return r.term != nil && r.scheduled() && r.buf == nil && r.recovery == nil &&
+		!r.tick.Add(r.delay).After(r.co.clock.Now())
 }
 
-// live is a coordinated run's life; it calls answered once its claim is.
-func (r *run) live(answered func()) {
+// live is a coordinated run's life.
+func (r *run) live() {
 	if !awaitJitter(r) {
 		r.co.unclaimed.note(r) // given up before its claim: nothing of it is in etcd
 		return
@@ -185,7 +190,6 @@ func (r *run) live(answered func()) {
 	asked := r.co.clock.Now()
 	c, err := r.co.claims.claimRun(r)
 	latency := r.co.clock.Now().Sub(asked)
-	answered()
 	if err != nil {
 		r.co.claims.triage(r, err)
 		return

@@ -772,6 +772,8 @@ func TestARunWaitingInItsTermWhenTheTermEndsIsGivenUp(t *testing.T) {
 	eventually(t, wait, func() (bool, string) {
 		return len(runsIn(b)) == 1, fmt.Sprintf("b has not caught the tick up: its runs %v", runsIn(b))
 	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if got := l.ran["spread"]; len(got) != 0 {
 		t.Errorf("spread ran %v, before its delay", got)
 	}

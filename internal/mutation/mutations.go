@@ -455,6 +455,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunsEndingTogetherAreRecordedInAFewTransactions$"}},
 	},
 	{
+		Name:   "gate-held-through-the-run",
+		Breaks: "a run keeps its place at the claim gate until its job returns: a tick of more long jobs than the gate's places starts only as many as it has",
+		Edits:  []edit{{Marker: "gate-first-answer", Old: "r.answered()", New: ""}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestJobsOfACrowdedTickThatRunLongAllStart$"}},
+	},
+	{
 		Name:   "nil-job-accepted",
 		Breaks: "G6: a nil job is scheduled without a word, and crashes the program at its first run",
 		Edits:  []edit{{Marker: "nil-job", Old: "case isNilJob(cmd):", New: "case false:"}},
