@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/internal/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -51,7 +51,7 @@ func (c credentials) env() []string {
 // startEtcd runs a one-member `baton etcd` with its data under dir and
 // returns once it reports itself healthy.
 func (h *harness) startEtcd(ctx context.Context, dir string) (*etcdProc, error) {
-	ports, err := freePorts(2)
+	ports, err := etcdtest.FreePorts(2) // below the ephemeral range: no connection meanwhile takes one
 	if err != nil {
 		return nil, err
 	}
@@ -88,21 +88,6 @@ func healthy(endpoint string) bool {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return strings.Contains(string(b), `"health":"true"`)
-}
-
-// freePorts finds n distinct free TCP ports on 127.0.0.1; they are free
-// again, for the caller to bind, when it returns.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // newClient returns a quiet etcd client of endpoint.
