@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,9 +35,40 @@ func TestACrowdedTakeoverHoldsAFewGoroutines(t *testing.T) {
 	n := 3 * maxClaimWaiters
 	tick := t0.Add(time.Minute) // every job's, at second 0
 	var l tickLedger
+	// What else happened, so that a failure says why jobs did not run.
+	var events struct {
+		sync.Mutex
+		notRun []string
+		terms  []string
+	}
+	note := func(list *[]string, s string) {
+		events.Lock()
+		defer events.Unlock()
+		*list = append(*list, s)
+	}
+	observer := func(id string) Option {
+		return WithObserver(Observer{
+			OnTickNotRun: func(e TickNotRun) {
+				note(&events.notRun, fmt.Sprintf("%s: %s %v: %s (%v)", id, e.Job, e.Tick, e.Reason, e.Err))
+			},
+			OnLeadershipGained: func(e Leadership) { note(&events.terms, fmt.Sprintf("%s gained %v", id, e.Fence)) },
+			OnLeadershipLost: func(e Leadership) {
+				note(&events.terms, fmt.Sprintf("%s lost %v: %v", id, e.Fence, e.Err))
+			},
+		})
+	}
+	report := func() string {
+		events.Lock()
+		defer events.Unlock()
+		s := fmt.Sprintf("; terms: %v; %d ticks not run", events.terms, len(events.notRun))
+		if len(events.notRun) > 0 {
+			s += fmt.Sprintf(", the first %q", events.notRun[0])
+		}
+		return s
+	}
 	replica := func(id string, fake *clock.Fake) *Cron {
 		c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
-			WithEtcd(srv.Client(t)), WithName(name),
+			WithEtcd(srv.Client(t)), WithName(name), observer(id),
 			WithElection(election.WithIdentity(id), election.WithTTL(stallTTL)))
 		for i := range n {
 			mustAdd(t, c, "0 * * * * *", Named(fmt.Sprintf("job-%04d", i), l.job(fmt.Sprintf("job-%04d", i))))
@@ -60,7 +92,7 @@ func TestACrowdedTakeoverHoldsAFewGoroutines(t *testing.T) {
 				marks++
 			}
 		}
-		return marks == n, fmt.Sprintf("%d of %d jobs published", marks, n)
+		return marks == n, fmt.Sprintf("%d of %d jobs published%s", marks, n, report())
 	})
 	b := replica("b", clock.NewFake(tick.Add(time.Second)))
 	waitCandidates(t, cli, name, 2)
@@ -82,15 +114,28 @@ func TestACrowdedTakeoverHoldsAFewGoroutines(t *testing.T) {
 			}
 		}
 	}()
+	stopSampling := sync.OnceFunc(func() { close(done); <-sampled })
+	t.Cleanup(stopSampling) // a failure before the count ends the sampling too
 	<-a.Stop().Done()
 	eventually(t, 15*time.Second, func() (bool, string) { return b.coord.scheduling(), "b did not lead after a stopped" })
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("job-%04d", i)
 	}
-	l.ranOnce(t, 60*time.Second, tick, names...)
-	close(done)
-	<-sampled
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		l.mu.Lock()
+		ran := len(l.ran)
+		l.mu.Unlock()
+		events.Lock()
+		lost := len(events.notRun)
+		events.Unlock()
+		if lost > 0 {
+			t.Fatalf("%d of %d jobs ran%s", ran, n, report())
+		}
+		return ran == n, fmt.Sprintf("%d of %d jobs ran%s", ran, n, report())
+	})
+	l.ranOnce(t, 0, tick, names...)
+	stopSampling()
 
 	// The claims' goroutines, and room for what else runs meanwhile (the
 	// jobs, the bookkeeping, etcd's own for each request); a goroutine per
