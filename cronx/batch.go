@@ -17,7 +17,8 @@ import (
 // claimed again one tick at a time.
 //
 // Cost: a crowded tick, or a term's catch-up, of N jobs is N/100 claim
-// transactions (a few in flight at once, maxFlushers).
+// transactions (a few in flight at once, maxFlushers), and one more for
+// each batch that holds a job's first claim, a paused or a busy job.
 
 type claimReq struct {
 	run    *run

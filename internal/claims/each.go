@@ -23,18 +23,25 @@ type ClaimItem struct {
 // and each item's own few compares within what is left.
 const MaxEach = 100
 
-// ClaimEach claims every item in one transaction, each on its own: an item
-// whose conditions fail leaves the others to commit. Each item checks what
+// ClaimEach claims every item, each on its own: an item whose conditions
+// fail leaves the others to commit. Each item checks what
 // election.ClaimSeq would check for it, and an item's error is the one
 // ClaimSeq would return (ErrClaimed as a *election.ClaimedError, ErrBusy,
 // an Absence's error, ErrNeverClaimed); an item whose key is missing is
 // claimed by comparing its absence. Items may share one term, given by the
 // first item's UnderTerm: when the term has ended nothing commits and
-// every item fails with ErrNotLeader. A new term's catch-up of thousands of
-// jobs and a crowded tick's claims are a request per MaxEach jobs.
+// every item fails with ErrNotLeader.
 //
-// The error returned is etcd's (nothing is known to have committed) or a
-// bad item; the items' outcomes are in errs.
+// Cost: one transaction when every item's key holds an earlier claim and
+// its conditions hold, as on a crowded tick of jobs that ran before; a
+// second for the items that did not commit in it (a job's first claim, a
+// paused or busy job), which claims them by their key's absence or reads
+// why they fail. Each is a small transaction per item inside one.
+//
+// The error returned is etcd's on the first transaction (nothing is known
+// to have committed) or a bad item; the items' outcomes are in errs. An
+// item whose second transaction etcd did not answer has etcd's error, and
+// may have committed.
 func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) (claims []election.Claim, errs []error, err error) {
 	if client == nil {
 		return nil, nil, errors.New("election: nil etcd client")
@@ -44,7 +51,7 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 	}
 	var term *claimcond.Term
 	opts := make([]claimcond.Options, len(items))
-	ops := make([]clientv3.Op, len(items))
+	held := make([]clientv3.Op, len(items))
 	for i, it := range items {
 		if it.Key == "" || it.Seq < 0 {
 			return nil, nil, fmt.Errorf("election: claim %q seq %d: want a key and a sequence of 0 or more", it.Key, it.Seq)
@@ -56,30 +63,47 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 			return nil, nil, fmt.Errorf("election: claim %q: items of one ClaimEach share one term", it.Key)
 		}
 		opts[i] = o
-		ops[i] = eachOp(it, o)
+		held[i] = heldOp(it, o)
 	}
-	txn := client.Txn(ctx)
-	if term != nil {
-		txn = txn.If(term.Cmp()) // mutation:claimeach-term
-	}
-	resp, err := txn.Then(ops...).Commit()
+	resp, err := commitEach(ctx, client, term, held)
 	if err != nil {
 		return nil, nil, fmt.Errorf("election: claim %d items: %w", len(items), err)
 	}
 	claims = make([]election.Claim, len(items))
 	errs = make([]error, len(items))
+	var rest []int
 	for i, it := range items {
+		switch {
+		case !resp.Succeeded:
+			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrNotLeader)
+		case resp.Responses[i].GetResponseTxn().Succeeded: // mutation:claimeach-held
+			claims[i] = claimAt(it, opts[i], resp.Header.Revision)
+		default:
+			rest = append(rest, i)
+		}
+	}
+	if len(rest) == 0 {
+		return claims, errs, nil
+	}
+	ops := make([]clientv3.Op, len(rest))
+	for j, i := range rest {
+		ops[j] = eachOp(items[i], opts[i])
+	}
+	resp, err = commitEach(ctx, client, term, ops)
+	for j, i := range rest {
+		it := items[i]
+		if err != nil {
+			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, err)
+			continue
+		}
 		if !resp.Succeeded {
 			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrNotLeader)
 			continue
 		}
-		outer := resp.Responses[i].GetResponseTxn()
+		outer := resp.Responses[j].GetResponseTxn()
 		inner := outer.Responses[0].GetResponseTxn()
 		if inner.Succeeded {
-			claims[i] = election.Claim{Seq: it.Seq, Revision: resp.Header.Revision}
-			if opts[i].Marker != "" {
-				claims[i].Fence = election.Fence{Key: opts[i].Marker, Revision: resp.Header.Revision}
-			}
+			claims[i] = claimAt(it, opts[i], resp.Header.Revision)
 			continue
 		}
 		errs[i] = whyNot(it, opts[i], !outer.Succeeded, inner.Responses)
@@ -87,11 +111,29 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 	return claims, errs, nil
 }
 
-// eachOp is one item's claim: a transaction that tells whether the key
-// exists, in which a transaction claims it by its value, or by its absence
-// (when it may be claimed never claimed before), and reads back what failed.
-func eachOp(it ClaimItem, o claimcond.Options) clientv3.Op {
-	var conds []clientv3.Cmp
+// commitEach commits ops, one transaction per item, under term if there is
+// one.
+func commitEach(ctx context.Context, client *clientv3.Client, term *claimcond.Term, ops []clientv3.Op) (*clientv3.TxnResponse, error) {
+	txn := client.Txn(ctx)
+	if term != nil {
+		txn = txn.If(term.Cmp()) // mutation:claimeach-term
+	}
+	return txn.Then(ops...).Commit()
+}
+
+// claimAt is the claim of it committed at rev.
+func claimAt(it ClaimItem, o claimcond.Options, rev int64) election.Claim {
+	c := election.Claim{Seq: it.Seq, Revision: rev}
+	if o.Marker != "" {
+		c.Fence = election.Fence{Key: o.Marker, Revision: rev}
+	}
+	return c
+}
+
+// writes are an item's claim, given its conditions other than its key's:
+// the compares of its absences, counter and marker, and the puts of its key,
+// counter and marker.
+func writes(it ClaimItem, o claimcond.Options) (conds []clientv3.Cmp, then []clientv3.Op) {
 	for _, a := range o.Absent {
 		c := clientv3.Compare(clientv3.CreateRevision(a.Key), "=", 0)
 		if a.Prefix {
@@ -100,7 +142,7 @@ func eachOp(it ClaimItem, o claimcond.Options) clientv3.Op {
 		conds = append(conds, c)
 	}
 	val := claimcond.Value(it.Seq, o.Holder)
-	then := []clientv3.Op{clientv3.OpPut(it.Key, val)}
+	then = []clientv3.Op{clientv3.OpPut(it.Key, val)}
 	if o.Counter != nil {
 		conds = append(conds, o.Counter.Cmp())
 		then = append(then, o.Counter.Op())
@@ -109,6 +151,26 @@ func eachOp(it ClaimItem, o claimcond.Options) clientv3.Op {
 		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(o.Marker), "=", 0))
 		then = append(then, clientv3.OpPut(o.Marker, val, clientv3.WithLease(o.Lease)))
 	}
+	return conds, then
+}
+
+// earlier compares that the item's key holds a claim of an earlier sequence.
+func earlier(it ClaimItem) clientv3.Cmp {
+	return clientv3.Compare(clientv3.Value(it.Key), "<", claimcond.Bound(it.Seq))
+}
+
+// heldOp is one item's claim if its key holds an earlier claim: a
+// transaction that commits it then, and does nothing else.
+func heldOp(it ClaimItem, o claimcond.Options) clientv3.Op {
+	conds, then := writes(it, o)
+	return clientv3.OpTxn(append([]clientv3.Cmp{earlier(it)}, conds...), then, nil)
+}
+
+// eachOp is one item's claim: a transaction that tells whether the key
+// exists, in which a transaction claims it by its value, or by its absence
+// (when it may be claimed never claimed before), and reads back what failed.
+func eachOp(it ClaimItem, o claimcond.Options) clientv3.Op {
+	conds, then := writes(it, o)
 	reads := []clientv3.Op{clientv3.OpGet(it.Key)}
 	for _, a := range o.Absent {
 		opts := []clientv3.OpOption{clientv3.WithCountOnly()}
@@ -123,7 +185,7 @@ func eachOp(it ClaimItem, o claimcond.Options) clientv3.Op {
 	if o.Counter != nil {
 		reads = append(reads, clientv3.OpGet(o.Counter.Key, clientv3.WithKeysOnly()))
 	}
-	exists := append([]clientv3.Cmp{clientv3.Compare(clientv3.Value(it.Key), "<", claimcond.Bound(it.Seq))}, conds...)
+	exists := append([]clientv3.Cmp{earlier(it)}, conds...)
 	absent := append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.Key), "=", 0)}, conds...)
 	if o.NeverClaimed != nil {
 		if o.Known != nil {

@@ -1,0 +1,114 @@
+package claims
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/etcdtest"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+)
+
+// TestClaimEachOfJobsThatRanIsOneTransaction: a crowded tick of jobs that
+// ran before is claimed in one transaction of MaxEach items; a batch that
+// holds a job's first claim and a paused job takes a second, for those
+// two only, and each item's outcome is what ClaimSeq would say.
+func TestClaimEachOfJobsThatRanIsOneTransaction(t *testing.T) {
+	t.Parallel()
+	sp := etcdtest.Shared(t)
+	var txns atomic.Int64
+	cfg := sp.ClientConfig()
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(
+		func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if _, ok := req.(*etcdserverpb.TxnRequest); ok {
+				txns.Add(1)
+			}
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}))
+	raw, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	cli := sp.Within(raw)
+	ctx := deadlineCtx(t, 20*time.Second)
+	sess, err := election.NewSession(ctx, cli, election.WithTTL(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(ctx)
+	termResp, err := cli.Put(ctx, "/cost/leader", "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := election.Fence{Key: "/cost/leader", Revision: termResp.Header.Revision}
+	key := func(i int) string { return fmt.Sprintf("/cost/%03d/last", i) }
+	for i := range MaxEach {
+		if _, err := election.ClaimSeq(ctx, cli, key(i), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tick := func(seq int64) []ClaimItem {
+		items := make([]ClaimItem, MaxEach)
+		for i := range items {
+			items[i] = ClaimItem{Key: key(i), Seq: seq, Opts: []election.ClaimOption{
+				election.UnderTerm(term), election.ClaimedBy("me"),
+				WithMarker(fmt.Sprintf("/cost/%03d/running/%d", i, seq), sess.Lease()),
+				UnlessExists(fmt.Sprintf("/cost/%03d/paused", i), errPausedForTest)}}
+		}
+		return items
+	}
+	claimed := func(what string, items []ClaimItem, want func(i int) error) (n int64) {
+		t.Helper()
+		before := txns.Load()
+		cs, errs, err := ClaimEach(ctx, cli, items)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for i := range items {
+			w := want(i)
+			switch {
+			case w == nil && (errs[i] != nil || cs[i].Revision == 0 || cs[i].Fence.Revision != cs[i].Revision):
+				t.Errorf("%s: %s: %+v, %v; want a claim and its marker's fence", what, items[i].Key, cs[i], errs[i])
+			case w != nil && !errors.Is(errs[i], w):
+				t.Errorf("%s: %s: %v, want %v", what, items[i].Key, errs[i], w)
+			}
+		}
+		return txns.Load() - before
+	}
+	if n := claimed("a tick of jobs that ran", tick(2), func(int) error { return nil }); n != 1 {
+		t.Errorf("a tick of %d jobs that ran took %d transactions, want 1", MaxEach, n)
+	}
+	// Job 0 paused, job 1 never claimed: a second transaction, which
+	// claims job 1 by its key's absence and tells why job 0 failed.
+	if _, err := cli.Put(ctx, "/cost/000/paused", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Delete(ctx, key(1)); err != nil {
+		t.Fatal(err)
+	}
+	n := claimed("a tick with a paused and a new job", tick(3), func(i int) error {
+		if i == 0 {
+			return errPausedForTest
+		}
+		return nil
+	})
+	if n != 2 {
+		t.Errorf("a tick with a paused and a new job took %d transactions, want 2", n)
+	}
+	for i := range MaxEach {
+		want := int64(3)
+		if i == 0 {
+			want = 2
+		}
+		if seq, _ := lastClaim(t, cli, key(i)); seq != want {
+			t.Errorf("%s holds %d, want %d", key(i), seq, want)
+		}
+	}
+}
