@@ -37,6 +37,7 @@ type Session struct {
 	client *clientv3.Client
 	opts   *options
 	lease  clientv3.LeaseID
+	ka     *keepAlives // the client's keepalive stream (keepalive.go)
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -78,6 +79,7 @@ func newSession(ctx context.Context, client *clientv3.Client, o *options) (*Sess
 		client:   client,
 		opts:     o,
 		lease:    resp.ID,
+		ka:       keepAlivesOf(client),
 		ctx:      sctx,
 		cancel:   cancel,
 		done:     make(chan struct{}),
@@ -148,6 +150,7 @@ type keepAliveResult struct {
 // is in flight at a time, so each acknowledgement is matched to its send time.
 func (s *Session) keepAlive() {
 	defer close(s.done)
+	defer s.ka.release()
 	o := s.opts
 	interval := o.ttl / 3
 	retry := max(o.ttl/20, 100*time.Millisecond)
@@ -180,11 +183,11 @@ func (s *Session) keepAlive() {
 			go func() {
 				sent := o.clock.Now()
 				ctx, cancel := context.WithTimeout(reqCtx, o.ttl)
-				resp, err := s.client.KeepAliveOnce(ctx, s.lease)
+				ttl, err := s.ka.once(ctx, s.lease)
 				cancel()
 				r := keepAliveResult{sent: sent, err: err}
 				if err == nil {
-					r.ttl = time.Duration(resp.TTL) * time.Second
+					r.ttl = time.Duration(ttl) * time.Second
 				}
 				results <- r
 			}()

@@ -28,6 +28,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestClaimEachTellsEachOutcome$"}},
 	},
 	{
+		Name:   "keepalive-stream-per-keepalive",
+		Breaks: "cost: with auth on, every session's keepalive opens a stream, and etcd checks the password at each",
+		Edits:  []edit{{Marker: "keepalive-stream-shared", Old: "return r.ttl, r.err", New: "k.mu.Lock(); k.dropLocked(s); k.mu.Unlock(); return r.ttl, r.err"}},
+		Tests:  []tests{{Pkg: "election", Run: "^TestSessionsShareOneKeepAliveStream$"}},
+	},
+	{
 		Name:   "claimeach-held-unused",
 		Breaks: "cost: a crowded tick of jobs that ran takes a second transaction of claims, each with both cases and its reads",
 		Edits:  []edit{{Marker: "claimeach-held", Old: "case resp.Responses[i].GetResponseTxn().Succeeded:", New: "case false && resp.Responses[i].GetResponseTxn().Succeeded:"}},
