@@ -27,9 +27,10 @@ type keepAlives struct {
 	client *clientv3.Client
 	users  int // sessions using it; guarded by shared.mu
 
-	// opening is held while a stream opens, so that sessions keeping
-	// alive at once open one between them.
-	opening sync.Mutex
+	// opening holds a token while a stream opens, so that sessions
+	// keeping alive at once open one between them; a keepalive given up
+	// stops waiting for it.
+	opening chan struct{}
 
 	mu        sync.Mutex
 	cur       *kaStream      // nil until opened, and after it failed
@@ -65,7 +66,7 @@ func keepAlivesOf(client *clientv3.Client) *keepAlives {
 	}
 	k := shared.m[client]
 	if k == nil {
-		k = &keepAlives{client: client}
+		k = &keepAlives{client: client, opening: make(chan struct{}, 1)}
 		shared.m[client] = k
 	}
 	k.users++
@@ -140,8 +141,12 @@ func (k *keepAlives) once(ctx context.Context, lease clientv3.LeaseID) (int64, e
 // is bounded by ctx; the stream lasts until it fails, or the last session
 // ends.
 func (k *keepAlives) open(ctx context.Context) (*kaStream, error) {
-	k.opening.Lock()
-	defer k.opening.Unlock()
+	select {
+	case k.opening <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-k.opening }()
 	k.mu.Lock()
 	if s := k.cur; s != nil {
 		k.mu.Unlock()
