@@ -95,11 +95,8 @@ const (
 	// to the next tick's claims.
 	maxFinishes = 8
 	// maxRecordYield bounds how long a recorder waits, each pass, for a
-	// crowded tick's claims to go out before it writes (record.go): the
-	// crowd ends as its claims are answered or given up, each within its
-	// misfire deadline; the bound is a floor under that, about what fifty
-	// thousand claims take on two cores.
-	maxRecordYield = 10 * time.Second
+	// crowded tick's claims to go out before it writes (record.go).
+	maxRecordYield = time.Second
 	// maxPublishes bounds a new term's spec transactions in flight: a few
 	// keep etcd's pipeline full, as claims do.
 	maxPublishes = 4

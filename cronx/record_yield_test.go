@@ -20,11 +20,8 @@ import (
 // than the claims etcd takes at once, the runs that start first end while
 // the others' claims wait; their records wait for those claims, rather
 // than share etcd with them.
-//
-// Not parallel: its crowd would load the shared member under the other
-// tests' short TTLs, and their load would stretch the crowd past the
-// recorders' bound.
 func TestRunsOfACrowdedTickAreRecordedAfterItsClaims(t *testing.T) {
+	t.Parallel()
 	sp := etcdtest.Shared(t)
 	var started, startedBeforeRecords, recorded atomic.Int64
 	startedBeforeRecords.Store(-1)
