@@ -1,10 +1,6 @@
 package cronx
 
-import (
-	"sync"
-
-	"github.com/batonhq/baton/internal/claims"
-)
+import "sync"
 
 // claimGate bounds the goroutines of a leader's runs that wait for their
 // batched claim. A crowded tick, or a new term's catch-up, fires a run per
@@ -22,34 +18,10 @@ import (
 // first answer, so what it may wait for next (etcd back, its turn in its
 // job's buffer, the run it replaces) holds no place: every run's first try
 // goes out within a round trip per maxClaimWaiters runs ahead of it.
-//
-// While a batch's worth of gated runs or more wait, the gate is crowded:
-// the runs that end meanwhile wait to be recorded (record.go), for a while
-// at most, so that etcd commits the tick's claims first.
 type claimGate struct {
 	mu      sync.Mutex
-	waiting int           // gated runs whose claim has not been answered
-	queue   []func()      // gated runs with no goroutine yet, oldest first
-	lull    chan struct{} // closed as the crowd ends; nil while there is none
-}
-
-// crowd returns a channel closed once fewer than a batch of claims wait,
-// or nil if they do already.
-func (g *claimGate) crowd() <-chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.lull
-}
-
-// crowded notes the runs waiting now; the caller holds g.mu.
-func (g *claimGate) crowded() {
-	switch n := g.waiting + len(g.queue); {
-	case n >= claims.MaxEach && g.lull == nil: // mutation:records-yield
-		g.lull = make(chan struct{})
-	case n < claims.MaxEach && g.lull != nil:
-		close(g.lull)
-		g.lull = nil
-	}
+	waiting int      // gated runs whose claim has not been answered
+	queue   []func() // gated runs with no goroutine yet, oldest first
 }
 
 // do calls life in a goroutine of its own, at once if the run is not gated
@@ -65,12 +37,10 @@ func (g *claimGate) do(gated bool, life func(answered func())) {
 	g.mu.Lock()
 	if g.waiting >= maxClaimWaiters { // mutation:claim-gate
 		g.queue = append(g.queue, func() { life(g.answered()) })
-		g.crowded()
 		g.mu.Unlock()
 		return
 	}
 	g.waiting++
-	g.crowded()
 	g.mu.Unlock()
 	go life(g.answered())
 }
@@ -83,7 +53,6 @@ func (g *claimGate) answered() func() {
 		once.Do(func() {
 			g.mu.Lock()
 			defer g.mu.Unlock()
-			defer g.crowded()
 			if len(g.queue) == 0 {
 				g.waiting--
 				return

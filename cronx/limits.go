@@ -94,9 +94,6 @@ const (
 	// maxFinishes bounds the runs being recorded at once: bookkeeping yields
 	// to the next tick's claims.
 	maxFinishes = 8
-	// maxRecordYield bounds how long a recorder waits, each pass, for a
-	// crowded tick's claims to go out before it writes (record.go).
-	maxRecordYield = time.Second
 	// maxPublishes bounds a new term's spec transactions in flight: a few
 	// keep etcd's pipeline full, as claims do.
 	maxPublishes = 4

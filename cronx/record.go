@@ -125,7 +125,6 @@ func (rc *recorder) record() {
 		q.items = q.items[n-len(later):]
 		copy(q.items, later)
 		q.mu.Unlock()
-		rc.yield()
 		rc.recordAll(batch)
 		rc.released(batch)
 		q.mu.Lock()
@@ -137,23 +136,6 @@ func (rc *recorder) record() {
 			rc.co.work.done()
 			rc.rs.recorded()
 		}
-	}
-}
-
-// yield waits while a crowded tick's claims go out (gate.go), up to
-// maxRecordYield: records of the runs started first would otherwise share
-// etcd with the claims of those still waiting to start.
-func (rc *recorder) yield() {
-	crowd := rc.co.claims.gate.crowd()
-	if crowd == nil {
-		return
-	}
-	// Real time: etcd's, whatever the Cron's clock.
-	t := time.NewTimer(maxRecordYield)
-	defer t.Stop()
-	select {
-	case <-crowd:
-	case <-t.C:
 	}
 }
 

@@ -28,12 +28,6 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestClaimEachTellsEachOutcome$"}},
 	},
 	{
-		Name:   "records-share-the-crowd",
-		Breaks: "cost: the records of a crowded tick's first runs share etcd with the claims of the runs still waiting to start",
-		Edits:  []edit{{Marker: "records-yield", Old: "n >= claims.MaxEach && g.lull == nil", New: "false && g.lull == nil"}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunsOfACrowdedTickAreRecordedAfterItsClaims$"}},
-	},
-	{
 		Name:   "keepalive-stream-per-keepalive",
 		Breaks: "cost: with auth on, every session's keepalive opens a stream, and etcd checks the password at each",
 		Edits:  []edit{{Marker: "keepalive-stream-shared", Old: "return r.ttl, r.err", New: "k.mu.Lock(); k.dropLocked(s); k.mu.Unlock(); return r.ttl, r.err"}},
