@@ -18,7 +18,7 @@ import (
 //
 // Cost: a crowded tick, or a term's catch-up, of N jobs is N/100 claim
 // transactions (a few in flight at once, maxFlushers), and one more for
-// each batch that holds a job's first claim, a paused or a busy job.
+// each batch that holds a paused or a busy job or a tick claimed already.
 
 type claimReq struct {
 	run    *run

@@ -32,11 +32,11 @@ const MaxEach = 100
 // first item's UnderTerm: when the term has ended nothing commits and
 // every item fails with ErrNotLeader.
 //
-// Cost: one transaction when every item's key holds an earlier claim and
-// its conditions hold, as on a crowded tick of jobs that ran before; a
-// second for the items that did not commit in it (a job's first claim, a
-// paused or busy job), which claims them by their key's absence or reads
-// why they fail. Each is a small transaction per item inside one.
+// Cost: one transaction when every item's conditions hold, as on a
+// crowded tick, whether each job ran before or this is its first claim; a
+// second for the items that did not commit in it (a paused or busy job, a
+// tick claimed already), which reads why they fail. Each is a small
+// transaction per item inside one.
 //
 // The error returned is etcd's on the first transaction (nothing is known
 // to have committed) or a bad item; the items' outcomes are in errs. An
@@ -51,7 +51,7 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 	}
 	var term *claimcond.Term
 	opts := make([]claimcond.Options, len(items))
-	held := make([]clientv3.Op, len(items))
+	first := make([]clientv3.Op, len(items))
 	for i, it := range items {
 		if it.Key == "" || it.Seq < 0 {
 			return nil, nil, fmt.Errorf("election: claim %q seq %d: want a key and a sequence of 0 or more", it.Key, it.Seq)
@@ -63,9 +63,9 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 			return nil, nil, fmt.Errorf("election: claim %q: items of one ClaimEach share one term", it.Key)
 		}
 		opts[i] = o
-		held[i] = heldOp(it, o)
+		first[i] = firstOp(it, o)
 	}
-	resp, err := commitEach(ctx, client, term, held)
+	resp, err := commitEach(ctx, client, term, first)
 	if err != nil {
 		return nil, nil, fmt.Errorf("election: claim %d items: %w", len(items), err)
 	}
@@ -76,7 +76,7 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 		switch {
 		case !resp.Succeeded:
 			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrNotLeader)
-		case resp.Responses[i].GetResponseTxn().Succeeded: // mutation:claimeach-held
+		case committed(resp.Responses[i]): // mutation:claimeach-first
 			claims[i] = claimAt(it, opts[i], resp.Header.Revision)
 		default:
 			rest = append(rest, i)
@@ -159,18 +159,45 @@ func earlier(it ClaimItem) clientv3.Cmp {
 	return clientv3.Compare(clientv3.Value(it.Key), "<", claimcond.Bound(it.Seq))
 }
 
-// heldOp is one item's claim if its key holds an earlier claim: a
-// transaction that commits it then, and does nothing else.
-func heldOp(it ClaimItem, o claimcond.Options) clientv3.Op {
+// firstOp is one item's claim with no reads: a transaction that tells
+// whether the key exists, in which a transaction claims it by its value or
+// by its absence, and does nothing else.
+func firstOp(it ClaimItem, o claimcond.Options) clientv3.Op {
+	exists, absent, then := cases(it, o)
+	return clientv3.OpTxn(
+		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.Key), ">", 0)},
+		[]clientv3.Op{clientv3.OpTxn(exists, then, nil)},
+		[]clientv3.Op{clientv3.OpTxn(absent, then, nil)}) // mutation:claimeach-first-absent
+}
+
+// committed tells whether firstOp's transaction claimed its item.
+func committed(r *etcdserverpb.ResponseOp) bool {
+	return r.GetResponseTxn().GetResponses()[0].GetResponseTxn().GetSucceeded()
+}
+
+// cases are the compares of an item's claim when its key holds an earlier
+// claim and when its key is absent, and the claim's puts.
+func cases(it ClaimItem, o claimcond.Options) (exists, absent []clientv3.Cmp, then []clientv3.Op) {
 	conds, then := writes(it, o)
-	return clientv3.OpTxn(append([]clientv3.Cmp{earlier(it)}, conds...), then, nil)
+	exists = append([]clientv3.Cmp{earlier(it)}, conds...)
+	absent = append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.Key), "=", 0)}, conds...)
+	if o.NeverClaimed != nil {
+		if o.Known != nil {
+			absent = append(absent, o.Known.Cmps(it.Seq)...)
+		} else {
+			// Never claimed: nothing may commit. A compare that cannot
+			// hold keeps the reads that say so.
+			absent = append(absent, clientv3.Compare(clientv3.CreateRevision(it.Key), "!=", 0))
+		}
+	}
+	return exists, absent, then
 }
 
 // eachOp is one item's claim: a transaction that tells whether the key
 // exists, in which a transaction claims it by its value, or by its absence
 // (when it may be claimed never claimed before), and reads back what failed.
 func eachOp(it ClaimItem, o claimcond.Options) clientv3.Op {
-	conds, then := writes(it, o)
+	exists, absent, then := cases(it, o)
 	reads := []clientv3.Op{clientv3.OpGet(it.Key)}
 	for _, a := range o.Absent {
 		opts := []clientv3.OpOption{clientv3.WithCountOnly()}
@@ -184,17 +211,6 @@ func eachOp(it ClaimItem, o claimcond.Options) clientv3.Op {
 	}
 	if o.Counter != nil {
 		reads = append(reads, clientv3.OpGet(o.Counter.Key, clientv3.WithKeysOnly()))
-	}
-	exists := append([]clientv3.Cmp{earlier(it)}, conds...)
-	absent := append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.Key), "=", 0)}, conds...)
-	if o.NeverClaimed != nil {
-		if o.Known != nil {
-			absent = append(absent, o.Known.Cmps(it.Seq)...)
-		} else {
-			// Never claimed: nothing may commit. A compare that cannot
-			// hold keeps the reads that say so.
-			absent = append(absent, clientv3.Compare(clientv3.CreateRevision(it.Key), "!=", 0))
-		}
 	}
 	return clientv3.OpTxn(
 		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.Key), ">", 0)},

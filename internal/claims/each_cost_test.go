@@ -15,11 +15,11 @@ import (
 	"google.golang.org/grpc"
 )
 
-// TestClaimEachOfJobsThatRanIsOneTransaction: a crowded tick of jobs that
-// ran before is claimed in one transaction of MaxEach items; a batch that
-// holds a job's first claim and a paused job takes a second, for those
-// two only, and each item's outcome is what ClaimSeq would say.
-func TestClaimEachOfJobsThatRanIsOneTransaction(t *testing.T) {
+// TestACrowdedTickIsOneTransactionOfClaims: a crowded tick is claimed in
+// one transaction of MaxEach items, of jobs that never ran as of jobs that
+// ran before, and of a mix of both; a batch that holds a paused job takes
+// a second, and each item's outcome is what ClaimSeq would say.
+func TestACrowdedTickIsOneTransactionOfClaims(t *testing.T) {
 	t.Parallel()
 	sp := etcdtest.Shared(t)
 	var txns atomic.Int64
@@ -49,11 +49,6 @@ func TestClaimEachOfJobsThatRanIsOneTransaction(t *testing.T) {
 	}
 	term := election.Fence{Key: "/cost/leader", Revision: termResp.Header.Revision}
 	key := func(i int) string { return fmt.Sprintf("/cost/%03d/last", i) }
-	for i := range MaxEach {
-		if _, err := election.ClaimSeq(ctx, cli, key(i), 1); err != nil {
-			t.Fatal(err)
-		}
-	}
 	tick := func(seq int64) []ClaimItem {
 		items := make([]ClaimItem, MaxEach)
 		for i := range items {
@@ -82,25 +77,28 @@ func TestClaimEachOfJobsThatRanIsOneTransaction(t *testing.T) {
 		}
 		return txns.Load() - before
 	}
-	if n := claimed("a tick of jobs that ran", tick(2), func(int) error { return nil }); n != 1 {
-		t.Errorf("a tick of %d jobs that ran took %d transactions, want 1", MaxEach, n)
+	if n := claimed("the first tick of jobs that never ran", tick(1), func(int) error { return nil }); n != 1 {
+		t.Errorf("the first tick of %d jobs took %d transactions, want 1", MaxEach, n)
 	}
-	// Job 0 paused, job 1 never claimed: a second transaction, which
-	// claims job 1 by its key's absence and tells why job 0 failed.
-	if _, err := cli.Put(ctx, "/cost/000/paused", "x"); err != nil {
-		t.Fatal(err)
-	}
+	// Job 1 never claimed, the others claimed before: one transaction.
 	if _, err := cli.Delete(ctx, key(1)); err != nil {
 		t.Fatal(err)
 	}
-	n := claimed("a tick with a paused and a new job", tick(3), func(i int) error {
+	if n := claimed("a tick of jobs that ran and one new job", tick(2), func(int) error { return nil }); n != 1 {
+		t.Errorf("a tick of %d jobs, one new, took %d transactions, want 1", MaxEach, n)
+	}
+	// Job 0 paused: a second transaction, which tells why job 0 failed.
+	if _, err := cli.Put(ctx, "/cost/000/paused", "x"); err != nil {
+		t.Fatal(err)
+	}
+	n := claimed("a tick with a paused job", tick(3), func(i int) error {
 		if i == 0 {
 			return errPausedForTest
 		}
 		return nil
 	})
 	if n != 2 {
-		t.Errorf("a tick with a paused and a new job took %d transactions, want 2", n)
+		t.Errorf("a tick with a paused job took %d transactions, want 2", n)
 	}
 	for i := range MaxEach {
 		want := int64(3)

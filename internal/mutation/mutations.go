@@ -34,10 +34,16 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "election", Run: "^TestSessionsShareOneKeepAliveStream$"}},
 	},
 	{
-		Name:   "claimeach-held-unused",
-		Breaks: "cost: a crowded tick of jobs that ran takes a second transaction of claims, each with both cases and its reads",
-		Edits:  []edit{{Marker: "claimeach-held", Old: "case resp.Responses[i].GetResponseTxn().Succeeded:", New: "case false && resp.Responses[i].GetResponseTxn().Succeeded:"}},
-		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestClaimEachOfJobsThatRanIsOneTransaction$"}},
+		Name:   "claimeach-first-unused",
+		Breaks: "cost: every crowded tick takes a second transaction of claims, each with both cases and its reads",
+		Edits:  []edit{{Marker: "claimeach-first", Old: "case committed(resp.Responses[i]):", New: "case false && committed(resp.Responses[i]):"}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestACrowdedTickIsOneTransactionOfClaims$"}},
+	},
+	{
+		Name:   "claimeach-first-held-only",
+		Breaks: "cost: a crowded tick of jobs that never ran takes a second transaction of claims",
+		Edits:  []edit{{Marker: "claimeach-first-absent", Old: "[]clientv3.Op{clientv3.OpTxn(absent, then, nil)})", New: `[]clientv3.Op{clientv3.OpTxn(append(absent, clientv3.Compare(clientv3.CreateRevision(it.Key), "!=", 0)), then, nil)})`}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestACrowdedTickIsOneTransactionOfClaims$"}},
 	},
 	{
 		Name:   "forbid-leader-mode",
