@@ -63,7 +63,7 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 			return nil, nil, fmt.Errorf("election: claim %q: items of one ClaimEach share one term", it.Key)
 		}
 		opts[i] = o
-		first[i] = firstOp(it, o)
+		first[i] = claimOp(it, o, false)
 	}
 	resp, err := commitEach(ctx, client, term, first)
 	if err != nil {
@@ -76,7 +76,7 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 		switch {
 		case !resp.Succeeded:
 			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrNotLeader)
-		case committed(resp.Responses[i]): // mutation:claimeach-first
+		case outcome(resp.Responses[i]) == nil: // mutation:claimeach-first
 			claims[i] = claimAt(it, opts[i], resp.Header.Revision)
 		default:
 			rest = append(rest, i)
@@ -87,7 +87,7 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 	}
 	ops := make([]clientv3.Op, len(rest))
 	for j, i := range rest {
-		ops[j] = eachOp(items[i], opts[i])
+		ops[j] = claimOp(items[i], opts[i], true)
 	}
 	resp, err = commitEach(ctx, client, term, ops)
 	for j, i := range rest {
@@ -100,13 +100,12 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrNotLeader)
 			continue
 		}
-		outer := resp.Responses[j].GetResponseTxn()
-		inner := outer.Responses[0].GetResponseTxn()
-		if inner.Succeeded {
+		reads := outcome(resp.Responses[j])
+		if reads == nil {
 			claims[i] = claimAt(it, opts[i], resp.Header.Revision)
 			continue
 		}
-		errs[i] = whyNot(it, opts[i], !outer.Succeeded, inner.Responses)
+		errs[i] = whyNot(it, opts[i], reads)
 	}
 	return claims, errs, nil
 }
@@ -159,45 +158,68 @@ func earlier(it ClaimItem) clientv3.Cmp {
 	return clientv3.Compare(clientv3.Value(it.Key), "<", claimcond.Bound(it.Seq))
 }
 
-// firstOp is one item's claim with no reads: a transaction that tells
-// whether the key exists, in which a transaction claims it by its value or
-// by its absence, and does nothing else.
-func firstOp(it ClaimItem, o claimcond.Options) clientv3.Op {
-	exists, absent, then := cases(it, o)
-	return clientv3.OpTxn(
-		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.Key), ">", 0)},
-		[]clientv3.Op{clientv3.OpTxn(exists, then, nil)},
-		[]clientv3.Op{clientv3.OpTxn(absent, then, nil)}) // mutation:claimeach-first-absent
-}
-
-// committed tells whether firstOp's transaction claimed its item.
-func committed(r *etcdserverpb.ResponseOp) bool {
-	return r.GetResponseTxn().GetResponses()[0].GetResponseTxn().GetSucceeded()
-}
-
-// cases are the compares of an item's claim when its key holds an earlier
-// claim and when its key is absent, and the claim's puts.
-func cases(it ClaimItem, o claimcond.Options) (exists, absent []clientv3.Cmp, then []clientv3.Op) {
+// claimOp is one item's claim: a transaction on the item's conditions
+// other than its key's, in which a transaction claims it by its key's
+// value, or else one by its absence; with reads, each way of failing reads
+// back what failed. Each compare is written once: etcd's client copies a
+// compare at every step that builds a request, so compares are most of
+// what a crowded tick's claims cost the replica.
+func claimOp(it ClaimItem, o claimcond.Options, withReads bool) clientv3.Op {
 	conds, then := writes(it, o)
-	exists = append([]clientv3.Cmp{earlier(it)}, conds...)
-	absent = append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.Key), "=", 0)}, conds...)
-	if o.NeverClaimed != nil {
-		if o.Known != nil {
-			absent = append(absent, o.Known.Cmps(it.Seq)...)
-		} else {
-			// Never claimed: nothing may commit. A compare that cannot
-			// hold keeps the reads that say so.
-			absent = append(absent, clientv3.Compare(clientv3.CreateRevision(it.Key), "!=", 0))
-		}
+	var reads []clientv3.Op
+	if withReads {
+		reads = readsOf(it, o)
 	}
-	return exists, absent, then
+	absent := append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.Key), "=", 0)}, unclaimed(it, o)...)
+	return clientv3.OpTxn(conds, []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{earlier(it)}, then,
+		[]clientv3.Op{clientv3.OpTxn(absent, then, reads)})}, reads) // mutation:claimeach-first-absent
 }
 
-// eachOp is one item's claim: a transaction that tells whether the key
-// exists, in which a transaction claims it by its value, or by its absence
-// (when it may be claimed never claimed before), and reads back what failed.
-func eachOp(it ClaimItem, o claimcond.Options) clientv3.Op {
-	exists, absent, then := cases(it, o)
+// outcome is nil when claimOp's transaction claimed its item, and else the
+// reads of the way it failed (none without reads).
+func outcome(r *etcdserverpb.ResponseOp) []*etcdserverpb.ResponseOp {
+	outer := r.GetResponseTxn()
+	if !outer.GetSucceeded() {
+		return nonNil(outer.GetResponses())
+	}
+	held := outer.GetResponses()[0].GetResponseTxn()
+	if held.GetSucceeded() {
+		return nil
+	}
+	absent := held.GetResponses()[0].GetResponseTxn()
+	if absent.GetSucceeded() {
+		return nil
+	}
+	return nonNil(absent.GetResponses())
+}
+
+// nonNil is rs, or an empty slice for none: an item that failed.
+func nonNil(rs []*etcdserverpb.ResponseOp) []*etcdserverpb.ResponseOp {
+	if rs == nil {
+		return []*etcdserverpb.ResponseOp{}
+	}
+	return rs
+}
+
+// unclaimed are the compares an item's claim by its key's absence adds to
+// the others: none, unless the item may be claimed only if claimed before
+// or known from before its sequence.
+func unclaimed(it ClaimItem, o claimcond.Options) []clientv3.Cmp {
+	switch {
+	case o.NeverClaimed == nil:
+		return nil
+	case o.Known != nil:
+		return o.Known.Cmps(it.Seq)
+	default:
+		// Never claimed: nothing may commit. A compare that cannot hold
+		// keeps the reads that say so.
+		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.Key), "!=", 0)}
+	}
+}
+
+// readsOf reads what an item's claim compares: its key, each absence, its
+// marker and its counter, in the order whyNot reads them.
+func readsOf(it ClaimItem, o claimcond.Options) []clientv3.Op {
 	reads := []clientv3.Op{clientv3.OpGet(it.Key)}
 	for _, a := range o.Absent {
 		opts := []clientv3.OpOption{clientv3.WithCountOnly()}
@@ -212,16 +234,14 @@ func eachOp(it ClaimItem, o claimcond.Options) clientv3.Op {
 	if o.Counter != nil {
 		reads = append(reads, clientv3.OpGet(o.Counter.Key, clientv3.WithKeysOnly()))
 	}
-	return clientv3.OpTxn(
-		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(it.Key), ">", 0)},
-		[]clientv3.Op{clientv3.OpTxn(exists, then, reads)},
-		[]clientv3.Op{clientv3.OpTxn(absent, then, reads)})
+	return reads
 }
 
 // whyNot is the error of an item that did not commit, from its reads: the
-// key, each absence and the marker, as eachOp reads them.
-func whyNot(it ClaimItem, o claimcond.Options, absent bool, rs []*etcdserverpb.ResponseOp) error {
+// key, each absence and the marker, as readsOf reads them.
+func whyNot(it ClaimItem, o claimcond.Options, rs []*etcdserverpb.ResponseOp) error {
 	last := rs[0].GetResponseRange().Kvs
+	absent := len(last) == 0
 	if len(last) > 0 {
 		done, holder, err := claimcond.Parse(string(last[0].Value))
 		if err != nil {

@@ -36,13 +36,13 @@ var mutations = []mutation{
 	{
 		Name:   "claimeach-first-unused",
 		Breaks: "cost: every crowded tick takes a second transaction of claims, each with both cases and its reads",
-		Edits:  []edit{{Marker: "claimeach-first", Old: "case committed(resp.Responses[i]):", New: "case false && committed(resp.Responses[i]):"}},
+		Edits:  []edit{{Marker: "claimeach-first", Old: "case outcome(resp.Responses[i]) == nil:", New: "case false && outcome(resp.Responses[i]) == nil:"}},
 		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestACrowdedTickIsOneTransactionOfClaims$"}},
 	},
 	{
 		Name:   "claimeach-first-held-only",
-		Breaks: "cost: a crowded tick of jobs that never ran takes a second transaction of claims",
-		Edits:  []edit{{Marker: "claimeach-first-absent", Old: "[]clientv3.Op{clientv3.OpTxn(absent, then, nil)})", New: `[]clientv3.Op{clientv3.OpTxn(append(absent, clientv3.Compare(clientv3.CreateRevision(it.Key), "!=", 0)), then, nil)})`}},
+		Breaks: "a job that never ran is not claimed by its key's absence, so its first tick is refused",
+		Edits:  []edit{{Marker: "claimeach-first-absent", Old: "[]clientv3.Op{clientv3.OpTxn(absent, then, reads)})}, reads)", New: `[]clientv3.Op{clientv3.OpTxn(append(absent, clientv3.Compare(clientv3.CreateRevision(it.Key), "!=", 0)), then, reads)})}, reads)`}},
 		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestACrowdedTickIsOneTransactionOfClaims$"}},
 	},
 	{
