@@ -48,10 +48,11 @@ const (
 type runs struct {
 	mu       sync.Mutex
 	live     map[*run]struct{}
-	liveHigh int  // the most runs in live since it was made, which its buckets keep room for
-	records  int  // runs ended and not yet recorded
-	stopping bool // Stop came: no run starts that had not
-	removing int  // live runs Remove gave up, which a reload fires again (awaitRemoved)
+	ofEntry  map[EntryID][]*run // the runs of live by their job's entry
+	liveHigh int                // the most runs in live since it was made, which its buckets keep room for
+	records  int                // runs ended and not yet recorded
+	stopping bool               // Stop came: no run starts that had not
+	removing int                // live runs Remove gave up, which a reload fires again (awaitRemoved)
 	// The calls of Shutdown from inside this Cron's jobs, whose runs it
 	// does not wait for: those whose context names the run, and those
 	// known only to come from inside a job.
@@ -67,7 +68,7 @@ type runs struct {
 }
 
 func newRuns() *runs {
-	return &runs{live: map[*run]struct{}{}, changed: make(chan struct{})}
+	return &runs{live: map[*run]struct{}{}, ofEntry: map[EntryID][]*run{}, changed: make(chan struct{})}
 }
 
 // fire takes r in. It reports false, and takes nothing, once Stop came.
@@ -78,6 +79,7 @@ func (rs *runs) fire(r *run) bool {
 		return false
 	}
 	rs.live[r] = struct{}{}
+	rs.ofEntry[r.job.entry] = append(rs.ofEntry[r.job.entry], r) // mutation:runs-of-entry
 	rs.liveHigh = max(rs.liveHigh, len(rs.live))
 	if r.term != nil && r.term.ctx.Err() != nil { // mutation:fired-after-its-term
 		r.cancel(context.Cause(r.term.ctx)) // its term ended before abandonTerm could see it
@@ -155,6 +157,7 @@ func (rs *runs) end(r *run) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	delete(rs.live, r)
+	rs.unindex(r)
 	if n := len(rs.live); rs.liveHigh > shrinkFloor && n < rs.liveHigh/4 {
 		// A map keeps the buckets of its largest size: a crowded tick's
 		// would stay for good.
@@ -162,13 +165,35 @@ func (rs *runs) end(r *run) {
 		for r := range rs.live {
 			live[r] = struct{}{}
 		}
-		rs.live, rs.liveHigh = live, n
+		ofEntry := make(map[EntryID][]*run, len(rs.ofEntry))
+		for id, of := range rs.ofEntry {
+			ofEntry[id] = of
+		}
+		rs.live, rs.ofEntry, rs.liveHigh = live, ofEntry, n
 	}
 	if r.removed {
 		rs.removing--
 	}
 	rs.notify()
 	rs.wakeIdlers()
+}
+
+// unindex drops r from ofEntry. rs.mu is held.
+func (rs *runs) unindex(r *run) {
+	of := rs.ofEntry[r.job.entry]
+	for i, q := range of {
+		if q == r {
+			of[i] = of[len(of)-1]
+			of[len(of)-1] = nil
+			of = of[:len(of)-1]
+			break
+		}
+	}
+	if len(of) == 0 {
+		delete(rs.ofEntry, r.job.entry)
+		return
+	}
+	rs.ofEntry[r.job.entry] = of
 }
 
 // recording counts a record queued; recorded, one written.
@@ -364,8 +389,8 @@ func (rs *runs) abandonTerm(ts *termState, cause error) {
 func (rs *runs) remove(id EntryID) (givenUp time.Time) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	for r := range rs.live {
-		if r.job.entry == id && r.stage != stageStarted {
+	for _, r := range rs.ofEntry[id] {
+		if r.stage != stageStarted {
 			r.cancel(errRemoved)
 			if !r.removed {
 				r.removed = true
@@ -494,11 +519,12 @@ func (rs *runs) twin(r *run) bool {
 
 // unstartedOfATermBefore reports whether a run of entry's tick, fired under
 // a term other than ts, has not started: a run its term's end gives up.
+// Asked of every job at a new term, so it reads the entry's runs only.
 func (rs *runs) unstartedOfATermBefore(entry EntryID, tick time.Time, ts *termState) bool {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	for r := range rs.live {
-		if r.job.entry == entry && r.tick.Equal(tick) && r.scheduled() && r.term != nil && r.term != ts && r.stage != stageStarted {
+	for _, r := range rs.ofEntry[entry] {
+		if r.tick.Equal(tick) && r.scheduled() && r.term != nil && r.term != ts && r.stage != stageStarted {
 			return true
 		}
 	}

@@ -437,6 +437,13 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestShutdownPastItsContextStillResigns$"}},
 	},
 	{
+		Name:   "runs-of-entry-unindexed",
+		Breaks: "a new term does not catch up a tick fired under the term before and not started, and Remove leaves a job's waiting run, since no run is found by its entry",
+		Edits:  []edit{{Marker: "runs-of-entry", Old: "rs.ofEntry[r.job.entry] = append(rs.ofEntry[r.job.entry], r)", New: ""}},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestATickFiredAsItsTermEndedIsCaughtUpByTheNextTerm$"},
+			{Pkg: "cronx", Run: "^TestRemoveEndsARunThatHasNotStarted$"}},
+	},
+	{
 		Name:   "remove-leaves-a-waiting-run",
 		Breaks: "Remove: a run that fired and waits for its jitter starts after Remove returned",
 		Edits:  []edit{{Marker: "remove-waiting", Old: "c.runs.remove(id)", New: "time.Time{}"}},
