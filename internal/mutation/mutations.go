@@ -437,6 +437,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestShutdownPastItsContextStillResigns$"}},
 	},
 	{
+		Name:   "start-allowance-none",
+		Breaks: "a deploy's SIGTERM that comes just after a tick's command started kills it before it can catch the signal",
+		Edits:  []edit{{Marker: "start-allowance", Old: "hold := min(startAllowance-time.Since(started), j.grace)", New: "hold := min(-time.Since(started), j.grace)"}},
+		Tests:  []tests{{Pkg: "convox/cmd/baton", Run: "^TestCrontabStopSparesACommandJustStarted$"}},
+	},
+	{
 		Name:   "runs-of-entry-unindexed",
 		Breaks: "a new term does not catch up a tick fired under the term before and not started, and Remove leaves a job's waiting run, since no run is found by its entry",
 		Edits:  []edit{{Marker: "runs-of-entry", Old: "rs.ofEntry[r.job.entry] = append(rs.ofEntry[r.job.entry], r)", New: ""}},

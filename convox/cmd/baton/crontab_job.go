@@ -96,7 +96,7 @@ func (j crontabJob) runEnv(info cronx.Info) []string {
 // run for startAllowance (a command that ends sooner gets none), and SIGKILL
 // --grace after the stop, as without the allowance.
 func (j crontabJob) stopGracefully(p *proc, started time.Time) {
-	hold := min(startAllowance-time.Since(started), j.grace)
+	hold := min(startAllowance-time.Since(started), j.grace) // mutation:start-allowance
 	if hold > 0 {
 		t := time.NewTimer(hold)
 		defer t.Stop()
