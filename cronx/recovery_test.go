@@ -248,7 +248,10 @@ func TestRecoveryLeavesARunShutdownEnded(t *testing.T) {
 // latest tick of a job that recovers, claimed by a lost term with no record
 // and no marker left, though its misfire grace has passed (an hourly job's,
 // ten minutes on); but not a tick whose next one has come since: its run
-// ended long ago (a record etcd did not take), not mid-run now.
+// ended long ago (a record etcd did not take), not mid-run now. A job
+// with no catch-up shows it whatever the order of the term's claims: a
+// minutely job's catch-up claim, made first, would leave nothing to run
+// again.
 func TestRecoveryLeavesATickOlderThanTheLatest(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Shared(t)
@@ -256,7 +259,7 @@ func TestRecoveryLeavesATickOlderThanTheLatest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	keys := newLayout(election.DefaultPrefix, "recover-old")
-	for job, tick := range map[string]time.Time{"minutely": t0.Add(-3 * time.Minute), "hourly": t0} {
+	for job, tick := range map[string]time.Time{"minutely": t0.Add(-3 * time.Minute), "uncaught": t0.Add(-3 * time.Minute), "hourly": t0} {
 		if _, err := election.ClaimSeq(ctx, cli, keys.last(job), tick.UnixNano(), election.ClaimedBy("gone")); err != nil {
 			t.Fatal(err)
 		}
@@ -268,6 +271,7 @@ func TestRecoveryLeavesATickOlderThanTheLatest(t *testing.T) {
 		WithEtcd(srv.Client(t)), WithName("recover-old"),
 		WithElection(election.WithIdentity("b"), election.WithTTL(stallTTL)))...)
 	mustAdd(t, b, "0 * * * * *", Named("minutely", ran.job("minutely"), WithRecovery(3)))
+	mustAdd(t, b, "0 * * * * *", Named("uncaught", ran.job("uncaught"), WithRecovery(3), WithCatchUp(0)))
 	mustAdd(t, b, "0 0 * * * *", Named("hourly", ran.job("hourly"), WithRecovery(3)))
 	b.Start()
 	t.Cleanup(func() { shutdown(t, b, "b") })
@@ -288,12 +292,17 @@ func TestRecoveryLeavesATickOlderThanTheLatest(t *testing.T) {
 	if got := ran.ran["minutely"]; len(got) != 1 || !got[0].Equal(now) {
 		t.Errorf("minutely ran %v, want its catch-up %v alone", got, now)
 	}
+	if got := ran.ran["uncaught"]; len(got) != 0 {
+		t.Errorf("a minutely job with no catch-up ran %v, want no run", got)
+	}
 	// Nor is it looked at once the catch-up claimed a later tick: the
 	// term's look passed it over (the lost checker reports in order, so
 	// it would have come before the hourly run again).
-	for _, reason := range []Reason{ReasonRunnerLost, ReasonOvertaken} {
-		if got := l.notRun("minutely", reason); len(got) != 0 {
-			t.Errorf("an old tick reported %v: %v", reason, got)
+	for _, job := range []string{"minutely", "uncaught"} {
+		for _, reason := range []Reason{ReasonRunnerLost, ReasonOvertaken} {
+			if got := l.notRun(job, reason); len(got) != 0 {
+				t.Errorf("an old tick of %s reported %v: %v", job, reason, got)
+			}
 		}
 	}
 }
