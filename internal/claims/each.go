@@ -76,7 +76,7 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 		switch {
 		case !resp.Succeeded:
 			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrNotLeader)
-		case outcome(resp.Responses[i]) == nil: // mutation:claimeach-first
+		case claimed(resp.Responses[i]): // mutation:claimeach-first
 			claims[i] = claimAt(it, opts[i], resp.Header.Revision)
 		default:
 			rest = append(rest, i)
@@ -100,8 +100,8 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrNotLeader)
 			continue
 		}
-		reads := outcome(resp.Responses[j])
-		if reads == nil {
+		ok, reads := outcome(resp.Responses[j])
+		if ok {
 			claims[i] = claimAt(it, opts[i], resp.Header.Revision)
 			continue
 		}
@@ -162,8 +162,8 @@ func earlier(it ClaimItem) clientv3.Cmp {
 // other than its key's, in which a transaction claims it by its key's
 // value, or else one by its absence; with reads, each way of failing reads
 // back what failed. Each compare is written once: etcd's client copies a
-// compare at every step that builds a request, so compares are most of
-// what a crowded tick's claims cost the replica.
+// compare at every step that builds a request, a large part of what a
+// crowded tick's claims cost the replica.
 func claimOp(it ClaimItem, o claimcond.Options, withReads bool) clientv3.Op {
 	conds, then := writes(it, o)
 	var reads []clientv3.Op
@@ -175,30 +175,25 @@ func claimOp(it ClaimItem, o claimcond.Options, withReads bool) clientv3.Op {
 		[]clientv3.Op{clientv3.OpTxn(absent, then, reads)})}, reads) // mutation:claimeach-first-absent
 }
 
-// outcome is nil when claimOp's transaction claimed its item, and else the
-// reads of the way it failed (none without reads).
-func outcome(r *etcdserverpb.ResponseOp) []*etcdserverpb.ResponseOp {
+// outcome tells whether claimOp's transaction claimed its item, and if
+// not, the reads of the way it failed (none without reads).
+func outcome(r *etcdserverpb.ResponseOp) (ok bool, reads []*etcdserverpb.ResponseOp) {
 	outer := r.GetResponseTxn()
 	if !outer.GetSucceeded() {
-		return nonNil(outer.GetResponses())
+		return false, outer.GetResponses()
 	}
 	held := outer.GetResponses()[0].GetResponseTxn()
 	if held.GetSucceeded() {
-		return nil
+		return true, nil
 	}
 	absent := held.GetResponses()[0].GetResponseTxn()
-	if absent.GetSucceeded() {
-		return nil
-	}
-	return nonNil(absent.GetResponses())
+	return absent.GetSucceeded(), absent.GetResponses()
 }
 
-// nonNil is rs, or an empty slice for none: an item that failed.
-func nonNil(rs []*etcdserverpb.ResponseOp) []*etcdserverpb.ResponseOp {
-	if rs == nil {
-		return []*etcdserverpb.ResponseOp{}
-	}
-	return rs
+// claimed tells whether claimOp's transaction claimed its item.
+func claimed(r *etcdserverpb.ResponseOp) bool {
+	ok, _ := outcome(r)
+	return ok
 }
 
 // unclaimed are the compares an item's claim by its key's absence adds to

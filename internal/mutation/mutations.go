@@ -36,7 +36,7 @@ var mutations = []mutation{
 	{
 		Name:   "claimeach-first-unused",
 		Breaks: "cost: every crowded tick takes a second transaction of claims, each with both cases and its reads",
-		Edits:  []edit{{Marker: "claimeach-first", Old: "case outcome(resp.Responses[i]) == nil:", New: "case false && outcome(resp.Responses[i]) == nil:"}},
+		Edits:  []edit{{Marker: "claimeach-first", Old: "case claimed(resp.Responses[i]):", New: "case false && claimed(resp.Responses[i]):"}},
 		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestACrowdedTickIsOneTransactionOfClaims$"}},
 	},
 	{
