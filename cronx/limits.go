@@ -75,6 +75,16 @@ const skipTolerance = time.Second
 // maxRecordedError bounds a run's error as its history records it.
 const maxRecordedError = 1 << 10
 
+// recordBytes bounds the records one transaction writes, below etcd's
+// default --max-request-bytes of 1.5 MiB: a batch of runs whose histories
+// hold long errors (up to historyLen times maxRecordedError each) is
+// written in as many transactions as it takes. opOverhead is about what an
+// operation or a compare adds to a request beside its keys and values.
+const (
+	recordBytes = 1 << 20
+	opOverhead  = 16
+)
+
 // Concurrency limits.
 const (
 	// maxClaims bounds the single claims in flight, so that thousands of jobs
@@ -104,10 +114,16 @@ const (
 const (
 	// maxTxnOps is etcd's default limit itself: a user's etcd keeps it.
 	maxTxnOps = 128
-	// recordBatch is the runs one transaction records: a nested
-	// transaction each, within which few operations are left to each; the
-	// read before it takes two keys a run (history and outcome).
-	recordBatch = maxTxnOps / 2
+	// recordBatch is the runs one pair of transactions records (record.go):
+	// the read takes two keys a run (history and outcome), in nested
+	// transactions of recordReadGroup; the write a nested transaction a
+	// run, recordWriteGroup of them to a transaction nested in it. etcd
+	// lets a nested transaction hold only its limit less the operations of
+	// those around it: the groups (4 and 5), a group and a run's few
+	// operations stay within it.
+	recordBatch      = 256           // mutation:record-batch
+	recordReadGroup  = maxTxnOps - 8 // mutation:record-read-group
+	recordWriteGroup = maxTxnOps / 2
 	// specBatch is the jobs whose specs one transaction compares and
 	// writes: a compare, a mark (publish.go) and a write each, the write a
 	// nested transaction of the spec's put and the mark, so a few of the

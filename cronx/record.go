@@ -140,10 +140,12 @@ func (rc *recorder) record() {
 }
 
 // recordAll releases the runs' markers and appends them to their jobs'
-// histories in two round trips: one transaction reads every history, and
-// one transaction of nested transactions writes each history not changed
-// since it was read and, with it, releases the run's marker if it is still
-// the run's own. A run whose history changed meanwhile (a run of the job on
+// histories, in two round trips for a batch of recordBatch runs: one
+// transaction reads every history and outcome, and one transaction of
+// nested transactions writes each history not changed since it was read
+// and, with it, releases the run's marker if it is still the run's own
+// (histories long enough to pass recordBytes take a write more for each
+// recordBytes). A run whose history changed meanwhile (a run of the job on
 // another replica) is recorded again on its own.
 func (rc *recorder) recordAll(batch []finishItem) {
 	if len(batch) == 1 {
@@ -158,39 +160,56 @@ func (rc *recorder) recordAll(batch []finishItem) {
 	}
 	gets = append(gets, rc.outcomeGets(batch)...)
 	cli := rc.co.conn.etcd()
-	read, err := cli.Txn(ctx).Then(gets...).Commit()
+	read, err := cli.Txn(ctx).Then(nested(gets, recordReadGroup)...).Commit()
 	if err != nil {
 		rc.unrecorded(batch, err) // mutation:records-serial
 		return
 	}
+	reads := unnested(read.Responses)
 	// A marker goes with its run's history write, never before it: a
 	// successor that finds neither marker nor record reports the tick as not
 	// run (lost.go).
 	ops := make([]clientv3.Op, len(batch))
 	outcomes := make([]outcome, len(batch))
+	sizes := make([]int, len(batch))
 	for i, it := range batch {
 		key := rc.co.keys.history(it.job)
-		hist, rev := decodeHistory(read.Responses[i].GetResponseRange().Kvs)
-		next, also := rc.outcomeOps(it, read.Responses[len(batch)+i])
+		hist, rev := decodeHistory(reads[i].GetResponseRange().Kvs)
+		next, also := rc.outcomeOps(it, reads[len(batch)+i])
 		outcomes[i] = next
 		write := append([]clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, rc.record1(it)))}, also...)
 		if f := it.claim.Fence; f.Key != "" && !it.keep {
 			write = append(write, clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil))
 		}
 		ops[i] = clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, write, nil)
+		sizes[i] = opBytes(ops[i])
 	}
-	wrote, err := cli.Txn(ctx).Then(ops...).Commit()
+	for from := 0; from < len(batch); {
+		to, bytes := from+1, sizes[from]
+		for to < len(batch) && bytes+sizes[to] <= recordBytes { // mutation:record-bytes-unbounded
+			bytes += sizes[to]
+			to++
+		}
+		rc.writeRecords(ctx, batch[from:to], ops[from:to], outcomes[from:to])
+		from = to
+	}
+}
+
+// writeRecords commits the record writes ops of batch, as recordAll made
+// them, in one transaction.
+func (rc *recorder) writeRecords(ctx context.Context, batch []finishItem, ops []clientv3.Op, outcomes []outcome) {
+	wrote, err := rc.co.conn.etcd().Txn(ctx).Then(nested(ops, recordWriteGroup)...).Commit()
 	if err != nil {
 		// It may have committed: releases are conditional.
 		rc.unrecorded(batch, err)
 		return
 	}
-	for i, it := range batch {
-		if !wrote.Responses[i].GetResponseTxn().Succeeded {
-			rc.finish(it) // records the outcome too
+	for i, r := range unnested(wrote.Responses) {
+		if !r.GetResponseTxn().Succeeded {
+			rc.finish(batch[i]) // records the outcome too
 			continue
 		}
-		rc.outcomeRecorded(it, outcomes[i], wrote.Header.Revision)
+		rc.outcomeRecorded(batch[i], outcomes[i], wrote.Header.Revision)
 	}
 }
 

@@ -486,6 +486,24 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunsEndingTogetherAreRecordedInAFewTransactions$"}},
 	},
 	{
+		Name:   "records-a-pair-per-64-runs",
+		Breaks: "a crowded tick's records cost a read and a write per 64 runs, more than one request per hundred jobs",
+		Edits:  []edit{{Marker: "record-batch", Old: "recordBatch      = 256", New: "recordBatch      = 64"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestAFullBatchOfRecordsIsTwoTransactions$"}},
+	},
+	{
+		Name:   "records-read-in-one-level",
+		Breaks: "a full batch's reads of histories and outcomes go in one level of one transaction, more operations than etcd's --max-txn-ops: etcd refuses it and the batch goes unrecorded",
+		Edits:  []edit{{Marker: "record-read-group", Old: "recordReadGroup  = maxTxnOps - 8", New: "recordReadGroup  = 2 * recordBatch"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestAFullBatchOfRecordsIsTwoTransactions$"}},
+	},
+	{
+		Name:   "records-written-past-the-request-limit",
+		Breaks: "runs whose histories hold long errors are written in one transaction larger than etcd's --max-request-bytes: etcd refuses it and their records are lost",
+		Edits:  []edit{{Marker: "record-bytes-unbounded", Old: "for to < len(batch) && bytes+sizes[to] <= recordBytes {", New: "for to < len(batch) {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestAFullBatchOfRecordsIsTwoTransactions$"}},
+	},
+	{
 		Name:   "gate-held-through-the-run",
 		Breaks: "a run keeps its place at the claim gate until its job returns: a tick of more long jobs than the gate's places starts only as many as it has",
 		Edits:  []edit{{Marker: "gate-first-answer", Old: "r.answered()", New: ""}},
