@@ -16,7 +16,7 @@ import (
 // checks more than markerLeaseKeys keys. A batch etcd does not take is
 // claimed again one tick at a time.
 //
-// Cost: a crowded tick, or a term's catch-up, of N jobs is N/100 claim
+// Cost: a crowded tick, or a term's catch-up, of N jobs is N/256 claim
 // transactions (a few in flight at once, maxFlushers), and one more for
 // each batch that holds a paused or a busy job or a tick claimed already.
 

@@ -78,12 +78,8 @@ const maxRecordedError = 1 << 10
 // recordBytes bounds the records one transaction writes, below etcd's
 // default --max-request-bytes of 1.5 MiB: a batch of runs whose histories
 // hold long errors (up to historyLen times maxRecordedError each) is
-// written in as many transactions as it takes. opOverhead is about what an
-// operation or a compare adds to a request beside its keys and values.
-const (
-	recordBytes = 1 << 20
-	opOverhead  = 16
-)
+// written in as many transactions as it takes.
+const recordBytes = 1 << 20
 
 // Concurrency limits.
 const (
@@ -119,10 +115,10 @@ const (
 	// transactions of recordReadGroup; the write a nested transaction a
 	// run, recordWriteGroup of them to a transaction nested in it. etcd
 	// lets a nested transaction hold only its limit less the operations of
-	// those around it: the groups (4 and 5), a group and a run's few
+	// those around it: the groups (8 and 10), a group and a run's few
 	// operations stay within it.
-	recordBatch      = 256           // mutation:record-batch
-	recordReadGroup  = maxTxnOps - 8 // mutation:record-read-group
+	recordBatch      = 512            // mutation:record-batch
+	recordReadGroup  = maxTxnOps - 16 // mutation:record-read-group
 	recordWriteGroup = maxTxnOps / 2
 	// specBatch is the jobs whose specs one transaction compares and
 	// writes: a compare, a mark (publish.go) and a write each, the write a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claims"
+	"github.com/batonhq/baton/internal/nested"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -160,12 +161,12 @@ func (rc *recorder) recordAll(batch []finishItem) {
 	}
 	gets = append(gets, rc.outcomeGets(batch)...)
 	cli := rc.co.conn.etcd()
-	read, err := cli.Txn(ctx).Then(nested(gets, recordReadGroup)...).Commit()
+	read, err := cli.Txn(ctx).Then(nested.Group(gets, recordReadGroup)...).Commit()
 	if err != nil {
 		rc.unrecorded(batch, err) // mutation:records-serial
 		return
 	}
-	reads := unnested(read.Responses)
+	reads := nested.Responses(read.Responses)
 	// A marker goes with its run's history write, never before it: a
 	// successor that finds neither marker nor record reports the tick as not
 	// run (lost.go).
@@ -182,7 +183,7 @@ func (rc *recorder) recordAll(batch []finishItem) {
 			write = append(write, clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil))
 		}
 		ops[i] = clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, write, nil)
-		sizes[i] = opBytes(ops[i])
+		sizes[i] = nested.Bytes(ops[i])
 	}
 	for from := 0; from < len(batch); {
 		to, bytes := from+1, sizes[from]
@@ -198,13 +199,13 @@ func (rc *recorder) recordAll(batch []finishItem) {
 // writeRecords commits the record writes ops of batch, as recordAll made
 // them, in one transaction.
 func (rc *recorder) writeRecords(ctx context.Context, batch []finishItem, ops []clientv3.Op, outcomes []outcome) {
-	wrote, err := rc.co.conn.etcd().Txn(ctx).Then(nested(ops, recordWriteGroup)...).Commit()
+	wrote, err := rc.co.conn.etcd().Txn(ctx).Then(nested.Group(ops, recordWriteGroup)...).Commit()
 	if err != nil {
 		// It may have committed: releases are conditional.
 		rc.unrecorded(batch, err)
 		return
 	}
-	for i, r := range unnested(wrote.Responses) {
+	for i, r := range nested.Responses(wrote.Responses) {
 		if !r.GetResponseTxn().Succeeded {
 			rc.finish(batch[i]) // records the outcome too
 			continue

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// TestAFullBatchOfRecordsIsTwoTransactions: 250 runs queued together are
+// TestAFullBatchOfRecordsIsTwoTransactions: 500 runs queued together are
 // recorded in one read and one write (a crowded tick's records are under
 // one request per hundred runs), more operations than etcd's
 // --max-txn-ops takes in one level, and each history holds its run and
@@ -61,7 +61,7 @@ func recordsInTransactions(t *testing.T, long bool) {
 	cli := co.conn.etcd()
 	ctx := t.Context()
 
-	batch := make([]finishItem, 250)
+	batch := make([]finishItem, 500)
 	for i := range batch {
 		job := fmt.Sprintf("job-%03d", i)
 		if long {
@@ -122,11 +122,11 @@ func recordsInTransactions(t *testing.T, long bool) {
 			t.Fatalf("marker %s was not released", kv.Key)
 		}
 	}
-	// A read and a write; with long histories (about 11 KiB each, 2.8 MiB
+	// A read and a write; with long histories (about 11 KiB each, 5.5 MiB
 	// in all) a write per recordBytes.
 	lo, hi := int64(2), int64(2)
 	if long {
-		lo, hi = 4, 5
+		lo, hi = 7, 8
 	}
 	if got := txns.Load(); got < lo || got > hi {
 		t.Errorf("%d runs were recorded in %d transactions, want %d to %d", len(batch), got, lo, hi)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claimcond"
+	"github.com/batonhq/baton/internal/nested"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -19,9 +20,14 @@ type ClaimItem struct {
 }
 
 // MaxEach is how many items one ClaimEach transaction takes within etcd's
-// default --max-txn-ops of 128: a nested transaction per item at the top,
-// and each item's own few compares within what is left.
-const MaxEach = 100
+// default --max-txn-ops of 128: a nested transaction per item, eachGroup
+// of them to a transaction nested in it, and each item's own few
+// operations on each of its levels (up to about 15 along a path) within
+// what is left.
+const MaxEach = 256
+
+// eachGroup is how many items a transaction nested in ClaimEach's holds.
+const eachGroup = 64 // mutation:claimeach-group
 
 // ClaimEach claims every item, each on its own: an item whose conditions
 // fail leaves the others to commit. Each item checks what
@@ -65,7 +71,7 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 		opts[i] = o
 		first[i] = claimOp(it, o, false)
 	}
-	resp, err := commitEach(ctx, client, term, first)
+	resp, rs, err := commitEach(ctx, client, term, first)
 	if err != nil {
 		return nil, nil, fmt.Errorf("election: claim %d items: %w", len(items), err)
 	}
@@ -76,7 +82,7 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 		switch {
 		case !resp.Succeeded:
 			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrNotLeader)
-		case claimed(resp.Responses[i]): // mutation:claimeach-first
+		case claimed(rs[i]): // mutation:claimeach-first
 			claims[i] = claimAt(it, opts[i], resp.Header.Revision)
 		default:
 			rest = append(rest, i)
@@ -89,7 +95,7 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 	for j, i := range rest {
 		ops[j] = claimOp(items[i], opts[i], true)
 	}
-	resp, err = commitEach(ctx, client, term, ops)
+	resp, rs, err = commitEach(ctx, client, term, ops)
 	for j, i := range rest {
 		it := items[i]
 		if err != nil {
@@ -100,7 +106,7 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrNotLeader)
 			continue
 		}
-		ok, reads := outcome(resp.Responses[j])
+		ok, reads := outcome(rs[j])
 		if ok {
 			claims[i] = claimAt(it, opts[i], resp.Header.Revision)
 			continue
@@ -111,13 +117,17 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 }
 
 // commitEach commits ops, one transaction per item, under term if there is
-// one.
-func commitEach(ctx context.Context, client *clientv3.Client, term *claimcond.Term, ops []clientv3.Op) (*clientv3.TxnResponse, error) {
+// one, and returns each op's response.
+func commitEach(ctx context.Context, client *clientv3.Client, term *claimcond.Term, ops []clientv3.Op) (*clientv3.TxnResponse, []*etcdserverpb.ResponseOp, error) {
 	txn := client.Txn(ctx)
 	if term != nil {
 		txn = txn.If(term.Cmp()) // mutation:claimeach-term
 	}
-	return txn.Then(ops...).Commit()
+	resp, err := txn.Then(nested.Group(ops, eachGroup)...).Commit()
+	if err != nil {
+		return nil, nil, err
+	}
+	return resp, nested.Responses(resp.Responses), nil
 }
 
 // claimAt is the claim of it committed at rev.

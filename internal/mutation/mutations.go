@@ -36,8 +36,14 @@ var mutations = []mutation{
 	{
 		Name:   "claimeach-first-unused",
 		Breaks: "cost: every crowded tick takes a second transaction of claims, each with both cases and its reads",
-		Edits:  []edit{{Marker: "claimeach-first", Old: "case claimed(resp.Responses[i]):", New: "case false && claimed(resp.Responses[i]):"}},
+		Edits:  []edit{{Marker: "claimeach-first", Old: "case claimed(rs[i]):", New: "case false && claimed(rs[i]):"}},
 		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestACrowdedTickIsOneTransactionOfClaims$"}},
+	},
+	{
+		Name:   "claimeach-groups-past-the-op-limit",
+		Breaks: "a full batch of a crowded tick's claims nests more operations along a path than etcd's --max-txn-ops: etcd refuses it and every claim goes one by one",
+		Edits:  []edit{{Marker: "claimeach-group", Old: "const eachGroup = 64", New: "const eachGroup = 112"}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestAFullBatchOfTheMostGuardedClaimsIsWithinEtcdsLimits$"}},
 	},
 	{
 		Name:   "claimeach-first-held-only",
@@ -486,15 +492,15 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunsEndingTogetherAreRecordedInAFewTransactions$"}},
 	},
 	{
-		Name:   "records-a-pair-per-64-runs",
-		Breaks: "a crowded tick's records cost a read and a write per 64 runs, more than one request per hundred jobs",
-		Edits:  []edit{{Marker: "record-batch", Old: "recordBatch      = 256", New: "recordBatch      = 64"}},
+		Name:   "records-a-pair-per-128-runs",
+		Breaks: "a crowded tick's records cost a read and a write per 128 runs, more than one request per hundred jobs",
+		Edits:  []edit{{Marker: "record-batch", Old: "recordBatch      = 512", New: "recordBatch      = 128"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestAFullBatchOfRecordsIsTwoTransactions$"}},
 	},
 	{
 		Name:   "records-read-in-one-level",
 		Breaks: "a full batch's reads of histories and outcomes go in one level of one transaction, more operations than etcd's --max-txn-ops: etcd refuses it and the batch goes unrecorded",
-		Edits:  []edit{{Marker: "record-read-group", Old: "recordReadGroup  = maxTxnOps - 8", New: "recordReadGroup  = 2 * recordBatch"}},
+		Edits:  []edit{{Marker: "record-read-group", Old: "recordReadGroup  = maxTxnOps - 16", New: "recordReadGroup  = 2 * recordBatch"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestAFullBatchOfRecordsIsTwoTransactions$"}},
 	},
 	{

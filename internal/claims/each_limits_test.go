@@ -1,0 +1,81 @@
+package claims
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/etcdtest"
+)
+
+// TestAFullBatchOfTheMostGuardedClaimsIsWithinEtcdsLimits: MaxEach items,
+// each with every condition a job's claim can carry (a term, a pause, two
+// exclusive prefixes, a counter, a marker and a publication mark), are
+// taken by an etcd at its default --max-txn-ops, both with no reads (the
+// jobs claimed) and with reads (every job paused, each told why).
+func TestAFullBatchOfTheMostGuardedClaimsIsWithinEtcdsLimits(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Shared(t).Client(t)
+	ctx := deadlineCtx(t, 20*time.Second)
+	sess, err := election.NewSession(ctx, cli, election.WithTTL(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(ctx)
+	termResp, err := cli.Put(ctx, "/guarded/leader", "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := election.Fence{Key: "/guarded/leader", Revision: termResp.Header.Revision}
+	since := func(i int) string { return fmt.Sprintf("/guarded/%03d/since", i) }
+	for i := range MaxEach {
+		if _, err := cli.Put(ctx, since(i), "00000000000000000000 me"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	known, err := cli.Get(ctx, "/guarded/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errMax := errors.New("max runs")
+	tick := func(seq int64) []ClaimItem {
+		items := make([]ClaimItem, MaxEach)
+		for i := range items {
+			dir := fmt.Sprintf("/guarded/%03d/", i)
+			items[i] = ClaimItem{Key: dir + "last", Seq: seq, Opts: []election.ClaimOption{
+				election.UnderTerm(term), election.ClaimedBy("me"),
+				UnlessExists(dir+"paused", errPausedForTest),
+				Exclusive(dir + "running/"), Exclusive(dir + "buffer/"),
+				Counted(dir+"runs", 10, "me", errMax),
+				WithMarker(fmt.Sprintf("%srunning/%020d", dir, seq), sess.Lease()),
+				IfClaimedOrKnownBefore(since(i), known.Header.Revision+1)}}
+		}
+		return items
+	}
+	cs, errs, err := ClaimEach(ctx, cli, tick(5))
+	if err != nil {
+		t.Fatalf("the first tick of %d jobs: %v", MaxEach, err)
+	}
+	for i := range cs {
+		if errs[i] != nil || cs[i].Revision == 0 {
+			t.Fatalf("job %d: %+v, %v; want it claimed", i, cs[i], errs[i])
+		}
+		if _, err := cli.Delete(ctx, cs[i].Fence.Key); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Put(ctx, fmt.Sprintf("/guarded/%03d/paused", i), "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, errs, err = ClaimEach(ctx, cli, tick(6))
+	if err != nil {
+		t.Fatalf("a tick of %d paused jobs: %v", MaxEach, err)
+	}
+	for i := range errs {
+		if !errors.Is(errs[i], errPausedForTest) {
+			t.Fatalf("job %d: %v, want %v", i, errs[i], errPausedForTest)
+		}
+	}
+}
