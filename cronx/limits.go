@@ -155,6 +155,10 @@ const (
 	// lease, the many leases' keepalives slowed the runs of a steady
 	// minute with auth on, BENCHMARKS.md).
 	regLeaseKeys = 1000
+	// regGroup is the registrations a transaction nested in a new term's
+	// transaction of them holds (publish.go): regLeaseKeys of them in
+	// groups (9) within maxTxnOps.
+	regGroup = maxTxnOps - 16
 )
 
 // reloadWindow is how long a removed coordinated job keeps its place for a

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/batonhq/baton/internal/claimcond"
+	"github.com/batonhq/baton/internal/nested"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -162,6 +163,7 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 		}
 	}
 	names := slices.Sorted(maps.Keys(specs))
+	jobs := names
 	batches := make(chan []string)
 	errs := make(chan error, maxPublishes)
 	var wg sync.WaitGroup
@@ -189,11 +191,45 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 			return err
 		}
 	}
+	return pb.registerAll(ctx, jobs)
+}
+
+// registerAll writes this replica's registrations of jobs that are not in
+// etcd already, regLeaseKeys to a transaction, each transaction's on a
+// lease that held none before it. etcd with auth on checks, at each put
+// that carries a lease, the keys already on the lease, and it checks a
+// transaction's puts before it applies any of them: so none of these puts
+// checks a key, where registrations written a spec batch at a time checked
+// up to regLeaseKeys each. They follow the specs, as a job added later has
+// its registration written after its spec (writeSpecChanges).
+func (pb *publisher) registerAll(ctx context.Context, jobs []string) error {
+	for len(jobs) > 0 {
+		n := min(len(jobs), regLeaseKeys)
+		lease, fresh, err := pb.co.claims.sessions.register(ctx, jobs[:n], 1)
+		if err != nil {
+			return err
+		}
+		jobs = jobs[n:]
+		if len(fresh) == 0 {
+			continue
+		}
+		ops := make([]clientv3.Op, len(fresh))
+		for i, job := range fresh {
+			ops[i] = clientv3.OpPut(pb.co.keys.by(job, lease), pb.co.identity, clientv3.WithLease(lease))
+		}
+		pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+		_, err = pb.co.conn.etcd().Txn(pctx).Then(nested.Group(ops, regGroup)...).Commit()
+		cancel()
+		if err != nil {
+			pb.forget(fresh)
+			return err
+		}
+	}
 	return nil
 }
 
-// writeSpecBatch compares the specs of names, writes them if one differs,
-// and writes the registrations not written yet.
+// writeSpecBatch compares the specs of names and writes them if one
+// differs.
 func (pb *publisher) writeSpecBatch(ctx context.Context, names []string, specs map[string]string) error {
 	var cmps []clientv3.Cmp
 	var marks, puts []clientv3.Op
@@ -203,28 +239,18 @@ func (pb *publisher) writeSpecBatch(ctx context.Context, names []string, specs m
 		marks = append(marks, pb.markSince(name, since))
 		puts = append(puts, clientv3.OpTxn(nil, []clientv3.Op{clientv3.OpPut(pb.co.keys.spec(name), specs[name]), pb.markSince(name, since)}, nil))
 	}
-	regs, fresh, err := pb.register(ctx, names)
-	if err != nil {
-		return err
-	}
 	pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
-	_, err = pb.co.conn.etcd().Txn(pctx).If(cmps...).Then(marks...).Else(puts...).Commit() // mutation:mark-unchanged
-	if err == nil && len(regs) > 0 {
-		_, err = pb.co.conn.etcd().Txn(pctx).Then(regs...).Commit()
-	}
-	if err != nil {
-		pb.forget(fresh)
-	}
+	_, err := pb.co.conn.etcd().Txn(pctx).If(cmps...).Then(marks...).Else(puts...).Commit() // mutation:mark-unchanged
 	return err
 }
 
 // register is the puts of this replica's registrations of jobs that are
 // not in etcd already (written this process's lease ago, and not lost with
-// it), all bound to one lease of the runners' pool, and the jobs they
-// register.
+// it), all bound to one lease of the runners' pool with room for them, and
+// the jobs they register.
 func (pb *publisher) register(ctx context.Context, jobs []string) ([]clientv3.Op, []string, error) {
-	lease, fresh, err := pb.co.claims.sessions.register(ctx, jobs)
+	lease, fresh, err := pb.co.claims.sessions.register(ctx, jobs, regLeaseKeys)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -142,9 +142,10 @@ func (s *runnerSession) ours(id clientv3.LeaseID, counted bool) *election.Sessio
 }
 
 // register returns the jobs among jobs whose registrations are to be
-// written, and the lease they go on, all in one transaction: a job
-// registered on a live lease need not be written again.
-func (s *runnerSession) register(ctx context.Context, jobs []string) (clientv3.LeaseID, []string, error) {
+// written, and the lease they go on, all in one transaction, one that
+// holds fewer than open keys: a job registered on a live lease need not be
+// written again.
+func (s *runnerSession) register(ctx context.Context, jobs []string, open int) (clientv3.LeaseID, []string, error) {
 	s.mu.Lock()
 	s.pruneLocked()
 	var fresh []string
@@ -157,7 +158,7 @@ func (s *runnerSession) register(ctx context.Context, jobs []string) (clientv3.L
 	if len(fresh) == 0 {
 		return 0, nil, nil
 	}
-	p, _, err := s.take(ctx, &s.regs, regLeaseKeys, len(fresh))
+	p, _, err := s.take(ctx, &s.regs, open, len(fresh))
 	if err != nil {
 		return 0, nil, err
 	}
