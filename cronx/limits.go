@@ -150,10 +150,13 @@ const (
 	// one a transaction: they share leases of that many, not a lease per
 	// markerLeaseKeys runs in progress.
 	claimMarkerLeaseKeys = 256
-	// regLeaseKeys is the same for a batch of registrations: written once
-	// per job and process, they share larger leases (spread a batch to a
-	// lease, the many leases' keepalives slowed the runs of a steady
-	// minute with auth on, BENCHMARKS.md).
+	// regLeaseKeys is how many registrations a lease holds: a term's go
+	// that many to a transaction on a lease that held none, so that none
+	// of their puts checks a key (etcd checks a transaction's puts before
+	// it applies any); a job added later goes on a lease that holds fewer.
+	// Registrations are written once per job and process, so they share
+	// large leases: the many leases' keepalives of a lease a batch slowed
+	// the runs of a steady minute with auth on (BENCHMARKS.md).
 	regLeaseKeys = 1000
 	// regGroup is the registrations a transaction nested in a new term's
 	// transaction of them holds (publish.go): regLeaseKeys of them in

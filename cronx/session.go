@@ -14,9 +14,10 @@ import (
 // when auth is on and the user is not root (etcd-io/etcd#15993), so no
 // marker goes on a lease that holds more than a few keys: the markers one
 // transaction of claims puts go on one lease that held fewer than
-// markerLeaseKeys when they were reserved, a batch of registrations on one
-// that held fewer than regLeaseKeys, and a new lease is granted when none
-// does (as Cilium's kvstore lease manager does).
+// markerLeaseKeys when they were reserved, a term's registrations
+// regLeaseKeys to a transaction on one that held none (publish.go), a job
+// added later on one that held fewer than regLeaseKeys, and a new lease is
+// granted when none does (as Cilium's kvstore lease manager does).
 // A lease is made when a key first needs it and again after one is lost;
 // a marker outlives a term given up on Stop until its run ends, and dies
 // with the lease of a replica cut off.
@@ -25,8 +26,8 @@ import (
 // progress (in claim mode, per claimMarkerLeaseKeys runs in progress at
 // once; kept for the next crowded tick) and per regLeaseKeys jobs,
 // each kept alive every TTL/3; no marker's put checks more than
-// markerLeaseKeys keys, whatever the jobs, and no registration's more than
-// regLeaseKeys.
+// markerLeaseKeys keys, whatever the jobs, no registration of a term's
+// any, and no registration's more than regLeaseKeys.
 //
 // Granting a lease waits for etcd, up to etcdTimeout when it is
 // unreachable, so it is done under grant only: mu must stay free for the
