@@ -164,6 +164,10 @@ const (
 	regGroup = maxTxnOps - 16
 )
 
+// twinPoll is how often a claim whose answer was lost looks again at a run
+// of the same tick whose claim is on the wire (unanswered.go).
+const twinPoll = 10 * time.Millisecond
+
 // reloadWindow is how long a removed coordinated job keeps its place for a
 // job added again under its name (see reload.go): long enough for a process
 // that removes and re-adds its jobs on a configuration reload.

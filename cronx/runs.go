@@ -505,16 +505,18 @@ func (rs *runs) wakeIdlers() {
 }
 
 // twin reports whether another run of r's job and tick than r has a claim
-// on the wire or holding.
-func (rs *runs) twin(r *run) bool {
+// on the wire or holding, and whether every such run's is on the wire.
+func (rs *runs) twin(r *run) (twin, sent bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	sent = true
 	for q := range rs.live {
 		if q != r && q.job.name == r.job.name && q.tick.Equal(r.tick) && q.stage >= stageSent {
-			return true
+			twin = true
+			sent = sent && q.stage == stageSent
 		}
 	}
-	return false
+	return twin, twin && sent
 }
 
 // unstartedOfATermBefore reports whether a run of entry's tick, fired under

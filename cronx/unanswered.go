@@ -50,6 +50,12 @@ func (cl *claimer) adoptUnanswered(r *run, marker string, seq, floor int64) (hel
 		return held{}, false
 	}
 	kv := resp.Kvs[0]
+	// A twin whose claim is on the wire (a catch-up of the tick beside its
+	// recovery) may have written the marker: its answer tells, within the
+	// claim's own bound.
+	for twin, sent := r.rs.twin(r); twin && sent && ctx.Err() == nil; twin, sent = r.rs.twin(r) {
+		sleep(ctx, twinPoll)
+	}
 	if !cl.mine(r, kv, seq, floor) {
 		return held{}, false
 	}
@@ -105,5 +111,12 @@ func (cl *claimer) releaseIfUnanswered(r *run, unanswered bool, marker string, s
 // r's unanswered try wrote.
 func (cl *claimer) mine(r *run, kv *mvccpb.KeyValue, seq, floor int64) bool {
 	return string(kv.Value) == claimcond.Value(seq, cl.co.identity) && kv.CreateRevision > floor &&
-		cl.sessions.live(clientv3.LeaseID(kv.Lease)) && !r.rs.twin(r)
+		cl.sessions.live(clientv3.LeaseID(kv.Lease)) && !cl.twin(r)
+}
+
+// twin reports whether another run of r's tick has a claim on the wire or
+// holding.
+func (cl *claimer) twin(r *run) bool {
+	twin, _ := r.rs.twin(r)
+	return twin
 }
