@@ -656,6 +656,16 @@ func TestBurstOfTriggersOfAReplaceJobCostsItsRuns(t *testing.T) {
 	fc.Start()
 	t.Cleanup(func() { shutdown(t, fc.Cron, "a") })
 	eventually(t, wait, func() (bool, string) { return fc.coord.scheduling(), "the Cron does not lead" })
+	// Trigger takes a job a live replica registers: the leader writes its
+	// registrations after it starts to lead.
+	eventually(t, wait, func() (bool, string) {
+		k, release, err := fc.control(context.Background())
+		if err == nil {
+			err = k.known(context.Background(), "job")
+			release()
+		}
+		return err == nil, fmt.Sprint(err)
+	})
 
 	jobs := election.DefaultPrefix + "/jobs/burst/"
 	resp, err := cli.Get(context.Background(), jobs, clientv3.WithPrefix(), clientv3.WithCountOnly())
