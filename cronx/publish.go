@@ -205,17 +205,13 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 func (pb *publisher) registerAll(ctx context.Context, jobs []string) error {
 	for len(jobs) > 0 {
 		n := min(len(jobs), regLeaseKeys)
-		lease, fresh, err := pb.co.claims.sessions.register(ctx, jobs[:n], 1)
+		ops, fresh, err := pb.register(ctx, jobs[:n], 1)
 		if err != nil {
 			return err
 		}
 		jobs = jobs[n:]
 		if len(fresh) == 0 {
 			continue
-		}
-		ops := make([]clientv3.Op, len(fresh))
-		for i, job := range fresh {
-			ops[i] = clientv3.OpPut(pb.co.keys.by(job, lease), pb.co.identity, clientv3.WithLease(lease))
 		}
 		pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 		_, err = pb.co.conn.etcd().Txn(pctx).Then(nested.Group(ops, regGroup)...).Commit()
@@ -247,10 +243,10 @@ func (pb *publisher) writeSpecBatch(ctx context.Context, names []string, specs m
 
 // register is the puts of this replica's registrations of jobs that are
 // not in etcd already (written this process's lease ago, and not lost with
-// it), all bound to one lease of the runners' pool with room for them, and
-// the jobs they register.
-func (pb *publisher) register(ctx context.Context, jobs []string) ([]clientv3.Op, []string, error) {
-	lease, fresh, err := pb.co.claims.sessions.register(ctx, jobs, regLeaseKeys)
+// it), all bound to one lease of the runners' pool that holds fewer than
+// open keys, and the jobs they register.
+func (pb *publisher) register(ctx context.Context, jobs []string, open int) ([]clientv3.Op, []string, error) {
+	lease, fresh, err := pb.co.claims.sessions.register(ctx, jobs, open)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -299,7 +295,7 @@ func (pb *publisher) writeSpecChanges(ctx context.Context, changes map[string]sp
 			ops = append(ops, clientv3.OpTxn(same, []clientv3.Op{mark}, []clientv3.Op{clientv3.OpPut(key, ch.spec), mark}))
 			added = append(added, name)
 		}
-		regs, fresh, err := pb.register(ctx, added)
+		regs, fresh, err := pb.register(ctx, added, regLeaseKeys)
 		if err != nil {
 			return err
 		}

@@ -31,6 +31,26 @@ func historyWrites(txn *etcdserverpb.TxnRequest) int {
 	return n
 }
 
+// txnSeeingClient is a client of sp, not yet within it, that shows see
+// every transaction it sends.
+func txnSeeingClient(t *testing.T, sp *etcdtest.Space, see func(*etcdserverpb.TxnRequest)) *clientv3.Client {
+	t.Helper()
+	cfg := sp.ClientConfig()
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(
+		func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if txn, ok := req.(*etcdserverpb.TxnRequest); ok {
+				see(txn)
+			}
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}))
+	raw, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return raw
+}
+
 // TestRunsEndingTogetherAreRecordedInAFewTransactions: the runs of a tick
 // of a few dozen quick jobs end within a few milliseconds of one another,
 // and their records go out in a few transactions, not one each: a
@@ -40,23 +60,13 @@ func TestRunsEndingTogetherAreRecordedInAFewTransactions(t *testing.T) {
 	t.Parallel()
 	sp := etcdtest.Shared(t)
 	var writes, runs atomic.Int64
-	cfg := sp.ClientConfig()
-	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(
-		func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			if txn, ok := req.(*etcdserverpb.TxnRequest); ok {
-				if n := historyWrites(txn); n > 0 {
-					writes.Add(1)
-					runs.Add(int64(n))
-				}
-			}
-			return invoker(ctx, method, req, reply, cc, opts...)
-		}))
-	raw, err := clientv3.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	const jobs = recordBatch / 2
+	raw := txnSeeingClient(t, sp, func(txn *etcdserverpb.TxnRequest) {
+		if n := historyWrites(txn); n > 0 {
+			writes.Add(1)
+			runs.Add(int64(n))
+		}
+	})
+	const jobs = 32 // a few dozen
 	tick := t0.Add(time.Minute)
 	fake := clock.NewFake(tick.Add(-time.Second))
 	var l tickLedger

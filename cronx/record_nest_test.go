@@ -1,7 +1,6 @@
 package cronx
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/batonhq/baton/internal/etcdtest"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -37,20 +35,12 @@ func TestAFullBatchOfRecordsIsTwoTransactions(t *testing.T) {
 func recordsInTransactions(t *testing.T, long bool) {
 	sp := etcdtest.Shared(t)
 	var txns, bytes atomic.Int64
-	cfg := sp.ClientConfig()
-	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(
-		func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			if txn, ok := req.(*etcdserverpb.TxnRequest); ok && touchesHistory(txn) {
-				txns.Add(1)
-				bytes.Store(max(bytes.Load(), int64(proto.Size(txn))))
-			}
-			return invoker(ctx, method, req, reply, cc, opts...)
-		}))
-	raw, err := clientv3.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
+	raw := txnSeeingClient(t, sp, func(txn *etcdserverpb.TxnRequest) {
+		if touchesHistory(txn) {
+			txns.Add(1)
+			bytes.Store(max(bytes.Load(), int64(proto.Size(txn))))
+		}
+	})
 	name := fmt.Sprintf("record-nest-%v", long)
 	c := New(WithSeconds(), withClock(clock.NewFake(t0)), WithLocation(time.UTC), WithLogger(DiscardLogger),
 		WithEtcd(sp.Within(raw)), WithName(name), WithElection(election.WithIdentity("a")))
