@@ -81,6 +81,11 @@ func TestRunsEndingTogetherAreRecordedInAFewTransactions(t *testing.T) {
 	c.Start()
 	t.Cleanup(func() { shutdown(t, c, "a") })
 	eventually(t, wait, func() (bool, string) { return c.coord.scheduling(), "a does not lead" })
+	// The loop arms the tick's timer once it is told that it leads: moved
+	// past the tick before then, it would schedule the next minute.
+	if !fake.WaitDueBy(tick, wait) {
+		t.Fatalf("no timer armed for the tick %s", tick)
+	}
 	fake.Advance(time.Second)
 	l.ranOnce(t, wait, tick, names...)
 	eventually(t, wait, func() (bool, string) {
