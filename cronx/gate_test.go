@@ -181,6 +181,9 @@ func TestJobsOfACrowdedTickThatRunLongAllStart(t *testing.T) {
 	c.Start()
 	t.Cleanup(func() { shutdown(t, c, "a") })
 	eventually(t, wait, func() (bool, string) { return c.coord.scheduling(), "a does not lead" })
+	if !fake.WaitDueBy(tick, wait) {
+		t.Fatalf("no timer armed for the tick %s", tick)
+	}
 	fake.Advance(time.Second)
 	eventually(t, 30*time.Second, func() (bool, string) {
 		return started.Load() == int64(n), fmt.Sprintf("%d of %d jobs started", started.Load(), n)

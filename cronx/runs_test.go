@@ -766,6 +766,9 @@ func TestARunWaitingInItsTermWhenTheTermEndsIsGivenUp(t *testing.T) {
 	eventually(t, wait, func() (bool, string) { return a.coord.scheduling(), "a does not lead" })
 	b := replica("b", clock.NewFake(tick.Add(time.Second)))
 	waitCandidates(t, cli, name, 2)
+	if !fakeA.WaitDueBy(tick, wait) {
+		t.Fatalf("a armed no timer for the tick %s", tick)
+	}
 	fakeA.Advance(time.Second) // the tick: a's run waits an hour's jitter
 	eventually(t, wait, func() (bool, string) { return len(runsIn(a)) == 1, fmt.Sprintf("a's runs: %v", runsIn(a)) })
 
