@@ -270,14 +270,14 @@ func (cl *claimer) claimBackfill(r *run) (held, error) {
 				return giveUp(fmt.Errorf("%w (%v)", context.Cause(r.ctx), err))
 			case errors.Is(err, election.ErrBusy):
 				co.rep.refusals.accepted()
-				if err := awaitNoMarker(r, backfillGuard(co.keys, r), rev); err != nil {
+				if err := awaitDeleted(r, backfillGuard(co.keys, r), rev, clientv3.WithPrefix()); err != nil {
 					return held{}, err
 				}
 				backoff = retryBackoff
 				continue
 			case errors.Is(err, ErrPaused):
 				co.rep.refusals.accepted()
-				if err := awaitResume(r, co.keys.paused(job), rev); err != nil {
+				if err := awaitDeleted(r, co.keys.paused(job), rev); err != nil {
 					return held{}, err
 				}
 				backoff = retryBackoff
@@ -294,12 +294,9 @@ func (cl *claimer) claimBackfill(r *run) (held, error) {
 				unanswered = true // mutation:unanswered-backfill-not-adopted
 			}
 		}
-		co.rep.refusals.refused(err)
-		if r.ctx.Err() != nil {
-			return giveUp(fmt.Errorf("%w (%v)", context.Cause(r.ctx), err))
+		if err := retry(r, err, &backoff, time.Time{}, "backfill"); err != nil {
+			return giveUp(err)
 		}
-		sleep(r.ctx, backoff)
-		backoff = min(2*backoff, maxRetryBackoff)
 	}
 }
 
@@ -384,21 +381,6 @@ func backfillGuard(keys layout, r *run) string {
 		return keys.running(r.job.name)
 	}
 	return keys.backfillMarkers(r.job.name) // mutation:backfill-alone
-}
-
-// awaitResume waits until the pause key paused is deleted after rev, or
-// r's context ends.
-func awaitResume(r *run, paused string, rev int64) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(r.ctx))
-	defer cancel()
-	select {
-	case <-r.co.conn.etcd().Watch(wctx, paused, clientv3.WithRev(rev+1), clientv3.WithFilterPut()):
-	case <-r.ctx.Done():
-	}
-	if r.ctx.Err() != nil {
-		return context.Cause(r.ctx)
-	}
-	return nil
 }
 
 // giveBackBackfill gives back the claim of a backfilled tick whose run

@@ -202,15 +202,9 @@ func (cl *claimer) bufferTick(r *run) (held, error) {
 			co.rep.refusals.accepted()
 			continue // the buffer or the job's last changed: read again
 		}
-		co.rep.refusals.refused(err)
-		if r.ctx.Err() != nil {
-			return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
+		if err := retry(r, err, &backoff, latest, "buffering"); err != nil {
+			return held{}, err
 		}
-		if co.clock.Now().Add(backoff).After(latest) {
-			return held{}, fmt.Errorf("no buffering before the misfire deadline: %w", err)
-		}
-		sleep(r.ctx, backoff)
-		backoff = min(2*backoff, maxRetryBackoff)
 	}
 }
 
@@ -324,13 +318,10 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 			backoff = retryBackoff
 			continue
 		}
-		co.rep.refusals.refused(err)
-		if r.ctx.Err() != nil {
+		if err := retry(r, err, &backoff, time.Time{}, "turn"); err != nil {
 			cl.releaseIfUnanswered(r, unanswered, marker, seq, floor)
-			return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
+			return held{}, err
 		}
-		sleep(r.ctx, backoff)
-		backoff = min(2*backoff, maxRetryBackoff)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claims"
@@ -46,8 +47,7 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 		return cl.claimBackfill(r)
 	}
 	co := cl.co
-	key, seq := co.keys.last(r.job.name), r.tick.UnixNano()
-	marker := co.keys.tickMarker(r.job.name, seq)
+	key, seq, marker := co.writes.tick(r)
 	ts := r.term
 	// In claim mode, a claim made under a later session than the one live
 	// when the tick fired (etcd was out meanwhile) must find the job's claim
@@ -94,29 +94,7 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 			return giveUp(errSuperseded)
 		}
 		if serr == nil {
-			opts := []election.ClaimOption{
-				election.ClaimedBy(co.identity),
-				claims.UnlessExists(co.keys.paused(r.job.name), ErrPaused), // mutation:pause
-			}
-			if ts != nil {
-				opts = append(opts, election.UnderTerm(ts.term.Fence)) // mutation:under-term
-			}
-			if b := r.job.policy.bounds; b.bounded() { // mutation:max-runs
-				opts = append(opts, co.countedClaim(r.job.name, b))
-			}
-			if r.job.policy.overlap == Forbid { // mutation:forbid
-				opts = append(opts, claims.Exclusive(co.keys.running(r.job.name)))
-			}
-			opts = append(opts, bufferTurn(co.keys, r.job)...) // mutation:buffer-overlap
-			switch {
-			case r.catchUp && ts != nil:
-				// A job that never ran is caught up too if a term before this
-				// one published it, by the tick: the tick came due with nobody
-				// to run it.
-				opts = append(opts, claims.IfClaimedOrKnownBefore(co.keys.since(r.job.name), ts.term.Fence.Revision))
-			case r.catchUp || claimMode && hadSession && gen != firedGen:
-				opts = append(opts, claims.IfClaimedBefore())
-			}
+			opts := co.writes.tickClaim(r, ts, claimMode && hadSession && gen != firedGen)
 			var c election.Claim
 			if ts != nil {
 				c, sess, err = cl.batch.claim(&claimReq{run: r, key: key, seq: seq, marker: marker, opts: opts, term: ts.term.Fence})
@@ -172,19 +150,29 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 		}
 		// Retried all the same: etcd may accept the claim before its
 		// deadline, once space is freed or a permission granted.
-		co.rep.refusals.refused(err)
 		r.rs.unsend(r) // waiting again, for etcd
-		if r.ctx.Err() != nil {
-			return giveUp(fmt.Errorf("%w (%v)", context.Cause(r.ctx), err))
+		if err := retry(r, err, &backoff, latest, "claim"); err != nil {
+			return giveUp(err)
 		}
-		if co.clock.Now().Add(backoff).After(latest) {
-			return giveUp(fmt.Errorf("no claim before the misfire deadline: %w", err))
-		}
-		// Retries pace against etcd, which runs on real time whatever the
-		// Cron's clock.
-		sleep(r.ctx, backoff)
-		backoff = min(2*backoff, maxRetryBackoff)
 	}
+}
+
+// retry waits backoff before the next try of r's claim, which etcd did not
+// take (err), and doubles it; or says why no try follows: r's context
+// ended, or the try would come after latest (unless zero), the deadline of
+// what. Retries pace against etcd, which runs on real time whatever the
+// Cron's clock.
+func retry(r *run, err error, backoff *time.Duration, latest time.Time, what string) error {
+	r.co.rep.refusals.refused(err)
+	if r.ctx.Err() != nil {
+		return fmt.Errorf("%w (%v)", context.Cause(r.ctx), err)
+	}
+	if !latest.IsZero() && r.co.clock.Now().Add(*backoff).After(latest) {
+		return fmt.Errorf("no %s before the misfire deadline: %w", what, err)
+	}
+	sleep(r.ctx, *backoff)
+	*backoff = min(2**backoff, maxRetryBackoff)
+	return nil
 }
 
 // errNotSent is the outcome of a claim given up before it was sent.
@@ -251,12 +239,7 @@ func (cl *claimer) giveBack(r *run, c held) {
 	case r.bf != nil:
 		err = cl.giveBackBackfill(ctx, r, c)
 	default:
-		err = claims.Withdraw(ctx, co.conn.etcd(), co.keys.last(r.job.name), c.claim, r.prev, co.identity)
-		if errors.Is(err, claims.ErrNotWithdrawn) {
-			// A later claim moved the key on (it replaced this run, or ran
-			// on a successor): only the marker is this run's to delete.
-			err = claims.Release(ctx, co.conn.etcd(), c.claim)
-		}
+		err = co.writes.withdrawTick(ctx, co.conn.etcd(), r, c.claim)
 	}
 	if err != nil {
 		co.logger.Error(err, "cronx: a claim whose run did not start could not be given back; its tick will not run",

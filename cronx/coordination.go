@@ -154,7 +154,7 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 		return nil, errors.Join(cfg.errs...)
 	}
 	sc := &scope{mode: cfg.mode, misfire: cfg.misfire, grace: cfg.grace, eopts: cfg.eopts, release: releaseOf(cfg), logger: c.logger, clock: c.clock}
-	co := &coordinator{scope: sc, host: c, runs: c.runs, elector: cfg.elector}
+	co := &coordinator{scope: sc, writes: writes{sc}, host: c, runs: c.runs, elector: cfg.elector}
 	co.conn = &connection{sc: sc, work: &co.work, client: cfg.client}
 	switch {
 	case cfg.elector != nil && cfg.client != nil:

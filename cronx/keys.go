@@ -34,6 +34,8 @@ import (
 //	                     who buffered it; no lease, so it outlives its writer
 //	<job>/paused         present while the job is paused; holds who paused it
 //	<job>/history        the latest runs, a JSON array of Record
+//	<job>/outcome        the job's last success and failure (outcome.go)
+//	<job>/runs           a bounded job's count of runs (bounds.go)
 //	<job>/notrun         the ticks nobody ran, counted by hour and reason
 //	                     over the last day (notrun.go): a JSON notRunValue
 //	<job>/recovered      how many times each of the job's latest ticks whose
@@ -72,6 +74,7 @@ func (l layout) triggered(job string) string { return l.jobs + job + "/triggered
 func (l layout) running(job string) string   { return l.jobs + job + "/running/" }
 func (l layout) paused(job string) string    { return l.jobs + job + "/paused" }
 func (l layout) history(job string) string   { return l.jobs + job + "/history" }
+func (l layout) outcome(job string) string   { return l.jobs + job + "/outcome" }
 func (l layout) spec(job string) string      { return l.jobs + job + "/spec" }
 func (l layout) since(job string) string     { return l.jobs + job + "/since" }
 func (l layout) notRun(job string) string    { return l.jobs + job + "/notrun" }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // host is what coordination needs of its Cron: no more, so that the parts
@@ -32,6 +30,7 @@ type host interface {
 // current term.
 type coordinator struct {
 	*scope
+	writes  writes // what it writes to etcd for a tick, a run's end and a term
 	host    host
 	runs    *runs // the Cron's runs, from firing to record
 	conn    *connection
@@ -307,50 +306,4 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-}
-
-// watchTriggers fires a run for each request of a job this replica has
-// until ctx ends: those waiting when it starts, then each new one. ts is
-// the term it watches under in leader mode, nil in claim mode.
-func (co *coordinator) watchTriggers(ctx context.Context, ts *termState) {
-	prefix := co.keys.triggers()
-	cli := co.conn.etcd()
-	for ctx.Err() == nil {
-		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix())
-		if err != nil {
-			sleep(ctx, watchRetry)
-			continue
-		}
-		for _, kv := range resp.Kvs {
-			co.fireTrigger(kv, ts)
-		}
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		for wr := range cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterDelete()) {
-			if wr.Err() != nil {
-				break
-			}
-			for _, ev := range wr.Events {
-				if ev.Type == mvccpb.PUT && ev.Kv.Version == 1 {
-					co.fireTrigger(ev.Kv, ts)
-				}
-			}
-		}
-		cancel()
-	}
-}
-
-// fireTrigger fires a run of the request kv, if this replica has its job.
-func (co *coordinator) fireTrigger(kv *mvccpb.KeyValue, ts *termState) {
-	name := co.keys.triggerJob(string(kv.Key))
-	e, ok := co.host.entryByName(name)
-	if !ok {
-		return // another version of the app may have it
-	}
-	t := triggerOf(kv, co.clock.Now())
-	if !co.mayRunStart(t) {
-		return // a run at the start of another release, for its replicas
-	}
-	r := newRun(co.runs, co, refOf(&e), t.at)
-	r.trig, r.term = &t, ts
-	r.goCoordinated()
 }

@@ -6,9 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // A job's outcome key (<job>/outcome) holds what its history, bounded to
@@ -17,8 +15,7 @@ import (
 // it in the transaction that appends the run to the history, under the
 // same condition (the history's revision, read with the outcome), so the
 // two never disagree and a run is counted once: whichever replica ran the
-// job, the key is the cluster's. It costs nothing more per tick than the
-// history write it rides in, one more key read and written.
+// job, the key is the cluster's (writes.runEnd).
 //
 // Only a run's last attempt counts: an attempt that is retried is neither
 // a success nor a failure of the run (WithRetries).
@@ -50,8 +47,6 @@ type JobOutcome struct {
 	// success.
 	ConsecutiveFailures int
 }
-
-func (l layout) outcome(job string) string { return l.jobs + job + "/outcome" }
 
 // parseOutcome reads an outcome value, as much of it as decodes: a damaged
 // value is replaced by the next run's write.
@@ -88,35 +83,6 @@ func (o outcome) after(it finishItem) outcome {
 	return o
 }
 
-// outcomeGets are the reads of the outcome keys of batch, in its order,
-// to go with the reads of their histories.
-func (rc *recorder) outcomeGets(batch []finishItem) []clientv3.Op {
-	gets := make([]clientv3.Op, len(batch))
-	for i, it := range batch {
-		gets[i] = clientv3.OpGet(rc.co.keys.outcome(it.job))
-	}
-	return gets
-}
-
-// outcomeOps are the writes that go with the history write of it, given
-// the outcome key as read with the history: the job's new outcome, and
-// its pause when its policy says so (pauseafter.go); for an attempt that
-// is retried, only the latest recorded tick (withTick), if it moves. next
-// is the outcome they write.
-func (rc *recorder) outcomeOps(it finishItem, read *etcdserverpb.ResponseOp) (next outcome, ops []clientv3.Op) {
-	prev := decodeOutcome(read.GetResponseRange().GetKvs())
-	seen := prev.withTick(it)
-	if it.keep {
-		if seen == prev {
-			return outcome{}, nil
-		}
-		return outcome{}, []clientv3.Op{clientv3.OpPut(rc.co.keys.outcome(it.job), encodeOutcome(seen))}
-	}
-	next = seen.after(it)
-	ops = []clientv3.Op{clientv3.OpPut(rc.co.keys.outcome(it.job), encodeOutcome(next))}
-	return next, append(ops, rc.pauseOps(it, next)...)
-}
-
 // outcomeRecorded tells the observers the outcome that the record of it
 // wrote at revision rev.
 func (rc *recorder) outcomeRecorded(it finishItem, o outcome, rev int64) {
@@ -146,12 +112,8 @@ func (co *coordinator) loadOutcomes(names func() []string) {
 		for len(jobs) > 0 && ctx.Err() == nil {
 			batch := jobs[:min(len(jobs), outcomeLoadBatch)]
 			jobs = jobs[len(batch):]
-			gets := make([]clientv3.Op, len(batch))
-			for i, job := range batch {
-				gets[i] = clientv3.OpGet(co.keys.outcome(job))
-			}
 			rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-			resp, err := cli.Txn(rctx).Then(gets...).Commit()
+			resp, err := cli.Txn(rctx).Then(co.writes.outcomeGets(batch)...).Commit()
 			cancel()
 			if err != nil {
 				if ctx.Err() == nil {

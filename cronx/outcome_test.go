@@ -24,7 +24,7 @@ func TestOutcomeOutlivesTheHistory(t *testing.T) {
 	prefix := srv.BatonPrefix("/baton")
 	told := make(chan JobOutcome, 512)
 	sc := &scope{name: "outcome", identity: "web-1", keys: newLayout(prefix, "outcome"), logger: testLogger{t, "web-1"}}
-	co := &coordinator{scope: sc, conn: &connection{sc: sc, client: cli},
+	co := &coordinator{scope: sc, writes: writes{sc}, conn: &connection{sc: sc, client: cli},
 		rep: &reporter{sc: sc, obs: observers{newObserverQueue(Observer{OnJobOutcome: func(o JobOutcome) { told <- o }})}}}
 	rc := newRecorder(co, &runs{})
 	base := time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC)

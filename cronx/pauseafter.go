@@ -28,7 +28,7 @@ func WithPauseAfter(n int) JobOption {
 
 // pauseOps are the writes that pause the job of it once its outcome o
 // reaches its policy's failures: the pause key, unless it is there already.
-func (rc *recorder) pauseOps(it finishItem, o outcome) []clientv3.Op {
+func pauseOps(sc *scope, it finishItem, o outcome) []clientv3.Op {
 	n := 0
 	if it.policy != nil {
 		n = it.policy.pauseAfter
@@ -36,11 +36,11 @@ func (rc *recorder) pauseOps(it finishItem, o outcome) []clientv3.Op {
 	if n == 0 || o.Failures < n { // mutation:pause-after
 		return nil
 	}
-	key := rc.co.keys.paused(it.job)
+	key := sc.keys.paused(it.job)
 	reason := fmt.Sprintf("%d consecutive failures; the last: %s", o.Failures, boundedError(it.err.Error()))
 	return []clientv3.Op{clientv3.OpTxn(
 		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}, // mutation:pause-after-kept
-		[]clientv3.Op{clientv3.OpPut(key, encodePaused(rc.co.identity, reason))}, nil)}
+		[]clientv3.Op{clientv3.OpPut(key, encodePaused(sc.identity, reason))}, nil)}
 }
 
 // A pause key's value is who paused the job, then, for a job that paused

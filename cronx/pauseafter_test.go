@@ -90,7 +90,7 @@ func TestPauseAfterKeepsAPauseByHand(t *testing.T) {
 	cli := srv.Client(t)
 	prefix := srv.BatonPrefix("/baton")
 	sc := &scope{name: "kept", identity: "web-2", keys: newLayout(prefix, "kept"), logger: testLogger{t, "web-2"}}
-	rc := newRecorder(&coordinator{scope: sc, conn: &connection{sc: sc, client: cli}, rep: &reporter{sc: sc}}, &runs{})
+	rc := newRecorder(&coordinator{scope: sc, writes: writes{sc}, conn: &connection{sc: sc, client: cli}, rep: &reporter{sc: sc}}, &runs{})
 	policy := &jobPolicy{pauseAfter: 2}
 	base := time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC)
 	fail := func(job string, i int) finishItem {

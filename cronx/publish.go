@@ -227,14 +227,7 @@ func (pb *publisher) registerAll(ctx context.Context, jobs []string) error {
 // writeSpecBatch compares the specs of names and writes them if one
 // differs.
 func (pb *publisher) writeSpecBatch(ctx context.Context, names []string, specs map[string]string) error {
-	var cmps []clientv3.Cmp
-	var marks, puts []clientv3.Op
-	since := pb.sinceValue()
-	for _, name := range names {
-		cmps = append(cmps, clientv3.Compare(clientv3.Value(pb.co.keys.spec(name)), "=", specs[name]))
-		marks = append(marks, pb.markSince(name, since))
-		puts = append(puts, clientv3.OpTxn(nil, []clientv3.Op{clientv3.OpPut(pb.co.keys.spec(name), specs[name]), pb.markSince(name, since)}, nil))
-	}
+	cmps, marks, puts := pb.co.writes.termSpecs(names, specs, pb.sinceValue())
 	pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
 	_, err := pb.co.conn.etcd().Txn(pctx).If(cmps...).Then(marks...).Else(puts...).Commit() // mutation:mark-unchanged
@@ -250,11 +243,7 @@ func (pb *publisher) register(ctx context.Context, jobs []string, open int) ([]c
 	if err != nil {
 		return nil, nil, err
 	}
-	ops := make([]clientv3.Op, len(fresh))
-	for i, job := range fresh {
-		ops[i] = clientv3.OpPut(pb.co.keys.by(job, lease), pb.co.identity, clientv3.WithLease(lease))
-	}
-	return ops, fresh, nil
+	return pb.co.writes.registrations(fresh, lease), fresh, nil
 }
 
 // forget forgets the registrations of jobs not written, for the next
@@ -265,11 +254,8 @@ func (pb *publisher) forget(jobs []string) {
 	}
 }
 
-// writeSpecChanges writes changes, specChangeBatch to a transaction: a nested
-// transaction per job, which writes an added job's spec unless the key
-// holds it already, and its publication mark unless there, and deletes a
-// removed job's spec and mark if the key still holds that spec (another
-// version of the job may have written another since).
+// writeSpecChanges writes changes, specChangeBatch to a transaction, with
+// the registrations of the jobs added.
 func (pb *publisher) writeSpecChanges(ctx context.Context, changes map[string]specChange) error {
 	if len(changes) == 0 {
 		return nil
@@ -281,19 +267,13 @@ func (pb *publisher) writeSpecChanges(ctx context.Context, changes map[string]sp
 		var ops []clientv3.Op
 		var added, gone []string
 		for _, name := range names[:n] {
-			ch, key := changes[name], pb.co.keys.spec(name)
-			same := []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", ch.spec)}
-			if ch.removed {
-				ops = append(ops, clientv3.OpTxn(same, []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(pb.co.keys.since(name))}, nil))
-				if lease, ok := pb.co.claims.sessions.registered(name); ok {
-					ops = append(ops, clientv3.OpDelete(pb.co.keys.by(name, lease)))
-				}
+			lease, ok := pb.co.claims.sessions.registered(name)
+			ops = append(ops, pb.co.writes.specChange(name, changes[name], since, lease, ok)...)
+			if changes[name].removed {
 				gone = append(gone, name)
-				continue
+			} else {
+				added = append(added, name)
 			}
-			mark := pb.markSince(name, since)
-			ops = append(ops, clientv3.OpTxn(same, []clientv3.Op{mark}, []clientv3.Op{clientv3.OpPut(key, ch.spec), mark}))
-			added = append(added, name)
 		}
 		regs, fresh, err := pb.register(ctx, added, regLeaseKeys)
 		if err != nil {
@@ -321,13 +301,4 @@ func (pb *publisher) writeSpecChanges(ctx context.Context, changes map[string]sp
 // a tick (claimcond.Known).
 func (pb *publisher) sinceValue() string {
 	return claimcond.Value(pb.co.clock.Now().UnixNano(), pb.co.identity)
-}
-
-// markSince marks job published at since unless it is marked already: a
-// job that never ran has its ticks from then on caught up and counted
-// (catchup.go, gap.go), and a tick before it, which came due before the
-// cluster had the job, is neither. The mark goes with the spec.
-func (pb *publisher) markSince(job, since string) clientv3.Op {
-	key := pb.co.keys.since(job)
-	return clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}, []clientv3.Op{clientv3.OpPut(key, since)}, nil)
 }

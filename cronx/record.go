@@ -140,14 +140,11 @@ func (rc *recorder) record() {
 	}
 }
 
-// recordAll releases the runs' markers and appends them to their jobs'
-// histories, in two round trips for a batch of recordBatch runs: one
-// transaction reads every history and outcome, and one transaction of
-// nested transactions writes each history not changed since it was read
-// and, with it, releases the run's marker if it is still the run's own
-// (histories long enough to pass recordBytes take a write more for each
-// recordBytes). A run whose history changed meanwhile (a run of the job on
-// another replica) is recorded again on its own.
+// recordAll writes the ends of batch's runs (writes.runEnd) in two round
+// trips for recordBatch runs: one reads, one writes (histories long enough
+// to pass recordBytes take a write more for each recordBytes). A run whose
+// history changed meanwhile (a run of the job on another replica) is
+// recorded again on its own.
 func (rc *recorder) recordAll(batch []finishItem) {
 	if len(batch) == 1 {
 		rc.finish(batch[0])
@@ -155,34 +152,19 @@ func (rc *recorder) recordAll(batch []finishItem) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
-	gets := make([]clientv3.Op, len(batch))
-	for i, it := range batch {
-		gets[i] = clientv3.OpGet(rc.co.keys.history(it.job))
-	}
-	gets = append(gets, rc.outcomeGets(batch)...)
 	cli := rc.co.conn.etcd()
-	read, err := cli.Txn(ctx).Then(nested.Group(gets, recordReadGroup)...).Commit()
+	read, err := cli.Txn(ctx).Then(nested.Group(rc.co.writes.runEndReads(batch), recordReadGroup)...).Commit()
 	if err != nil {
 		rc.unrecorded(batch, err) // mutation:records-serial
 		return
 	}
 	reads := nested.Responses(read.Responses)
-	// A marker goes with its run's history write, never before it: a
-	// successor that finds neither marker nor record reports the tick as not
-	// run (lost.go).
 	ops := make([]clientv3.Op, len(batch))
 	outcomes := make([]outcome, len(batch))
 	sizes := make([]int, len(batch))
 	for i, it := range batch {
-		key := rc.co.keys.history(it.job)
 		hist, rev := decodeHistory(reads[i].GetResponseRange().Kvs)
-		next, also := rc.outcomeOps(it, reads[len(batch)+i])
-		outcomes[i] = next
-		write := append([]clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, rc.record1(it)))}, also...)
-		if f := it.claim.Fence; f.Key != "" && !it.keep {
-			write = append(write, clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil))
-		}
-		ops[i] = clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, write, nil)
+		ops[i], outcomes[i] = rc.co.writes.runEnd(it, rc.record1(it), hist, rev, reads[len(batch)+i], true)
 		sizes[i] = nested.Bytes(ops[i])
 	}
 	for from := 0; from < len(batch); {
@@ -232,7 +214,7 @@ func (rc *recorder) unrecorded(batch []finishItem, err error) {
 }
 
 // finish records one run in its job's history and releases its marker,
-// in that order (see recordAll).
+// in that order (see writes.runEnd).
 func (rc *recorder) finish(it finishItem) {
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
@@ -313,9 +295,8 @@ func boundedError(msg string) string {
 // already, retrying while other replicas write the history too.
 func (rc *recorder) appendHistory(ctx context.Context, it finishItem) {
 	rec := rc.record1(it)
-	key := rc.co.keys.history(it.job)
 	for range 3 {
-		resp, err := rc.co.conn.etcd().Txn(ctx).Then(clientv3.OpGet(key), rc.outcomeGets([]finishItem{it})[0]).Commit()
+		resp, err := rc.co.conn.etcd().Txn(ctx).Then(rc.co.writes.runEndReads([]finishItem{it})...).Commit()
 		if err != nil {
 			rc.co.logger.Error(err, "cronx: record run", "job", it.job)
 			return
@@ -326,14 +307,13 @@ func (rc *recorder) appendHistory(ctx context.Context, it finishItem) {
 				return
 			}
 		}
-		next, also := rc.outcomeOps(it, resp.Responses[1])
-		tr, err := rc.co.conn.etcd().Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-			Then(append([]clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, rec))}, also...)...).Commit()
+		write, next := rc.co.writes.runEnd(it, rec, hist, rev, resp.Responses[1], false)
+		tr, err := rc.co.conn.etcd().Txn(ctx).Then(write).Commit()
 		if err != nil {
 			rc.co.logger.Error(err, "cronx: record run", "job", it.job)
 			return
 		}
-		if tr.Succeeded {
+		if tr.Responses[0].GetResponseTxn().Succeeded {
 			rc.outcomeRecorded(it, next, tr.Header.Revision)
 			return
 		}

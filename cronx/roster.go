@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // A job's registrations go with its replicas' leases, so with every
@@ -62,10 +61,8 @@ func (pb *publisher) writeRoster(ctx context.Context) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
-	_, err := co.conn.etcd().Txn(rctx).
-		If(clientv3.Compare(clientv3.Value(co.keys.rosterSum()), "=", sum)). // mutation:roster-rewritten
-		Else(clientv3.OpPut(co.keys.rosterSum(), sum), clientv3.OpPut(co.keys.rosterJobs(), string(v))).
-		Commit()
+	same, write := co.writes.roster(sum, string(v))
+	_, err := co.conn.etcd().Txn(rctx).If(same).Else(write...).Commit()
 	if err != nil {
 		return fmt.Errorf("write the roster: %w", err)
 	}

@@ -103,7 +103,7 @@ func (cl *claimer) claimTrigger(r *run) (held, error) {
 			case errors.Is(err, election.ErrBusy):
 				co.rep.refusals.accepted()
 				co.logger.Info("cronx: a triggered run waits for the run in progress to end", "job", job)
-				if err := awaitNoMarker(r, running, busy); err != nil {
+				if err := awaitDeleted(r, running, busy, clientv3.WithPrefix()); err != nil {
 					return held{}, err
 				}
 				latest = co.clock.Now().Add(max(co.grace, skipTolerance))
@@ -118,15 +118,9 @@ func (cl *claimer) claimTrigger(r *run) (held, error) {
 				unanswered = true // mutation:unanswered-trigger-not-adopted
 			}
 		}
-		co.rep.refusals.refused(err)
-		if r.ctx.Err() != nil {
-			return giveUp(fmt.Errorf("%w (%v)", context.Cause(r.ctx), err))
+		if err := retry(r, err, &backoff, latest, "claim of the trigger"); err != nil {
+			return giveUp(err)
 		}
-		if co.clock.Now().Add(backoff).After(latest) {
-			return giveUp(fmt.Errorf("no claim of the trigger before the misfire deadline: %w", err))
-		}
-		sleep(r.ctx, backoff)
-		backoff = min(2*backoff, maxRetryBackoff)
 	}
 }
 
@@ -174,13 +168,14 @@ func (cl *claimer) sendTrigger(r *run, sess *election.Session, marker, running s
 	}
 }
 
-// awaitNoMarker waits until a marker under running is deleted after rev,
-// or r's context ends.
-func awaitNoMarker(r *run, running string, rev int64) error {
+// awaitDeleted waits until key (a marker under running/ with
+// clientv3.WithPrefix, or a pause key) is deleted after rev, or r's context
+// ends.
+func awaitDeleted(r *run, key string, rev int64, opts ...clientv3.OpOption) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(r.ctx))
 	defer cancel()
 	select {
-	case <-r.co.conn.etcd().Watch(wctx, running, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithFilterPut()):
+	case <-r.co.conn.etcd().Watch(wctx, key, append(opts, clientv3.WithRev(rev+1), clientv3.WithFilterPut())...):
 	case <-r.ctx.Done():
 	}
 	if r.ctx.Err() != nil {
@@ -214,4 +209,50 @@ func triggerID(at time.Time, random uint32) string {
 func splitTrigger(rest string) string {
 	job, _, _ := strings.Cut(rest, "/")
 	return job
+}
+
+// watchTriggers fires a run for each request of a job this replica has
+// until ctx ends: those waiting when it starts, then each new one. ts is
+// the term it watches under in leader mode, nil in claim mode.
+func (co *coordinator) watchTriggers(ctx context.Context, ts *termState) {
+	prefix := co.keys.triggers()
+	cli := co.conn.etcd()
+	for ctx.Err() == nil {
+		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix())
+		if err != nil {
+			sleep(ctx, watchRetry)
+			continue
+		}
+		for _, kv := range resp.Kvs {
+			co.fireTrigger(kv, ts)
+		}
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		for wr := range cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterDelete()) {
+			if wr.Err() != nil {
+				break
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == mvccpb.PUT && ev.Kv.Version == 1 {
+					co.fireTrigger(ev.Kv, ts)
+				}
+			}
+		}
+		cancel()
+	}
+}
+
+// fireTrigger fires a run of the request kv, if this replica has its job.
+func (co *coordinator) fireTrigger(kv *mvccpb.KeyValue, ts *termState) {
+	name := co.keys.triggerJob(string(kv.Key))
+	e, ok := co.host.entryByName(name)
+	if !ok {
+		return // another version of the app may have it
+	}
+	t := triggerOf(kv, co.clock.Now())
+	if !co.mayRunStart(t) {
+		return // a run at the start of another release, for its replicas
+	}
+	r := newRun(co.runs, co, refOf(&e), t.at)
+	r.trig, r.term = &t, ts
+	r.goCoordinated()
 }

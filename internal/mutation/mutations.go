@@ -66,7 +66,7 @@ var mutations = []mutation{
 	{
 		Name:   "pause-ignored",
 		Breaks: "a paused job keeps running",
-		Edits:  []edit{{Marker: "pause", Old: "claims.UnlessExists(co.keys.paused(r.job.name), ErrPaused),", New: ""}},
+		Edits:  []edit{{Marker: "pause", Old: "claims.UnlessExists(keys.paused(r.job.name), ErrPaused),", New: ""}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestPauseResumeTriggerStatus$"}},
 	},
 	{

@@ -1,0 +1,206 @@
+package cronx
+
+import (
+	"context"
+	"errors"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// writes builds what a coordinated Cron writes to etcd for its three
+// writes that grow with its jobs: a tick's claim, a run's end, and a term's
+// publication. The scheduler (claim.go and batch.go, record.go, publish.go)
+// sends what it builds, and names no key. A write's cost is beside it, in
+// keys per job; the requests that carry them are the sender's (DESIGN.md,
+// "What a crowded tick and a term write"). A policy's own writes (a
+// buffer, a backfill, a trigger) are in the policy's file.
+type writes struct{ sc *scope }
+
+// tick is a scheduled tick's claim key (its job's last), the tick's
+// sequence and its in-progress marker.
+func (w writes) tick(r *run) (key string, seq int64, marker string) {
+	seq = r.tick.UnixNano()
+	return w.sc.keys.last(r.job.name), seq, w.sc.keys.tickMarker(r.job.name, seq)
+}
+
+// tickClaim is the conditions of the claim of tick r, in leader mode
+// under term ts (nil in claim mode); resumed, that the claim must find the
+// job claimed before (a claim-mode session lost since the tick fired).
+//
+// Cost, per run: its last key compared and put, its marker put on a lease
+// of at most markerLeaseKeys (claimMarkerLeaseKeys in claim mode) keys, and
+// its pause key's absence compared; a bounded job's runs key read and put;
+// a Forbid or buffering job's markers (and buffer) ranged. A leader sends
+// claims.MaxEach of them in one transaction (batch.go); a new term's
+// catch-up compares its since key too.
+func (w writes) tickClaim(r *run, ts *termState, resumed bool) []election.ClaimOption {
+	keys := w.sc.keys
+	opts := []election.ClaimOption{
+		election.ClaimedBy(w.sc.identity),
+		claims.UnlessExists(keys.paused(r.job.name), ErrPaused), // mutation:pause
+	}
+	if ts != nil {
+		opts = append(opts, election.UnderTerm(ts.term.Fence)) // mutation:under-term
+	}
+	if b := r.job.policy.bounds; b.bounded() { // mutation:max-runs
+		opts = append(opts, w.sc.countedClaim(r.job.name, b))
+	}
+	if r.job.policy.overlap == Forbid { // mutation:forbid
+		opts = append(opts, claims.Exclusive(keys.running(r.job.name)))
+	}
+	opts = append(opts, bufferTurn(keys, r.job)...) // mutation:buffer-overlap
+	switch {
+	case r.catchUp && ts != nil:
+		// A job that never ran is caught up too if a term before this
+		// one published it, by the tick: the tick came due with nobody
+		// to run it.
+		opts = append(opts, claims.IfClaimedOrKnownBefore(keys.since(r.job.name), ts.term.Fence.Revision))
+	case r.catchUp || resumed:
+		opts = append(opts, claims.IfClaimedBefore())
+	}
+	return opts
+}
+
+// withdrawTick gives back the claim c of tick r, whose run did not start:
+// its last key goes back to r.prev, and its marker goes. Cost: one
+// transaction of two writes, or a second that deletes the marker alone
+// when a later claim moved the key on.
+func (w writes) withdrawTick(ctx context.Context, cli *clientv3.Client, r *run, c election.Claim) error {
+	err := claims.Withdraw(ctx, cli, w.sc.keys.last(r.job.name), c, r.prev, w.sc.identity)
+	if errors.Is(err, claims.ErrNotWithdrawn) {
+		// A later claim moved the key on (it replaced this run, or ran
+		// on a successor): only the marker is this run's to delete.
+		err = claims.Release(ctx, cli, c)
+	}
+	return err
+}
+
+// runEndReads are the reads a run's end is written against, for each run
+// of batch: its history, then, in the same order, its outcome.
+func (w writes) runEndReads(batch []finishItem) []clientv3.Op {
+	gets := make([]clientv3.Op, 2*len(batch))
+	for i, it := range batch {
+		gets[i] = clientv3.OpGet(w.sc.keys.history(it.job))
+		gets[len(batch)+i] = clientv3.OpGet(w.sc.keys.outcome(it.job))
+	}
+	return gets
+}
+
+// outcomeGets are the reads of jobs' outcome keys, in their order.
+func (w writes) outcomeGets(jobs []string) []clientv3.Op {
+	gets := make([]clientv3.Op, len(jobs))
+	for i, job := range jobs {
+		gets[i] = clientv3.OpGet(w.sc.keys.outcome(job))
+	}
+	return gets
+}
+
+// runEnd is the write of the end of run it, recorded as rec, given its
+// job's history as read (hist, at revision rev) and its outcome key as read
+// with it: a transaction that appends rec to the history unless the history
+// changed since, and with it writes the job's outcome, its pause when its
+// policy says so (pauseafter.go), and, with release, deletes the run's
+// marker if it is still the run's own. A marker goes with its run's
+// history write, never before it: a successor that finds neither marker
+// nor record reports the tick as not run (lost.go). next is the outcome it
+// writes.
+//
+// Cost, per run: two keys read, its history and outcome compared and put,
+// its marker deleted. A recorder writes recordBatch of them in two
+// transactions (record.go).
+func (w writes) runEnd(it finishItem, rec Record, hist []Record, rev int64, outRead *etcdserverpb.ResponseOp, release bool) (op clientv3.Op, next outcome) {
+	key := w.sc.keys.history(it.job)
+	next, also := w.outcomeOps(it, outRead)
+	write := append([]clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, rec))}, also...)
+	if f := it.claim.Fence; release && f.Key != "" && !it.keep {
+		write = append(write, clientv3.OpTxn([]clientv3.Cmp{f.Cmp()}, []clientv3.Op{clientv3.OpDelete(f.Key)}, nil))
+	}
+	return clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, write, nil), next
+}
+
+// outcomeOps are the writes that go with the history write of it, given
+// the outcome key as read with the history: the job's new outcome, and
+// its pause when its policy says so; for an attempt that is retried, only
+// the latest recorded tick (withTick), if it moves. next is the outcome
+// they write.
+func (w writes) outcomeOps(it finishItem, read *etcdserverpb.ResponseOp) (next outcome, ops []clientv3.Op) {
+	prev := decodeOutcome(read.GetResponseRange().GetKvs())
+	seen := prev.withTick(it)
+	key := w.sc.keys.outcome(it.job)
+	if it.keep {
+		if seen == prev {
+			return outcome{}, nil
+		}
+		return outcome{}, []clientv3.Op{clientv3.OpPut(key, encodeOutcome(seen))}
+	}
+	next = seen.after(it)
+	ops = []clientv3.Op{clientv3.OpPut(key, encodeOutcome(next))}
+	return next, append(ops, pauseOps(w.sc, it, next)...)
+}
+
+// termSpecs is the write of a term's specs of names, specBatch of them to
+// a transaction (publish.go): if every spec is as etcd has it (cmps), only
+// each job's since mark where it is missing (same); else every spec and
+// mark (changed). Cost, per job of an unchanged term: its spec compared and
+// its since key's creation compared.
+func (w writes) termSpecs(names []string, specs map[string]string, since string) (cmps []clientv3.Cmp, same, changed []clientv3.Op) {
+	for _, name := range names {
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(w.sc.keys.spec(name)), "=", specs[name]))
+		same = append(same, w.markSince(name, since))
+		changed = append(changed, clientv3.OpTxn(nil, []clientv3.Op{clientv3.OpPut(w.sc.keys.spec(name), specs[name]), w.markSince(name, since)}, nil))
+	}
+	return cmps, same, changed
+}
+
+// registrations are the puts of this replica's registrations of jobs, on
+// lease. Cost, per job: one key put on a lease of at most regLeaseKeys
+// keys; a term's go regLeaseKeys to a transaction on a lease that held
+// none, so that with auth on no put checks a key already on its lease.
+func (w writes) registrations(jobs []string, lease clientv3.LeaseID) []clientv3.Op {
+	ops := make([]clientv3.Op, len(jobs))
+	for i, job := range jobs {
+		ops[i] = clientv3.OpPut(w.sc.keys.by(job, lease), w.sc.identity, clientv3.WithLease(lease))
+	}
+	return ops
+}
+
+// specChange is the write of an added job's spec, unless the key holds it
+// already, and of its since mark, unless there; or of a removed job's
+// deletion, if its key still holds ch.spec (another version of the job may
+// have written another since), with this replica's registration of it on
+// lease if it has one. Cost: one key compared, up to two put or three
+// deleted.
+func (w writes) specChange(name string, ch specChange, since string, lease clientv3.LeaseID, registered bool) []clientv3.Op {
+	key := w.sc.keys.spec(name)
+	same := []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", ch.spec)}
+	if !ch.removed {
+		mark := w.markSince(name, since)
+		return []clientv3.Op{clientv3.OpTxn(same, []clientv3.Op{mark}, []clientv3.Op{clientv3.OpPut(key, ch.spec), mark})}
+	}
+	ops := []clientv3.Op{clientv3.OpTxn(same, []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(w.sc.keys.since(name))}, nil)}
+	if registered {
+		ops = append(ops, clientv3.OpDelete(w.sc.keys.by(name, lease)))
+	}
+	return ops
+}
+
+// markSince marks job published at since unless it is marked already: a
+// job that never ran has its ticks from then on caught up and counted
+// (catchup.go, gap.go), and a tick before it, which came due before the
+// cluster had the job, is neither. The mark goes with the spec.
+func (w writes) markSince(job, since string) clientv3.Op {
+	key := w.sc.keys.since(job)
+	return clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}, []clientv3.Op{clientv3.OpPut(key, since)}, nil)
+}
+
+// roster is the write of a term's roster, the names of its jobs (roster.go),
+// unless it holds sum already. Cost: one key compared; two put when the
+// jobs changed.
+func (w writes) roster(sum, jobs string) (clientv3.Cmp, []clientv3.Op) {
+	keys := w.sc.keys
+	return clientv3.Compare(clientv3.Value(keys.rosterSum()), "=", sum), // mutation:roster-rewritten
+		[]clientv3.Op{clientv3.OpPut(keys.rosterSum(), sum), clientv3.OpPut(keys.rosterJobs(), jobs)}
+}
