@@ -20,14 +20,16 @@ func (cl *claimer) triage(r *run, err error) {
 		reason = ReasonOvertaken
 		later := time.Unix(0, ce.Seq).In(r.tick.Location())
 		var re *retriedError
-		if errors.As(err, &re) {
-			// etcd was out: its ticks were retried together, and the
-			// latest one that ran stands for them, as after any outage.
+		if errors.As(err, &re) || r.term == nil && cl.fired.superseded(r.job.name, r.tick) { // mutation:overtaken-in-outage
+			// etcd was out, or slow past the next tick: its ticks were
+			// retried together (in claim mode, by etcd's client too, on the
+			// connection it opened again), and the latest one that ran
+			// stands for them, as after any outage.
 			co.logger.Info("cronx: skipped: a later tick ran after etcd came back", "job", r.job.name, "tick", r.tick, "later", later)
 			break
 		}
-		// This replica claimed a later tick first though this tick's
-		// claim went out first: it was held up past the next one's (etcd
+		// A leader claimed a later tick first though this tick's claim
+		// went out first: it was held up past the next one's (etcd
 		// changing raft leader), or the clock went back. Nobody runs it;
 		// say so.
 		co.logger.Error(fmt.Errorf("a later tick, %s, was claimed first", later.Format(time.RFC3339)),
