@@ -13,11 +13,15 @@ import (
 // replaced (etcdctl del, an operator's cleanup), with lost, wrapped to name
 // the key, as its cause: a hold whose key is gone excludes nobody. A key
 // deleted with its lease (revoked, or expired) ends the session instead,
-// with ErrLeaseLost. The watch ends with the context; cancel ends the hold.
-func holdContext(sess *Session, client *clientv3.Client, f Fence, rev int64, lost error) (context.Context, context.CancelCauseFunc) {
+// with ErrLeaseLost. The watch ends with the context; release ends the
+// hold and returns once the watch has ended, so that a client closed after
+// an Unlock is not in use.
+func holdContext(sess *Session, client *clientv3.Client, f Fence, rev int64, lost error) (hold context.Context, release context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(sess.Context())
 	lost = fmt.Errorf("%w: its key %s was deleted or replaced", lost, f.Key)
+	watched := make(chan struct{})
 	go func() {
+		defer close(watched)
 		if err := watchOwnKey(ctx, client, f, rev, lost); err != nil {
 			if leaseGone(ctx, client, sess.Lease()) {
 				sess.lose(ErrLeaseLost)
@@ -25,7 +29,10 @@ func holdContext(sess *Session, client *clientv3.Client, f Fence, rev int64, los
 			cancel(err) // mutation:hold-key-unwatched
 		}
 	}()
-	return ctx, cancel
+	return ctx, func(cause error) {
+		cancel(cause)
+		<-watched // mutation:hold-watch-outlives-release
+	}
 }
 
 // leaseGone reports whether etcd says the lease no longer exists; a lease

@@ -70,6 +70,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestAClaimModeTickOvertakenByItsOwnLaterTickIsASkipNotAnError$"}},
 	},
 	{
+		Name:   "hold-watch-outlives-unlock",
+		Breaks: "a lock's hold goes on watching its key after Unlock returns, on a client its caller may close",
+		Edits:  []edit{{Marker: "hold-watch-outlives-release", Old: "<-watched", New: ""}},
+		Tests:  []tests{{Pkg: "election", Run: "^TestUnlockReturnsOnceItsHoldsWatchHasEnded$"}},
+	},
+	{
 		Name:   "pause-ignored",
 		Breaks: "a paused job keeps running",
 		Edits:  []edit{{Marker: "pause", Old: "claims.UnlessExists(keys.paused(r.job.name), ErrPaused),", New: ""}},
