@@ -360,7 +360,7 @@ func jobsBurstWorker(ctx context.Context, w *worker, p jobsParams) (jobsBurst, e
 	for tick := 1; tick <= ticks; tick++ {
 		last, lastAt := 0, time.Now()
 		err = poll(ctx, 10*time.Minute, time.Millisecond, "every coordinated tick run or reported", func() (bool, error) {
-			n, _ := rec.settled()
+			n := rec.settledTicks()
 			if n != last {
 				last, lastAt = n, time.Now()
 			}
@@ -389,9 +389,8 @@ func jobsBurstWorker(ctx context.Context, w *worker, p jobsParams) (jobsBurst, e
 	res.Window = spanOf(a, b)
 	res.Coordinated = rec.lateness(at, at.Add(time.Second))
 	res.Runs, res.Ticks = rec.count(), rec.ticks()
-	_, lost := rec.settled()
 	res.Dropped = rec.droppedEvents()
-	for reason, n := range lost {
+	for reason, n := range rec.lost() {
 		if res.NotRun == nil {
 			res.NotRun = map[string]int{}
 		}

@@ -16,7 +16,9 @@ type runRecorder struct {
 
 	mu      sync.Mutex
 	runs    []runRecord
+	ran     map[tickOf]bool         // the ticks among runs
 	notRun  map[tickOf]cronx.Reason // ticks a replica reported not run
+	settled int                     // ticks that ran or were reported not run, each once
 	dropped int                     // events the observers dropped
 }
 
@@ -42,8 +44,18 @@ func (r *runRecorder) job() cronx.Job {
 		} else {
 			tick = r.nominal(started)
 		}
+		t := tickOf{job, tick.UnixNano()}
 		r.mu.Lock()
 		r.runs = append(r.runs, runRecord{job: job, tick: tick, started: started})
+		if !r.ran[t] {
+			if r.ran == nil {
+				r.ran = map[tickOf]bool{}
+			}
+			r.ran[t] = true
+			if _, reported := r.notRun[t]; !reported {
+				r.settled++
+			}
+		}
 		r.mu.Unlock()
 		return nil
 	})
@@ -77,7 +89,11 @@ func (r *runRecorder) observer() cronx.Observer {
 			if r.notRun == nil {
 				r.notRun = map[tickOf]cronx.Reason{}
 			}
-			r.notRun[tickOf{ev.Job, ev.Tick.UnixNano()}] = ev.Reason
+			t := tickOf{ev.Job, ev.Tick.UnixNano()}
+			if _, reported := r.notRun[t]; !reported && !r.ran[t] {
+				r.settled++
+			}
+			r.notRun[t] = ev.Reason
 		},
 		OnDropped: func(n int) {
 			r.mu.Lock()
@@ -100,34 +116,29 @@ func (r *runRecorder) droppedEvents() int {
 func (r *runRecorder) ticks() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.ranLocked())
+	return len(r.ran)
 }
 
-func (r *runRecorder) ranLocked() map[tickOf]bool {
-	ran := make(map[tickOf]bool, len(r.runs))
-	for _, x := range r.runs {
-		ran[tickOf{x.job, x.tick.UnixNano()}] = true
-	}
-	return ran
-}
-
-// settled counts the ticks that ran or were reported not run, each once,
-// and those reported not run and never run, by reason.
-func (r *runRecorder) settled() (int, map[cronx.Reason]int) {
+// settledTicks counts the ticks that ran or were reported not run, each
+// once: kept as runs and reports come, since the burst polls it every
+// millisecond beside the runs it counts.
+func (r *runRecorder) settledTicks() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ran := r.ranLocked()
+	return r.settled
+}
+
+// lost counts the ticks reported not run and never run, by reason.
+func (r *runRecorder) lost() map[cronx.Reason]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	lost := map[cronx.Reason]int{}
 	for t, reason := range r.notRun {
-		if !ran[t] {
+		if !r.ran[t] {
 			lost[reason]++
 		}
 	}
-	n := len(ran)
-	for _, k := range lost {
-		n += k
-	}
-	return n, lost
+	return lost
 }
 
 // lateness is how long after their nominal ticks runs started.
