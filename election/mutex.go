@@ -162,7 +162,9 @@ func (m *Mutex) enqueue(ctx context.Context, sess *Session, wait bool) (Fence, e
 
 // Unlock releases the lock: it deletes the holder's key, so the next waiter
 // gets the lock at once, and revokes the hold's session. It returns
-// ErrNotLocked if the Mutex does not hold the lock. ctx bounds the round trips.
+// ErrNotLocked if the Mutex does not hold the lock. ctx bounds the round
+// trips. Once it returns, the hold no longer uses the client (its watch of
+// its key has ended), which may then be closed.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	m.mu.Lock()
 	sess, f, release := m.sess, m.fence, m.release
