@@ -122,7 +122,7 @@ func (b *batcher) send(batch []*claimReq) {
 	items := make([]claims.ClaimItem, len(batch))
 	for i, r := range batch {
 		r.opts = append(r.opts[:len(r.opts):len(r.opts)], claims.WithMarker(r.marker, sess.Lease()))
-		items[i] = claims.ClaimItem{Key: r.key, Seq: r.seq, Opts: r.opts}
+		items[i] = claims.ClaimItem{Key: r.key, Seq: r.seq, Opts: r.opts, Held: r.run.fired} // mutation:batch-held
 	}
 	claimed, errs, err := claims.ClaimEach(ctx, b.cl.co.conn.etcd(), items)
 	if err == nil {

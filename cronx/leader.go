@@ -240,7 +240,7 @@ func (co *coordinator) fireTick(r *run, e *Entry, catchUp bool) {
 	} else {
 		co.claims.fired.note(e.name, r.tick)
 	}
-	r.catchUp = catchUp
+	r.catchUp, r.fired = catchUp, !e.Prev.IsZero()
 	r.delay = jitterOf(e.name, r.tick, e.policy.jitter)
 	r.prev = r.tick.UnixNano() - 1
 	if prev := e.given(); !prev.IsZero() && prev.Before(r.tick) {

@@ -32,9 +32,12 @@ type run struct {
 	buf     *buffered      // the tick's place in its job's buffer (buffer.go); nil unless it waits there
 	bf      *backfillClaim // the backfill it runs a tick of; nil for none
 	catchUp bool           // a tick missed in a failover, caught up
-	delay   time.Duration
-	prev    int64      // what the job's claim key is given back to
-	term    *termState // leader mode: the term it fired under
+	// fired says that this process fired a tick of the job before: its
+	// claim key is there, most likely (claims.ClaimItem.Held).
+	fired bool
+	delay time.Duration
+	prev  int64      // what the job's claim key is given back to
+	term  *termState // leader mode: the term it fired under
 	// recovered counts the runs again of a tick whose runner died, from 1;
 	// recovery is the claim that decided it (recovery.go).
 	recovered int

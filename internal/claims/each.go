@@ -17,6 +17,11 @@ type ClaimItem struct {
 	Key  string
 	Seq  int64
 	Opts []election.ClaimOption
+	// Held says that Key is known to hold a claim (the caller's own last
+	// one): the first transaction claims it by its value alone, so its
+	// puts go once in the request, not once for each way of claiming it.
+	// A key not there after all is claimed by its absence in the second.
+	Held bool
 }
 
 // MaxEach is how many items one ClaimEach transaction takes within etcd's
@@ -41,7 +46,8 @@ const eachGroup = 64 // mutation:claimeach-group
 // Cost: one transaction when every item's conditions hold, as on a
 // crowded tick, whether each job ran before or this is its first claim; a
 // second for the items that did not commit in it (a paused or busy job, a
-// tick claimed already), which reads why they fail. Each is a small
+// tick claimed already, a Held item whose key is not there), which reads
+// why they fail. Each is a small
 // transaction per item inside one.
 //
 // The error returned is etcd's on the first transaction (nothing is known
@@ -170,12 +176,15 @@ func earlier(it ClaimItem) clientv3.Cmp {
 
 // claimOp is one item's claim: a transaction on the item's conditions
 // other than its key's, in which a transaction claims it by its key's
-// value, or else one by its absence; with reads, each way of failing reads
-// back what failed. Each compare is written once: etcd's client copies a
+// value, or else one by its absence (a Held item's first, by its value
+// alone); with reads, each way of failing reads back what failed. Each compare is written once: etcd's client copies a
 // compare at every step that builds a request, a large part of what a
 // crowded tick's claims cost the replica.
 func claimOp(it ClaimItem, o claimcond.Options, withReads bool) clientv3.Op {
 	conds, then := writes(it, o)
+	if it.Held && !withReads { // mutation:claimeach-held
+		return clientv3.OpTxn(conds, []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{earlier(it)}, then, nil)}, nil)
+	}
 	var reads []clientv3.Op
 	if withReads {
 		reads = readsOf(it, o)
@@ -195,6 +204,9 @@ func outcome(r *etcdserverpb.ResponseOp) (ok bool, reads []*etcdserverpb.Respons
 	held := outer.GetResponses()[0].GetResponseTxn()
 	if held.GetSucceeded() {
 		return true, nil
+	}
+	if len(held.GetResponses()) == 0 {
+		return false, nil // a Held item's claim by its value, which failed
 	}
 	absent := held.GetResponses()[0].GetResponseTxn()
 	return absent.GetSucceeded(), absent.GetResponses()

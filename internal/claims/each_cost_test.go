@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,5 +109,85 @@ func TestACrowdedTickIsOneTransactionOfClaims(t *testing.T) {
 		if seq, _ := lastClaim(t, cli, key(i)); seq != want {
 			t.Errorf("%s holds %d, want %d", key(i), seq, want)
 		}
+	}
+}
+
+// lastPuts counts the puts of keys ending in /last in txn, its nested
+// transactions' included, in every branch.
+func lastPuts(txn *etcdserverpb.TxnRequest) int {
+	n := 0
+	for _, op := range append(append([]*etcdserverpb.RequestOp{}, txn.Success...), txn.Failure...) {
+		if p := op.GetRequestPut(); p != nil && strings.HasSuffix(string(p.Key), "/last") {
+			n++
+		}
+		if nested := op.GetRequestTxn(); nested != nil {
+			n += lastPuts(nested)
+		}
+	}
+	return n
+}
+
+// TestAHeldItemsPutsGoOnce: the steady tick of jobs whose keys the caller
+// claimed before (Held) is one transaction in which each job's puts are
+// written once, where a claim that may find its key absent writes them
+// for each way of claiming it; a Held item whose key is gone after all is
+// claimed by its absence, in a second transaction.
+func TestAHeldItemsPutsGoOnce(t *testing.T) {
+	t.Parallel()
+	sp := etcdtest.Shared(t)
+	var txns, puts atomic.Int64
+	cfg := sp.ClientConfig()
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(
+		func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if txn, ok := req.(*etcdserverpb.TxnRequest); ok {
+				txns.Add(1)
+				puts.Add(int64(lastPuts(txn)))
+			}
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}))
+	raw, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	cli := sp.Within(raw)
+	ctx := deadlineCtx(t, 20*time.Second)
+	key := func(i int) string { return fmt.Sprintf("/held/%03d/last", i) }
+	tick := func(seq int64, held bool) []ClaimItem {
+		items := make([]ClaimItem, MaxEach)
+		for i := range items {
+			items[i] = ClaimItem{Key: key(i), Seq: seq, Held: held, Opts: []election.ClaimOption{election.ClaimedBy("me"),
+				UnlessExists(fmt.Sprintf("/held/%03d/paused", i), errPausedForTest)}}
+		}
+		return items
+	}
+	claim := func(what string, items []ClaimItem) (txn, put int64) {
+		t.Helper()
+		t0, p0 := txns.Load(), puts.Load()
+		_, errs, err := ClaimEach(ctx, cli, items)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("%s: %s: %v", what, items[i].Key, err)
+			}
+			if seq, _ := lastClaim(t, cli, items[i].Key); seq != items[i].Seq {
+				t.Fatalf("%s: %s holds %d, want %d", what, items[i].Key, seq, items[i].Seq)
+			}
+		}
+		return txns.Load() - t0, puts.Load() - p0
+	}
+	if txn, put := claim("the first tick", tick(1, false)); txn != 1 || put != 2*MaxEach {
+		t.Errorf("the first tick: %d transactions putting %d keys, want 1 putting each key twice (%d)", txn, put, 2*MaxEach)
+	}
+	if txn, put := claim("the next tick, held", tick(2, true)); txn != 1 || put != MaxEach {
+		t.Errorf("the next tick: %d transactions putting %d keys, want 1 putting each key once (%d)", txn, put, MaxEach)
+	}
+	if _, err := cli.Delete(ctx, key(7)); err != nil {
+		t.Fatal(err)
+	}
+	if txn, _ := claim("a tick, held, of a key gone", tick(3, true)); txn != 2 {
+		t.Errorf("a tick whose held key is gone: %d transactions, want 2", txn)
 	}
 }

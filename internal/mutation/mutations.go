@@ -34,6 +34,24 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "election", Run: "^TestSessionsShareOneKeepAliveStream$"}},
 	},
 	{
+		Name:   "claimeach-held-both-ways",
+		Breaks: "cost: a steady tick's claims, of keys known to be there, carry each job's puts twice",
+		Edits:  []edit{{Marker: "claimeach-held", Old: "it.Held && !withReads", New: "false"}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestAHeldItemsPutsGoOnce$"}},
+	},
+	{
+		Name:   "claimeach-held-gone-unclaimed",
+		Breaks: "a job whose key was deleted (by hand, or etcd restored without it) is never claimed again by a replica that claimed it before",
+		Edits:  []edit{{Marker: "claimeach-held", Old: "it.Held && !withReads", New: "it.Held"}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestAHeldItemsPutsGoOnce$"}},
+	},
+	{
+		Name:   "steady-tick-claims-both-ways",
+		Breaks: "cost: a leader's claims of jobs it fired before carry each job's puts twice, as at their first tick",
+		Edits:  []edit{{Marker: "batch-held", Old: "Held: r.run.fired", New: "Held: false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestASteadyTicksClaimsPutEachKeyOnce$"}},
+	},
+	{
 		Name:   "claimeach-first-unused",
 		Breaks: "cost: every crowded tick takes a second transaction of claims, each with both cases and its reads",
 		Edits:  []edit{{Marker: "claimeach-first", Old: "case claimed(rs[i]):", New: "case false && claimed(rs[i]):"}},
