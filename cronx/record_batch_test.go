@@ -1,7 +1,6 @@
 package cronx
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -14,43 +13,18 @@ import (
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 )
 
 // historyWrites counts the history puts of txn, its nested transactions'
 // included.
 func historyWrites(txn *etcdserverpb.TxnRequest) int {
 	n := 0
-	for _, op := range append(append([]*etcdserverpb.RequestOp{}, txn.Success...), txn.Failure...) {
-		if p := op.GetRequestPut(); p != nil && strings.HasSuffix(string(p.Key), "/history") {
+	etcdtest.EachPut(txn, func(p *etcdserverpb.PutRequest) {
+		if strings.HasSuffix(string(p.Key), "/history") {
 			n++
 		}
-		if nested := op.GetRequestTxn(); nested != nil {
-			n += historyWrites(nested)
-		}
-	}
+	})
 	return n
-}
-
-// txnSeeingClient is a client of sp, not yet within it, that shows see
-// every transaction it sends.
-func txnSeeingClient(t *testing.T, sp *etcdtest.Space, see func(*etcdserverpb.TxnRequest)) *clientv3.Client {
-	t.Helper()
-	cfg := sp.ClientConfig()
-	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(
-		func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			if txn, ok := req.(*etcdserverpb.TxnRequest); ok {
-				see(txn)
-			}
-			return invoker(ctx, method, req, reply, cc, opts...)
-		}))
-	raw, err := clientv3.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	return raw
 }
 
 // TestRunsEndingTogetherAreRecordedInAFewTransactions: the runs of a tick
@@ -62,7 +36,7 @@ func TestRunsEndingTogetherAreRecordedInAFewTransactions(t *testing.T) {
 	t.Parallel()
 	sp := etcdtest.Shared(t)
 	var writes, runs atomic.Int64
-	raw := txnSeeingClient(t, sp, func(txn *etcdserverpb.TxnRequest) {
+	cli := sp.TxnSeeingClient(t, func(txn *etcdserverpb.TxnRequest) {
 		if n := historyWrites(txn); n > 0 {
 			writes.Add(1)
 			runs.Add(int64(n))
@@ -73,7 +47,7 @@ func TestRunsEndingTogetherAreRecordedInAFewTransactions(t *testing.T) {
 	fake := clock.NewFake(tick.Add(-time.Second))
 	var l tickLedger
 	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
-		WithEtcd(sp.Within(raw)), WithName("record-together"),
+		WithEtcd(cli), WithName("record-together"),
 		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
 	names := make([]string, jobs)
 	for i := range names {
@@ -101,16 +75,11 @@ func TestRunsEndingTogetherAreRecordedInAFewTransactions(t *testing.T) {
 // claimPuts counts into seqs the puts of claim keys (<job>/last) in txn,
 // in every branch of its nested transactions, by the sequence they claim.
 func claimPuts(txn *etcdserverpb.TxnRequest, seqs map[int64]int) {
-	for _, op := range append(append([]*etcdserverpb.RequestOp{}, txn.Success...), txn.Failure...) {
-		if p := op.GetRequestPut(); p != nil && strings.HasSuffix(string(p.Key), "/last") {
-			if seq, _, err := claimcond.Parse(string(p.Value)); err == nil {
-				seqs[seq]++
-			}
+	etcdtest.EachPut(txn, func(p *etcdserverpb.PutRequest) {
+		if seq, _, err := claimcond.Parse(string(p.Value)); err == nil && strings.HasSuffix(string(p.Key), "/last") {
+			seqs[seq]++
 		}
-		if nested := op.GetRequestTxn(); nested != nil {
-			claimPuts(nested, seqs)
-		}
-	}
+	})
 }
 
 // TestASteadyTicksClaimsPutEachKeyOnce: a leader's claims of a tick of
@@ -122,7 +91,7 @@ func TestASteadyTicksClaimsPutEachKeyOnce(t *testing.T) {
 	sp := etcdtest.Shared(t)
 	var mu sync.Mutex
 	puts := map[int64]int{} // by the sequence claimed
-	raw := txnSeeingClient(t, sp, func(txn *etcdserverpb.TxnRequest) {
+	cli := sp.TxnSeeingClient(t, func(txn *etcdserverpb.TxnRequest) {
 		mu.Lock()
 		defer mu.Unlock()
 		claimPuts(txn, puts)
@@ -132,7 +101,7 @@ func TestASteadyTicksClaimsPutEachKeyOnce(t *testing.T) {
 	fake := clock.NewFake(first.Add(-time.Second))
 	var l tickLedger
 	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
-		WithEtcd(sp.Within(raw)), WithName("steady-puts"),
+		WithEtcd(cli), WithName("steady-puts"),
 		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
 	names := make([]string, jobs)
 	for i := range names {

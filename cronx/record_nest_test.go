@@ -35,7 +35,7 @@ func TestAFullBatchOfRecordsIsTwoTransactions(t *testing.T) {
 func recordsInTransactions(t *testing.T, long bool) {
 	sp := etcdtest.Shared(t)
 	var txns, bytes atomic.Int64
-	raw := txnSeeingClient(t, sp, func(txn *etcdserverpb.TxnRequest) {
+	cli := sp.TxnSeeingClient(t, func(txn *etcdserverpb.TxnRequest) {
 		if touchesHistory(txn) {
 			txns.Add(1)
 			bytes.Store(max(bytes.Load(), int64(proto.Size(txn))))
@@ -43,12 +43,12 @@ func recordsInTransactions(t *testing.T, long bool) {
 	})
 	name := fmt.Sprintf("record-nest-%v", long)
 	c := New(WithSeconds(), withClock(clock.NewFake(t0)), WithLocation(time.UTC), WithLogger(DiscardLogger),
-		WithEtcd(sp.Within(raw)), WithName(name), WithElection(election.WithIdentity("a")))
+		WithEtcd(cli), WithName(name), WithElection(election.WithIdentity("a")))
 	c.Start()
 	t.Cleanup(func() { shutdown(t, c, "a") })
 	co := c.coord
 	eventually(t, wait, func() (bool, string) { return co.conn.etcd() != nil, "no etcd client" })
-	cli := co.conn.etcd()
+	cli = co.conn.etcd()
 	ctx := t.Context()
 
 	batch := make([]finishItem, 500)

@@ -1,7 +1,6 @@
 package claims
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,8 +11,6 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/etcdtest"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 )
 
 // TestACrowdedTickIsOneTransactionOfClaims: a crowded tick is claimed in
@@ -24,20 +21,7 @@ func TestACrowdedTickIsOneTransactionOfClaims(t *testing.T) {
 	t.Parallel()
 	sp := etcdtest.Shared(t)
 	var txns atomic.Int64
-	cfg := sp.ClientConfig()
-	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(
-		func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			if _, ok := req.(*etcdserverpb.TxnRequest); ok {
-				txns.Add(1)
-			}
-			return invoker(ctx, method, req, reply, cc, opts...)
-		}))
-	raw, err := clientv3.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	cli := sp.Within(raw)
+	cli := sp.TxnSeeingClient(t, func(*etcdserverpb.TxnRequest) { txns.Add(1) })
 	ctx := deadlineCtx(t, 20*time.Second)
 	sess, err := election.NewSession(ctx, cli, election.WithTTL(5*time.Second))
 	if err != nil {
@@ -116,14 +100,11 @@ func TestACrowdedTickIsOneTransactionOfClaims(t *testing.T) {
 // transactions' included, in every branch.
 func lastPuts(txn *etcdserverpb.TxnRequest) int {
 	n := 0
-	for _, op := range append(append([]*etcdserverpb.RequestOp{}, txn.Success...), txn.Failure...) {
-		if p := op.GetRequestPut(); p != nil && strings.HasSuffix(string(p.Key), "/last") {
+	etcdtest.EachPut(txn, func(p *etcdserverpb.PutRequest) {
+		if strings.HasSuffix(string(p.Key), "/last") {
 			n++
 		}
-		if nested := op.GetRequestTxn(); nested != nil {
-			n += lastPuts(nested)
-		}
-	}
+	})
 	return n
 }
 
@@ -136,21 +117,10 @@ func TestAHeldItemsPutsGoOnce(t *testing.T) {
 	t.Parallel()
 	sp := etcdtest.Shared(t)
 	var txns, puts atomic.Int64
-	cfg := sp.ClientConfig()
-	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(
-		func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			if txn, ok := req.(*etcdserverpb.TxnRequest); ok {
-				txns.Add(1)
-				puts.Add(int64(lastPuts(txn)))
-			}
-			return invoker(ctx, method, req, reply, cc, opts...)
-		}))
-	raw, err := clientv3.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	cli := sp.Within(raw)
+	cli := sp.TxnSeeingClient(t, func(txn *etcdserverpb.TxnRequest) {
+		txns.Add(1)
+		puts.Add(int64(lastPuts(txn)))
+	})
 	ctx := deadlineCtx(t, 20*time.Second)
 	key := func(i int) string { return fmt.Sprintf("/held/%03d/last", i) }
 	tick := func(seq int64, held bool) []ClaimItem {

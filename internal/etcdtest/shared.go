@@ -9,8 +9,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/namespace"
+	"google.golang.org/grpc"
 )
 
 // Space is a test's own key space on the member that a test binary's tests
@@ -96,6 +98,40 @@ func (s *Space) NewClient(t testing.TB, endpoints ...string) *clientv3.Client {
 	}
 	t.Cleanup(func() { cli.Close() })
 	return s.Within(cli)
+}
+
+// TxnSeeingClient is a client of the space, closed at the end of the
+// test, that shows see every transaction it sends as etcd gets it (its
+// keys under the space's prefix): for a test of what a transaction holds.
+func (s *Space) TxnSeeingClient(t testing.TB, see func(*etcdserverpb.TxnRequest)) *clientv3.Client {
+	t.Helper()
+	cfg := s.ClientConfig()
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(
+		func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if txn, ok := req.(*etcdserverpb.TxnRequest); ok {
+				see(txn)
+			}
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}))
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatalf("etcdtest: client: %v", err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return s.Within(cli)
+}
+
+// EachPut calls f with every put of txn, in every branch of it and of the
+// transactions nested in it.
+func EachPut(txn *etcdserverpb.TxnRequest, f func(*etcdserverpb.PutRequest)) {
+	for _, op := range append(append([]*etcdserverpb.RequestOp{}, txn.Success...), txn.Failure...) {
+		if p := op.GetRequestPut(); p != nil {
+			f(p)
+		}
+		if nested := op.GetRequestTxn(); nested != nil {
+			EachPut(nested, f)
+		}
+	}
 }
 
 // ClientConfig is ClientConfig with the credentials of a space's client;
