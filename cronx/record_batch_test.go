@@ -15,18 +15,6 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
-// historyWrites counts the history puts of txn, its nested transactions'
-// included.
-func historyWrites(txn *etcdserverpb.TxnRequest) int {
-	n := 0
-	etcdtest.EachPut(txn, func(p *etcdserverpb.PutRequest) {
-		if strings.HasSuffix(string(p.Key), "/history") {
-			n++
-		}
-	})
-	return n
-}
-
 // TestRunsEndingTogetherAreRecordedInAFewTransactions: the runs of a tick
 // of a few dozen quick jobs end within a few milliseconds of one another,
 // and their records go out in a few transactions, not one each: a
@@ -37,7 +25,7 @@ func TestRunsEndingTogetherAreRecordedInAFewTransactions(t *testing.T) {
 	sp := etcdtest.Shared(t)
 	var writes, runs atomic.Int64
 	cli := sp.TxnSeeingClient(t, func(txn *etcdserverpb.TxnRequest) {
-		if n := historyWrites(txn); n > 0 {
+		if n := etcdtest.PutsEnding(txn, "/history"); n > 0 {
 			writes.Add(1)
 			runs.Add(int64(n))
 		}

@@ -3,7 +3,6 @@ package claims
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,18 +95,6 @@ func TestACrowdedTickIsOneTransactionOfClaims(t *testing.T) {
 	}
 }
 
-// lastPuts counts the puts of keys ending in /last in txn, its nested
-// transactions' included, in every branch.
-func lastPuts(txn *etcdserverpb.TxnRequest) int {
-	n := 0
-	etcdtest.EachPut(txn, func(p *etcdserverpb.PutRequest) {
-		if strings.HasSuffix(string(p.Key), "/last") {
-			n++
-		}
-	})
-	return n
-}
-
 // TestAHeldItemsPutsGoOnce: the steady tick of jobs whose keys the caller
 // claimed before (Held) is one transaction in which each job's puts are
 // written once, where a claim that may find its key absent writes them
@@ -119,7 +106,7 @@ func TestAHeldItemsPutsGoOnce(t *testing.T) {
 	var txns, puts atomic.Int64
 	cli := sp.TxnSeeingClient(t, func(txn *etcdserverpb.TxnRequest) {
 		txns.Add(1)
-		puts.Add(int64(lastPuts(txn)))
+		puts.Add(int64(etcdtest.PutsEnding(txn, "/last")))
 	})
 	ctx := deadlineCtx(t, 20*time.Second)
 	key := func(i int) string { return fmt.Sprintf("/held/%03d/last", i) }

@@ -134,6 +134,17 @@ func EachPut(txn *etcdserverpb.TxnRequest, f func(*etcdserverpb.PutRequest)) {
 	}
 }
 
+// PutsEnding counts the puts of txn (EachPut) of keys that end in suffix.
+func PutsEnding(txn *etcdserverpb.TxnRequest, suffix string) int {
+	n := 0
+	EachPut(txn, func(p *etcdserverpb.PutRequest) {
+		if strings.HasSuffix(string(p.Key), suffix) {
+			n++
+		}
+	})
+	return n
+}
+
 // ClientConfig is ClientConfig with the credentials of a space's client;
 // a client made from it is confined to the space with Within.
 func (s *Space) ClientConfig(endpoints ...string) clientv3.Config {
