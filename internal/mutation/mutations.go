@@ -28,6 +28,30 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestClaimEachTellsEachOutcome$"}},
 	},
 	{
+		Name:   "tick-record-term-removed",
+		Breaks: "G1: a tick's record commits after its term ended",
+		Edits:  []edit{{Marker: "tick-term", Old: "claimcond.Term{Key: term.Key, Revision: term.Revision}.Cmp(),", New: ""}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestATicksRecordUnderAnEndedTermIsRefused$"}},
+	},
+	{
+		Name:   "tick-record-absence-unchecked",
+		Breaks: "G1: a tick claimed again while its record waits to be settled runs its jobs twice",
+		Edits:  []edit{{Marker: "tick-record-absent", Old: `clientv3.Compare(clientv3.CreateRevision(t.Record), "=", 0),`, New: ""}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestATickThatComesRoundAgainRunsNoJobTwice$"}},
+	},
+	{
+		Name:   "tick-record-ignores-claims",
+		Breaks: "G1: a tick's record runs a job whose tick was claimed already (a clock stepped back, a catch-up)",
+		Edits:  []edit{{Marker: "tick-claimed-ignored", Old: "seq >= t.Seq", New: "false"}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestATickThatComesRoundAgainRunsNoJobTwice$"}},
+	},
+	{
+		Name:   "tick-settles-unrun-jobs",
+		Breaks: "a settled record moves the claim key of a job paused at the claim or given back, so its tick is lost",
+		Edits:  []edit{{Marker: "tick-settles-unrun", Old: "!r.Runs(i) || ran != nil && !ran(i)", New: "i < 0"}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestATicksRecordRunsEachJobOnce$"}},
+	},
+	{
 		Name:   "keepalive-stream-per-keepalive",
 		Breaks: "cost: with auth on, every session's keepalive opens a stream, and etcd checks the password at each",
 		Edits:  []edit{{Marker: "keepalive-stream-shared", Old: "return r.ttl, r.err", New: "k.mu.Lock(); k.dropLocked(s); k.mu.Unlock(); return r.ttl, r.err"}},
