@@ -33,6 +33,8 @@ type claimReq struct {
 type claimRes struct {
 	claim election.Claim
 	sess  *election.Session // the lease of the marker, counted on it; nil if none was taken
+	share *tickShare        // the record that claimed it (tickrecord.go); nil for none
+	index int               // its place in the record
 	err   error
 }
 
@@ -43,15 +45,19 @@ type batcher struct {
 	mu       sync.Mutex
 	pending  []*claimReq
 	flushers int
+	records  int // tick records sent, for their ids
+	// busy holds the claim keys of the claims in flight and of the
+	// records not yet settled (done).
+	busy map[string]bool
 }
 
 func newBatcher(cl *claimer) *batcher {
-	return &batcher{cl: cl}
+	return &batcher{cl: cl, busy: map[string]bool{}}
 }
 
-// claim queues req and waits for its outcome, and the session of its
-// marker's lease.
-func (b *batcher) claim(req *claimReq) (election.Claim, *election.Session, error) {
+// claim queues req and waits for its outcome, the session of its marker's
+// lease and, claimed by a tick's record, that record's share.
+func (b *batcher) claim(req *claimReq) claimRes {
 	req.res = make(chan claimRes, 1)
 	b.mu.Lock()
 	b.pending = append(b.pending, req)
@@ -66,43 +72,86 @@ func (b *batcher) claim(req *claimReq) (election.Claim, *election.Session, error
 	// The outcome is awaited even when the run is given up meanwhile (send
 	// bounds the wait): a claim that commits must be given back, or its tick
 	// is lost.
-	r := <-req.res
-	return r.claim, r.sess, r.err
+	return <-req.res
 }
 
 // flush sends batches until nothing is pending.
 func (b *batcher) flush() {
 	for {
 		b.mu.Lock()
-		if len(b.pending) == 0 {
+		// The first claim whose key no claim in flight holds heads the
+		// batch; with none, the flusher ends, and the end of a claim in
+		// flight starts one again (done).
+		head := -1
+		for i, r := range b.pending {
+			if !b.busy[r.key] {
+				head = i
+				break
+			}
+		}
+		if head < 0 {
 			b.flushers--
 			b.mu.Unlock()
 			return
 		}
-		// One batch: one term, one tick per key.
-		term := b.pending[0].term
+		// One batch: one term, one tick per key; or, for a tick's
+		// record, recordable runs of one tick.
+		term, seq := b.pending[head].term, b.pending[head].seq
+		record := b.pending[head].run.recordable()
+		limit := claims.MaxEach
+		if record {
+			limit = claims.MaxTickJobs
+		}
 		var batch, rest []*claimReq
-		keys := map[string]bool{}
 		for _, r := range b.pending {
-			if len(batch) < claims.MaxEach && r.term == term && !keys[r.key] {
+			if len(batch) < limit && r.term == term && !b.busy[r.key] && r.run.recordable() == record && (!record || r.seq == seq) {
 				if !r.run.rs.send(r.run) {
 					// Given up before it was sent: nothing to learn.
 					r.res <- claimRes{err: errNotSent}
 					continue
 				}
 				batch = append(batch, r)
-				keys[r.key] = true
+				b.busy[r.key] = true
 			} else {
 				rest = append(rest, r)
 			}
 		}
 		b.pending = rest
+		b.mu.Unlock()
 		if len(batch) == 0 {
-			b.mu.Unlock()
 			continue
 		}
-		b.mu.Unlock()
-		b.send(batch)
+		if record && len(batch) >= recordMin { // mutation:tick-records-unused
+			b.sendRecord(batch) // its keys stay busy until it is settled
+			continue
+		}
+		for len(batch) > 0 {
+			n := min(len(batch), claims.MaxEach)
+			b.send(batch[:n])
+			b.done(batch[:n])
+			batch = batch[n:]
+		}
+	}
+}
+
+// done frees the keys of batch, whose claims have been answered or, for a
+// tick's record, settled: a claim of one of them that waits goes next.
+// Until then, no other claim of a key goes out: a record does not compare
+// its jobs' claim keys, which it moves only when settled, so a claim of
+// the same tick beside it (a catch-up, or a tick fired again) must see
+// them moved.
+func (b *batcher) done(batch []*claimReq) {
+	b.mu.Lock()
+	for _, r := range batch {
+		delete(b.busy, r.key)
+	}
+	start := len(b.pending) > 0 && b.flushers < maxFlushers
+	if start {
+		b.flushers++
+	}
+	b.mu.Unlock()
+	if start {
+		go b.flush()
 	}
 }
 

@@ -96,8 +96,11 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 		if serr == nil {
 			opts := co.writes.tickClaim(r, ts, claimMode && hadSession && gen != firedGen)
 			var c election.Claim
+			var share *tickShare
+			var index int
 			if ts != nil {
-				c, sess, err = cl.batch.claim(&claimReq{run: r, key: key, seq: seq, marker: marker, opts: opts, term: ts.term.Fence})
+				res := cl.batch.claim(&claimReq{run: r, key: key, seq: seq, marker: marker, opts: opts, term: ts.term.Fence})
+				c, sess, share, index, err = res.claim, res.sess, res.share, res.index, res.err
 				// Its place at the gate goes to the next run as the first
 				// answer comes: retries while etcd is out, a buffered turn
 				// or a wait for the run before, go on in this goroutine.
@@ -107,9 +110,9 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 			}
 			if err == nil {
 				co.rep.refusals.accepted()
-				return held{claim: c, sess: sess}, nil
+				return held{claim: c, sess: sess, share: share, index: index}, nil
 			}
-			if sess != nil {
+			if sess != nil && share == nil {
 				cl.sessions.put(sess) // no marker was written
 			}
 			var lost *unansweredError
@@ -228,6 +231,13 @@ func (cl *claimer) claimSingle(r *run, key string, seq int64, opts []election.Cl
 // answer, within withdrawTimeout.
 func (cl *claimer) giveBack(r *run, c held) {
 	co := cl.co
+	if c.share != nil {
+		// Its job's claim key was not moved: the record's settle leaves
+		// it out.
+		c.share.decide(c.index, false)
+		c.share.end()
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), withdrawTimeout)
 	defer cancel()
 	var err error

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claimcond"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -36,14 +35,15 @@ type gapReport struct {
 	rep    *reporter
 }
 
-// report reports the ticks that fell while nobody led before term, whose
-// context is ctx.
-func (g *gapReport) report(ctx context.Context, term election.Term) {
+// report reports the ticks that fell while nobody led before the term
+// whose context is ctx, from each job's claim key read at rev: the term's
+// first revision, or after the records it settled.
+func (g *gapReport) report(ctx context.Context, rev int64) {
 	start := g.host.now()
 	g.work.add() // the client outlives it
 	go func() {
 		defer g.work.done()
-		g.read(ctx, start, term.Elected)
+		g.read(ctx, start, rev)
 	}()
 }
 

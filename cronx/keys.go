@@ -107,6 +107,24 @@ func (l layout) by(job string, lease clientv3.LeaseID) string {
 	return l.byDir(job) + strconv.FormatInt(int64(lease), 16)
 }
 
+// tickRecords holds the records of ticks claimed for many jobs at once
+// (tickrecord.go), by tick: .ticks/<seq>/<id>; each record's marker is
+// .tickruns/<seq>/<id>. Job names cannot start with '.'.
+func (l layout) tickRecords() string { return l.jobs + ".ticks/" }
+
+func (l layout) tickRecord(seq int64, id string) string {
+	return fmt.Sprintf("%s%020d/%s", l.tickRecords(), seq, id)
+}
+
+func (l layout) tickRuns(seq int64, id string) string {
+	return fmt.Sprintf("%s.tickruns/%020d/%s", l.jobs, seq, id)
+}
+
+// tickRunsOf is the marker of the record at key record.
+func (l layout) tickRunsOf(record string) string {
+	return l.jobs + ".tickruns/" + strings.TrimPrefix(record, l.tickRecords())
+}
+
 // tickMarker is the in-progress marker of a run of the tick with sequence seq.
 func (l layout) tickMarker(job string, seq int64) string {
 	return l.running(job) + fmt.Sprintf("%020d", seq)

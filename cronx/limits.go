@@ -94,6 +94,11 @@ const (
 	// their batched claim (gate.go): enough for every batch in flight and
 	// the next ones to be full.
 	maxClaimWaiters = 2 * maxFlushers * claims.MaxEach
+	// recordMin is how many recordable runs of one tick a batch holds for
+	// them to be claimed by a tick's record (tickrecord.go): fewer go by
+	// ClaimEach, whose cost is as small for a few jobs and which needs no
+	// settle.
+	recordMin = 64
 	// shrinkFloor is the size below which a map of live runs is not made
 	// again smaller (runs.go).
 	shrinkFloor = 64

@@ -48,6 +48,29 @@ type lostClaims struct {
 	// one tick in a batch would both find its runner lost, and the second
 	// count a recovery the first had just claimed.
 	queued map[lostKey]bool
+	// markers are the markers of ticks claimed by a record a term before
+	// left (tickrecord.go): the record's, not the run's own.
+	markers map[lostKey]string
+}
+
+// markerOf notes that the run of job's tick seq has marker, a record's.
+func (lc *lostClaims) markerOf(job string, seq int64, marker string) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.markers == nil {
+		lc.markers = map[lostKey]string{}
+	}
+	lc.markers[lostKey{job, seq}] = marker
+}
+
+// marker is the marker of l's run.
+func (lc *lostClaims) marker(l lostTick) string {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if m, ok := lc.markers[lostKey{l.job, l.tick.UnixNano()}]; ok {
+		return m
+	}
+	return lc.co.keys.tickMarker(l.job, l.tick.UnixNano())
 }
 
 // lostKey names a tick of a job among the ticks to check.
@@ -144,7 +167,7 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 	co := lc.co
 	gets := make([]clientv3.Op, 0, 3*len(batch))
 	for _, l := range batch {
-		gets = append(gets, clientv3.OpGet(co.keys.tickMarker(l.job, l.tick.UnixNano()), clientv3.WithCountOnly()),
+		gets = append(gets, clientv3.OpGet(lc.marker(l), clientv3.WithCountOnly()),
 			clientv3.OpGet(co.keys.history(l.job)),
 			// A tick buffered behind a run (buffer.go) was claimed into the
 			// buffer: it is not lost, and the new term runs it.

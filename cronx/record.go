@@ -37,10 +37,11 @@ type finishItem struct {
 	start, end time.Time
 	err        error
 	timedOut   bool
-	attempt    int  // recorded when the job has retries
-	caughtUp   bool // a missed tick's run (catchup.go)
-	keep       bool // another attempt follows: the marker stays
-	recovered  int  // a run again of a tick whose runner died (recovery.go)
+	attempt    int        // recorded when the job has retries
+	caughtUp   bool       // a missed tick's run (catchup.go)
+	keep       bool       // another attempt follows: the marker stays
+	share      *tickShare // the tick's record whose marker it shares; nil for none
+	recovered  int        // a run again of a tick whose runner died (recovery.go)
 	// policy is the job's: whether its failures pause it (pauseafter.go).
 	policy *jobPolicy
 }
@@ -230,6 +231,9 @@ func (rc *recorder) released(batch []finishItem) {
 	for _, it := range batch {
 		if !it.keep && !it.triggered && !it.backfill && it.sess != nil {
 			rc.co.claims.sessions.put(it.sess)
+		}
+		if !it.keep && it.share != nil {
+			it.share.end()
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/batonhq/baton/election"
 )
 
 // retryPolicy is a job's WithRetries.
@@ -58,6 +60,11 @@ func runAttempts(r *run, c held, latency time.Duration) {
 		end := co.clock.Now()
 		it := finishItem{job: r.job.name, tick: r.tick, triggered: r.triggered(), backfill: r.bf != nil, claim: c.claim, sess: c.sess,
 			start: start, end: end, err: err, timedOut: timedOut, policy: r.job.policy, caughtUp: r.catchUp, recovered: r.recovered}
+		if c.share != nil {
+			// The record's marker is the runs', released after the last
+			// of them is recorded (tickrecord.go).
+			it.claim.Fence, it.sess, it.share = election.Fence{}, nil, c.share
+		}
 		if retries {
 			it.attempt = attempt
 		}

@@ -42,6 +42,10 @@ type run struct {
 	// recovery is the claim that decided it (recovery.go).
 	recovered int
 	recovery  *held
+	// lostRecord is the record of a tick that claimed r and went
+	// unanswered (tickrecord.go): r is then claimed on its own, while
+	// that record is absent.
+	lostRecord string
 	// answered tells the claim gate (gate.go) that the first try of r's
 	// claim has its answer; nil until its goroutine starts.
 	answered func()
@@ -230,6 +234,9 @@ func (r *run) live() {
 		r.giveBack(c, err)
 		return
 	}
+	if c.share != nil {
+		c.share.decide(c.index, true) // the last of a record's runs settles it
+	}
 	runAttempts(r, c, latency)
 }
 
@@ -281,8 +288,12 @@ func (r *run) info(c held, attempt int) Info {
 		CaughtUp: r.catchUp, Recovered: r.recovered}
 }
 
-// held is a claim that holds: the run's, and the session of its marker.
+// held is a claim that holds: the run's, and the session of its marker;
+// for a run claimed by a tick's record, the record's share and the run's
+// job's place in it.
 type held struct {
 	claim election.Claim
 	sess  *election.Session
+	share *tickShare
+	index int
 }

@@ -61,7 +61,39 @@ func (w writes) tickClaim(r *run, ts *termState, resumed bool) []election.ClaimO
 	case r.catchUp || resumed:
 		opts = append(opts, claims.IfClaimedBefore())
 	}
+	if r.lostRecord != "" {
+		// A record of the tick went out unanswered, and was not found: it
+		// may commit yet, and this claim must not beside it.
+		opts = append(opts, claims.UnlessExists(r.lostRecord, errRecordUnanswered))
+	}
 	return opts
+}
+
+// tickRecord is the record of one tick for runs, recordable runs of one
+// tick of one term (tickrecord.go), with id unique to this process and
+// its marker on lease. Cost, per run: its job's claim key and pause read,
+// its name and both keys in the record, one transaction a record; then, at
+// the settle, its claim key compared and put.
+func (w writes) tickRecord(runs []*run, id string, lease clientv3.LeaseID) claims.Tick {
+	keys := w.sc.keys
+	seq := runs[0].tick.UnixNano()
+	t := claims.Tick{Record: keys.tickRecord(seq, id), Marker: keys.tickRuns(seq, id), Lease: lease, Seq: seq,
+		Holder: w.sc.identity, Jobs: make([]claims.TickJob, len(runs))}
+	for i, r := range runs {
+		t.Jobs[i] = w.tickJob(r.job.name)
+	}
+	return t
+}
+
+// tickJob is job's place in a tick's record: its claim and pause keys.
+func (w writes) tickJob(job string) claims.TickJob {
+	return claims.TickJob{Name: job, Last: w.sc.keys.last(job), Pause: w.sc.keys.paused(job)}
+}
+
+// tickKeys derive the keys of a record that was read, as this replica's
+// client sees them.
+func (w writes) tickKeys() claims.TickKeys {
+	return claims.TickKeys{Marker: w.sc.keys.tickRunsOf, Job: w.tickJob}
 }
 
 // withdrawTick gives back the claim c of tick r, whose run did not start:

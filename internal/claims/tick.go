@@ -64,19 +64,35 @@ var ErrTickClaimed = errors.New("election: the tick's record exists")
 
 // TickJob is one job of a tick's record.
 type TickJob struct {
-	Name  string `json:"name"`  // as the claimer knows the job
-	Last  string `json:"last"`  // its claim key, moved on to the tick when settled
-	Pause string `json:"pause"` // a key whose presence at the claim keeps the job from running
+	Name  string // as the claimer knows the job
+	Last  string // its claim key, moved on to the tick when settled
+	Pause string // a key whose presence at the claim keeps the job from running
 }
 
 // Tick is a claim of one tick for many jobs.
 type Tick struct {
-	Record string           `json:"-"`      // the record's key; the claim commits only while it is absent
-	Marker string           `json:"marker"` // the runs' in-progress marker, put on Lease
-	Lease  clientv3.LeaseID `json:"-"`
-	Seq    int64            `json:"seq"` // the tick, as a ClaimItem's Seq
-	Holder string           `json:"by"`
-	Jobs   []TickJob        `json:"jobs"`
+	Record string // the record's key; the claim commits only while it is absent
+	Marker string // the runs' in-progress marker, put on Lease
+	Lease  clientv3.LeaseID
+	Seq    int64 // the tick, as a ClaimItem's Seq
+	Holder string
+	Jobs   []TickJob
+}
+
+// tickValue is what a record holds: the tick, its claimer and its jobs'
+// names, from which a reader derives their keys, as its client sees them
+// (a client of a namespace sees keys without it).
+type tickValue struct {
+	Seq  int64    `json:"seq"`
+	By   string   `json:"by"`
+	Jobs []string `json:"jobs"`
+}
+
+// TickKeys derives, for PendingTicks, a record's marker from its key and
+// a job's claim and pause keys from its name.
+type TickKeys struct {
+	Marker func(record string) string
+	Job    func(name string) TickJob
 }
 
 // TickRecord is a tick's claim as committed.
@@ -134,7 +150,11 @@ func ClaimTick(ctx context.Context, client *clientv3.Client, term election.Fence
 	if err := t.check(); err != nil {
 		return TickRecord{}, err
 	}
-	val, err := json.Marshal(t)
+	v := tickValue{Seq: t.Seq, By: t.Holder, Jobs: make([]string, len(t.Jobs))}
+	for i, j := range t.Jobs {
+		v.Jobs[i] = j.Name
+	}
+	val, err := json.Marshal(v)
 	if err != nil {
 		return TickRecord{}, fmt.Errorf("election: tick %s: %w", t.Record, err)
 	}
@@ -243,10 +263,12 @@ func SettleTick(ctx context.Context, client *clientv3.Client, r TickRecord, ran 
 	return nil
 }
 
-// PendingTicks reads the records under prefix that are not settled, each
-// with its jobs' claim keys and pauses as they were at its claim. A record
-// whose reads etcd has compacted away counts every job as run.
-func PendingTicks(ctx context.Context, client *clientv3.Client, prefix string) ([]TickRecord, error) {
+// PendingTicks reads the records under prefix (or the one record at that
+// key) that are not settled, each with its marker and jobs' keys as keys
+// derives them, and its jobs' claim keys and pauses as they were at its
+// claim. A record whose reads etcd has compacted away counts every job as
+// run.
+func PendingTicks(ctx context.Context, client *clientv3.Client, prefix string, keys TickKeys) ([]TickRecord, error) {
 	resp, err := client.Get(ctx, prefix, clientv3.WithPrefix())
 	if err != nil {
 		return nil, fmt.Errorf("election: read the ticks' records under %s: %w", prefix, err)
@@ -255,8 +277,12 @@ func PendingTicks(ctx context.Context, client *clientv3.Client, prefix string) (
 	var bad []error
 	for _, kv := range resp.Kvs {
 		r := TickRecord{Revision: kv.ModRevision}
-		err := json.Unmarshal(kv.Value, &r.Tick)
-		r.Record = string(kv.Key)
+		var v tickValue
+		err := json.Unmarshal(kv.Value, &v)
+		r.Record, r.Marker, r.Seq, r.Holder = string(kv.Key), keys.Marker(string(kv.Key)), v.Seq, v.By
+		for _, name := range v.Jobs {
+			r.Jobs = append(r.Jobs, keys.Job(name))
+		}
 		if err == nil {
 			err = r.check()
 		}

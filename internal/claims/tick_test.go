@@ -23,6 +23,17 @@ func tickJobs(dir string, n int) []TickJob {
 	return jobs
 }
 
+// keysUnder derives a record's keys as tickJobs and the tests lay them out
+// under dir.
+func keysUnder(dir string) TickKeys {
+	return TickKeys{
+		Marker: func(record string) string { return dir + ".running/" + strings.TrimPrefix(record, dir+".ticks/") },
+		Job: func(name string) TickJob {
+			return TickJob{Name: name, Last: dir + name + "/last", Pause: dir + name + "/paused"}
+		},
+	}
+}
+
 // leaderTerm puts a leader key under dir and returns its fence.
 func leaderTerm(t *testing.T, cli *clientv3.Client, dir string) election.Fence {
 	t.Helper()
@@ -229,11 +240,11 @@ func TestASuccessorSettlesARecordItsClaimerLeft(t *testing.T) {
 	if _, err := cli.Put(ctx, dir+".ticks/not-a-record", "{"); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := PendingTicks(ctx, cli, dir+".ticks/")
+	recs, err := PendingTicks(ctx, cli, dir+".ticks/", keysUnder(dir))
 	if err == nil || !strings.Contains(err.Error(), "not-a-record") {
 		t.Errorf("a key that holds no record: %v, want an error naming it", err)
 	}
-	if len(recs) != 1 || recs[0].Record != tick.Record || recs[0].Holder != "lost" || len(recs[0].Jobs) != len(jobs) {
+	if len(recs) != 1 || recs[0].Record != tick.Record || recs[0].Marker != tick.Marker || recs[0].Holder != "lost" || len(recs[0].Jobs) != len(jobs) {
 		t.Fatalf("pending %+v, want the record of %s", recs, tick.Record)
 	}
 	for i, want := range []error{nil, ErrTickPaused, nil, election.ErrClaimed} {
@@ -260,7 +271,7 @@ func TestASuccessorSettlesARecordItsClaimerLeft(t *testing.T) {
 	if _, err := cli.Delete(ctx, dir+".ticks/not-a-record"); err != nil {
 		t.Fatal(err)
 	}
-	if recs, err := PendingTicks(ctx, cli, dir+".ticks/"); err != nil || len(recs) != 0 {
+	if recs, err := PendingTicks(ctx, cli, dir+".ticks/", keysUnder(dir)); err != nil || len(recs) != 0 {
 		t.Fatalf("pending after the settle: %+v, %v; want none", recs, err)
 	}
 }

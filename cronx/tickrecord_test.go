@@ -1,0 +1,360 @@
+package cronx
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claims"
+	"github.com/batonhq/baton/internal/clock"
+	"github.com/batonhq/baton/internal/etcdtest"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestACrowdedTickIsClaimedByAFewRecords: a leader claims a tick of 1,200
+// plain jobs, their first and their next, mostly by ticks' records, a few
+// transactions a tick where a marker a job would take one per 256 jobs:
+// every job runs each tick once, its fence holds in a transaction of its
+// own while it runs, and once every run is recorded each job's claim key
+// holds the tick and no record or record's marker is left.
+func TestACrowdedTickIsClaimedByAFewRecords(t *testing.T) {
+	t.Parallel()
+	sp := etcdtest.Shared(t)
+	var mu sync.Mutex
+	records, markers := map[string]int{}, map[string]int{} // by tick
+	cli := sp.TxnSeeingClient(t, func(txn *etcdserverpb.TxnRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		etcdtest.EachPut(txn, func(p *etcdserverpb.PutRequest) {
+			k := string(p.Key)
+			if i := strings.Index(k, "/.ticks/"); i >= 0 {
+				records[k[i+len("/.ticks/"):][:20]]++
+			}
+			if i := strings.Index(k, "/running/"); i >= 0 {
+				markers[k[i+len("/running/"):]]++
+			}
+		})
+	})
+	const jobs = 1200
+	first := t0.Add(time.Minute)
+	fake := clock.NewFake(first.Add(-time.Second))
+	var l tickLedger
+	var fenced sync.Map // job → its fence held in a transaction of its own
+	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(cli), WithName("records"),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	names := make([]string, jobs)
+	for i := range names {
+		names[i] = fmt.Sprintf("job-%04d", i)
+		ledger := l.job(names[i])
+		mustAdd(t, c, "* * * * * *", Named(names[i], ContextFunc(func(ctx context.Context) error {
+			if i%100 == 0 {
+				info, _ := InfoFrom(ctx)
+				resp, err := cli.Txn(ctx).If(info.Fence.Cmp()).Commit()
+				fenced.Store(fmt.Sprint(names[i], info.Tick), err == nil && resp.Succeeded && info.Fence.Key != "")
+			}
+			return ledger.(ContextJob).RunContext(ctx)
+		})))
+	}
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	eventually(t, wait, func() (bool, string) { return c.coord.scheduling(), "a does not lead" })
+	for n, tick := range []time.Time{first, first.Add(time.Second)} {
+		if !fake.WaitDueBy(tick, wait) {
+			t.Fatalf("no timer armed for the tick %s", tick)
+		}
+		fake.Set(tick)
+		eventually(t, time.Minute, func() (bool, string) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			for _, j := range names {
+				if len(l.ran[j]) != n+1 || !l.ran[j][n].Equal(tick) {
+					return false, fmt.Sprintf("%s ran %v, want its ticks to %s", j, l.ran[j], tick)
+				}
+			}
+			return true, ""
+		})
+		seq := fmt.Sprintf("%020d", tick.UnixNano())
+		mu.Lock()
+		r, m := records[seq], markers[seq]
+		mu.Unlock()
+		if r == 0 || r > jobs/claims.MaxTickJobs+maxFlushers || m > jobs/2 {
+			t.Errorf("tick %d: %d records and %d markers of a job put; want the tick's jobs mostly in a few records", n+1, r, m)
+		}
+		for i := 0; i < jobs; i += 100 {
+			if held, _ := fenced.Load(fmt.Sprint(names[i], tick)); held != true {
+				t.Errorf("tick %d: %s's fence did not hold in its own transaction while it ran", n+1, names[i])
+			}
+		}
+		eventually(t, wait, func() (bool, string) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			left, err := cli.Get(ctx, newLayout(election.DefaultPrefix, "records").jobs+".tick", clientv3.WithPrefix(), clientv3.WithCountOnly())
+			if err != nil {
+				return false, err.Error()
+			}
+			moved := claimedAt(t, cli, "records", tick)
+			return left.Count == 0 && moved == jobs, fmt.Sprintf("%d records and their markers left, %d of %d claim keys at the tick", left.Count, moved, jobs)
+		})
+	}
+}
+
+// TestATicksRecordLeftByADeadLeaderIsSettledByItsSuccessor: a leader that
+// died after its record of a tick committed, before settling it, leaves
+// the tick's jobs' claim keys unmoved. Its successor settles the record
+// before its catch-up: the jobs in the record are not run again (their
+// runs may have started; each is reported runner_lost once the record's
+// marker is gone and no run is recorded), and a job the record does not
+// hold, whose tick nobody claimed, is caught up and runs.
+func TestATicksRecordLeftByADeadLeaderIsSettledByItsSuccessor(t *testing.T) {
+	t.Parallel()
+	sp := etcdtest.Shared(t)
+	cli := sp.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tick := t0.Add(time.Minute)
+	keys := newLayout(election.DefaultPrefix, "left-record")
+	w := writes{sc: &scope{keys: keys}}
+	names := []string{"job-0", "job-1", "job-2", "job-3", "given-back"}
+	for _, n := range names {
+		// Each ran the tick before: its catch-up claims by the key's value.
+		if _, err := cli.Put(ctx, keys.last(n), fmt.Sprintf("%020d dead", tick.Add(-time.Second).UnixNano())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	term, err := cli.Put(ctx, "/dead-leader", "dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := cli.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := claims.Tick{Record: keys.tickRecord(tick.UnixNano(), "dead"), Marker: keys.tickRuns(tick.UnixNano(), "dead"),
+		Lease: lease.ID, Seq: tick.UnixNano(), Holder: "dead"}
+	for _, n := range names[:4] {
+		rec.Jobs = append(rec.Jobs, w.tickJob(n))
+	}
+	if _, err := claims.ClaimTick(ctx, cli, election.Fence{Key: "/dead-leader", Revision: term.Header.Revision}, rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Revoke(ctx, lease.ID); err != nil { // the dead leader's lease lapsed
+		t.Fatal(err)
+	}
+
+	l := newEventLog()
+	var ran tickLedger
+	fake := clock.NewFake(tick.Add(500 * time.Millisecond))
+	b := New(append(observed(l), WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(cli), WithName("left-record"), WithElection(election.WithIdentity("b"), election.WithTTL(stallTTL)))...)
+	for _, n := range names {
+		mustAdd(t, b, "* * * * * *", Named(n, ran.job(n)))
+	}
+	b.Start()
+	t.Cleanup(func() { shutdown(t, b, "b") })
+	eventually(t, time.Minute, func() (bool, string) {
+		ran.mu.Lock()
+		defer ran.mu.Unlock()
+		for _, n := range names[:4] {
+			if len(l.notRun(n, ReasonRunnerLost)) != 1 {
+				return false, fmt.Sprintf("%s: not reported runner_lost; ran %v", n, ran.ran[n])
+			}
+		}
+		return len(ran.ran["given-back"]) == 1, fmt.Sprintf("given-back ran %v, want the tick", ran.ran["given-back"])
+	})
+	idleWithin(t, b, 20*time.Second, "b's catch-up")
+	ran.mu.Lock()
+	defer ran.mu.Unlock()
+	for _, n := range names[:4] {
+		if len(ran.ran[n]) != 0 {
+			t.Errorf("%s ran %v, the tick its dead leader's record claimed", n, ran.ran[n])
+		}
+	}
+	if got := ran.ran["given-back"]; len(got) != 1 || !got[0].Equal(tick) {
+		t.Errorf("given-back ran %v, want %s", got, tick)
+	}
+}
+
+// TestACrowdedTicksRecordWhoseReplyWasLostRuns: etcd commits a tick's
+// record and its reply is lost. The leader finds the record it sent and
+// its runs start under it, each job once; none is claimed again beside it.
+func TestACrowdedTicksRecordWhoseReplyWasLostRuns(t *testing.T) {
+	t.Parallel()
+	sp := etcdtest.Shared(t)
+	var lost atomic.Int32
+	cli := losingClient(t, sp, func(txn *etcdserverpb.TxnRequest, reply any) bool {
+		tr, ok := reply.(*etcdserverpb.TxnResponse)
+		if !ok || !tr.Succeeded {
+			return false
+		}
+		puts := 0
+		etcdtest.EachPut(txn, func(p *etcdserverpb.PutRequest) {
+			if strings.Contains(string(p.Key), "/.ticks/") {
+				puts++
+			}
+		})
+		return puts > 0 && lost.Add(1) == 1
+	})
+	const jobs = 300
+	tick := t0.Add(time.Minute)
+	fake := clock.NewFake(tick.Add(-time.Second))
+	var l tickLedger
+	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(cli), WithName("record-lost"), WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	names := make([]string, jobs)
+	for i := range names {
+		names[i] = fmt.Sprintf("job-%03d", i)
+		mustAdd(t, c, "* * * * * *", Named(names[i], l.job(names[i])))
+	}
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	eventually(t, wait, func() (bool, string) { return c.coord.scheduling(), "a does not lead" })
+	if !fake.WaitDueBy(tick, wait) {
+		t.Fatalf("no timer armed for the tick %s", tick)
+	}
+	fake.Set(tick)
+	eventually(t, time.Minute, func() (bool, string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, j := range names {
+			if len(l.ran[j]) != 1 || !l.ran[j][0].Equal(tick) {
+				return false, fmt.Sprintf("%s ran %v, want the tick (%d records' replies lost)", j, l.ran[j], lost.Load())
+			}
+		}
+		return lost.Load() > 0, "no record's reply lost"
+	})
+	idleWithin(t, c, 20*time.Second, "the tick's runs")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, j := range names {
+		if len(l.ran[j]) != 1 {
+			t.Errorf("%s ran %v, want the tick once", j, l.ran[j])
+		}
+	}
+}
+
+// TestRunsOfARecordGivenBackAtStopRunOnTheSuccessor is G3 for a tick's
+// record: a record whose answer comes only after Stop has stopped waiting
+// for it commits, but none of its runs starts: they are given back, the
+// record is settled without them, and the leader's successor runs each
+// of their ticks, once. Every job runs the tick once, on the leader or on
+// its successor.
+func TestRunsOfARecordGivenBackAtStopRunOnTheSuccessor(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	// The answers of the records' claims come late, as over a slow link.
+	cfg := srv.ClientConfig()
+	var late atomic.Bool
+	var delayed atomic.Int32
+	etcdtest.ObserveCalls(&cfg, func(_ string, req, _ any) {
+		txn, ok := req.(*etcdserverpb.TxnRequest)
+		if !ok || !late.Load() {
+			return
+		}
+		record := false
+		etcdtest.EachPut(txn, func(p *etcdserverpb.PutRequest) { record = record || strings.Contains(string(p.Key), "/.ticks/") })
+		if record {
+			delayed.Add(1)
+			time.Sleep(stopClaimWait * 3 / 2) // the fault's timing, not a wait for a result
+		}
+	})
+	raw, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	const jobs = 1000
+	names := make([]string, jobs)
+	for i := range names {
+		names[i] = fmt.Sprintf("job-%04d", i)
+	}
+	var onA, onB tickLedger
+	fakeA := clock.NewFake(t0)
+	a := New(withClock(fakeA), WithLocation(time.UTC), WithLogger(DiscardLogger), WithSeconds(),
+		WithEtcd(srv.Within(raw)), WithName("late-record"),
+		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	t.Cleanup(func() { shutdown(t, a, "a") })
+	for _, n := range names {
+		mustAdd(t, a, "* * * * * *", Named(n, onA.job(n)))
+	}
+	a.Start()
+	eventually(t, wait, func() (bool, string) { return a.coord.scheduling(), "a does not lead" })
+	// A first tick runs on a, so that the jobs have run before: a
+	// successor catches up the tick of a job that has.
+	first := t0.Add(time.Second)
+	if !fakeA.WaitDueBy(first, wait) {
+		t.Fatal("a armed no timer for the first tick")
+	}
+	fakeA.Set(first)
+	eventually(t, time.Minute, func() (bool, string) {
+		onA.mu.Lock()
+		defer onA.mu.Unlock()
+		return len(onA.ran) == jobs, fmt.Sprintf("%d of %d jobs ran the first tick on a", len(onA.ran), jobs)
+	})
+	idleWithin(t, a, 10*time.Second, "a after the first tick")
+	tick := first.Add(time.Second)
+	if !fakeA.WaitDueBy(tick, wait) {
+		t.Fatal("a armed no timer for the tick")
+	}
+	late.Store(true)
+	fakeA.Set(tick)
+	eventually(t, wait, func() (bool, string) {
+		return delayed.Load() > 0, fmt.Sprintf("no record's answer held up: stages %v", runsIn(a))
+	})
+	returnsWithin(t, 10*time.Second, "Stop", func() { a.Stop() })
+	idleWithin(t, a, 10*time.Second, "a after Stop")
+
+	fakeB := clock.NewFake(tick.Add(500 * time.Millisecond))
+	b := New(withClock(fakeB), WithLocation(time.UTC), WithLogger(DiscardLogger), WithSeconds(),
+		WithEtcd(srv.Client(t)), WithName("late-record"),
+		WithElection(election.WithIdentity("b"), election.WithTTL(stallTTL)))
+	t.Cleanup(func() { shutdown(t, b, "b") })
+	for _, n := range names {
+		mustAdd(t, b, "* * * * * *", Named(n, onB.job(n)))
+	}
+	b.Start()
+	// Each job's tick, once: on a before Stop, or on b.
+	count := func() (once, twice, none []string) {
+		onA.mu.Lock()
+		defer onA.mu.Unlock()
+		onB.mu.Lock()
+		defer onB.mu.Unlock()
+		for _, n := range names {
+			k := 0
+			for _, tk := range append(slices.Clone(onA.ran[n]), onB.ran[n]...) {
+				if tk.Equal(tick) {
+					k++
+				}
+			}
+			switch k {
+			case 0:
+				none = append(none, n)
+			case 1:
+				once = append(once, n)
+			default:
+				twice = append(twice, n)
+			}
+		}
+		return once, twice, none
+	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		_, twice, none := count()
+		return len(none) == 0 || len(twice) > 0, fmt.Sprintf("%d jobs did not run the tick, e.g. %v (b leads: %v)", len(none), none[:min(3, len(none))], b.coord.scheduling())
+	})
+	idleWithin(t, b, 10*time.Second, "b's catch-up")
+	if _, twice, none := count(); len(twice) > 0 || len(none) > 0 {
+		t.Fatalf("the tick ran twice for %d jobs (e.g. %v) and not at all for %d (e.g. %v)", len(twice), twice[:min(3, len(twice))], len(none), none[:min(3, len(none))])
+	}
+	onB.mu.Lock()
+	defer onB.mu.Unlock()
+	if len(onB.ran) == 0 {
+		t.Fatalf("the successor ran no tick: no record's run was given back (%d records' answers held up)", delayed.Load())
+	}
+}
