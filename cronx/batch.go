@@ -2,6 +2,7 @@ package cronx
 
 import (
 	"context"
+	"time"
 	"sync"
 
 	"github.com/batonhq/baton/election"
@@ -49,10 +50,16 @@ type batcher struct {
 	// busy holds the claim keys of the claims in flight and of the
 	// records not yet settled (done).
 	busy map[string]bool
+	// sending counts the batches on the wire; quietCh is closed when none
+	// is (quiet).
+	sending int
+	quietCh chan struct{}
 }
 
 func newBatcher(cl *claimer) *batcher {
-	return &batcher{cl: cl, busy: map[string]bool{}}
+	quiet := make(chan struct{})
+	close(quiet)
+	return &batcher{cl: cl, busy: map[string]bool{}, quietCh: quiet}
 }
 
 // claim queues req and waits for its outcome, the session of its marker's
@@ -117,20 +124,47 @@ func (b *batcher) flush() {
 			}
 		}
 		b.pending = rest
+		if len(batch) > 0 {
+			if b.sending == 0 {
+				b.quietCh = make(chan struct{})
+			}
+			b.sending++
+		}
 		b.mu.Unlock()
 		if len(batch) == 0 {
 			continue
 		}
 		if record && len(batch) >= recordMin { // mutation:tick-records-unused
 			b.sendRecord(batch) // its keys stay busy until it is settled
-			continue
+		} else {
+			for len(batch) > 0 {
+				n := min(len(batch), claims.MaxEach)
+				b.send(batch[:n])
+				b.done(batch[:n])
+				batch = batch[n:]
+			}
 		}
-		for len(batch) > 0 {
-			n := min(len(batch), claims.MaxEach)
-			b.send(batch[:n])
-			b.done(batch[:n])
-			batch = batch[n:]
+		b.mu.Lock()
+		if b.sending--; b.sending == 0 {
+			close(b.quietCh)
 		}
+		b.mu.Unlock()
+	}
+}
+
+// quiet waits until no batch of claims is on the wire, for up to d: the
+// writes that follow a crowded tick's runs (their records, the records'
+// settles) yield to the tick's claims, which the tick's lateness waits
+// for, while etcd is busy with them.
+func (b *batcher) quiet(d time.Duration) {
+	b.mu.Lock()
+	ch := b.quietCh
+	b.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
 	}
 }
 

@@ -93,7 +93,10 @@ const (
 	// maxClaimWaiters bounds the goroutines of a leader's runs waiting for
 	// their batched claim (gate.go): enough for every batch in flight and
 	// the next ones to be full.
-	maxClaimWaiters = 2 * maxFlushers * claims.MaxEach
+	maxClaimWaiters = 2 * maxFlushers * claims.MaxTickJobs
+	// claimsYield bounds how long the writes after a crowded tick's runs
+	// (records, settles) wait for its claims on the wire (batcher.quiet).
+	claimsYield = time.Second
 	// recordMin is how many recordable runs of one tick a batch holds for
 	// them to be claimed by a tick's record (tickrecord.go): fewer go by
 	// ClaimEach, whose cost is as small for a few jobs and which needs no

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,7 +65,11 @@ func newTickShare(co *coordinator, rec claims.TickRecord, sess *election.Session
 }
 
 // decide records that the i-th job's run started, or was given back; the
-// last run to decide settles the record.
+// last run to decide settles the record: at once if a run was given back
+// (a Stop, which waits for it, or the term's end), so that the record is
+// settled before the term's successor reads it; else in the background
+// once the tick's claims are off the wire, since a successor that finds
+// it would count every run started, as they are.
 func (s *tickShare) decide(i int, started bool) {
 	s.mu.Lock()
 	if !started {
@@ -72,9 +77,20 @@ func (s *tickShare) decide(i int, started bool) {
 	}
 	s.undecided--
 	last := s.undecided == 0
+	given := slices.Contains(s.given, true)
 	s.mu.Unlock()
-	if last {
+	switch {
+	case !last:
+	case given:
 		s.settle()
+	default:
+		co := s.co
+		co.work.add() // the client outlives it
+		go func() {
+			defer co.work.done()
+			co.claims.batch.quiet(claimsYield)
+			s.settle()
+		}()
 	}
 }
 
