@@ -183,6 +183,15 @@ func (b *batcher) sendRecord(batch []*claimReq) {
 		runs[i] = r.run
 	}
 	tick := co.writes.tickRecord(runs, id, sess.Lease())
+	if chunks := claims.TickChunks(tick.Jobs); len(chunks) > 1 {
+		// Long names: a record each chunk, within etcd's request limit.
+		b.cl.sessions.put(sess)
+		for _, c := range chunks {
+			b.sendRecord(batch[:len(c):len(c)])
+			batch = batch[len(c):]
+		}
+		return
+	}
 	rec, err := claims.ClaimTick(ctx, co.conn.etcd(), batch[0].term, tick)
 	if errors.Is(err, claims.ErrTickClaimed) {
 		err = fmt.Errorf("%w: %v", election.ErrClaimed, err) // its key is this claim's own: never seen
