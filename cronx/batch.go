@@ -2,8 +2,8 @@ package cronx
 
 import (
 	"context"
-	"time"
 	"sync"
+	"time"
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claims"
