@@ -127,7 +127,7 @@ func (rc *recorder) record() {
 		q.items = q.items[n-len(later):]
 		copy(q.items, later)
 		q.mu.Unlock()
-		rc.co.claims.batch.quiet(claimsYield) // mutation:records-beside-claims
+		rc.co.claims.batch.quiet(claimsYield)
 		rc.recordAll(batch)
 		rc.released(batch)
 		q.mu.Lock()
