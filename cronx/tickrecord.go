@@ -19,11 +19,12 @@ import (
 // transaction a record where ClaimEach puts each job's claim key and
 // marker, so the tick's runs start after a few commits. The record's runs
 // share its marker, which is their fence; a run is decided once it starts
-// or is given back, and the record is settled (claims.SettleTick: the
-// claim keys of the runs that started move to the tick) by the run that
-// decides last, before its job is called, so that Stop, which waits for
-// that, resigns only once every record it leaves is settled. The marker
-// is released once every run of the record has been recorded.
+// or is given back, and once every run is, the record is settled
+// (claims.SettleTick: the claim keys of the runs that started move to the
+// tick): with a run given back, by the run that decides last, before it
+// goes on, so that Stop, which waits for that, resigns only once such a
+// record is settled; else in the background (decide). The marker is
+// released once every run of the record has been recorded.
 //
 // A term settles the records a term before it left before anything of it
 // reads a job's claim key (settlePending), counting each job run unless it
