@@ -18,6 +18,43 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// leadingJobs starts a Cron of scheduler on fake's time with a job each
+// second for each of names (job makes it), and waits until it leads.
+func leadingJobs(t *testing.T, cli *clientv3.Client, fake *clock.Fake, scheduler string, names []string, job func(i int) Job) *Cron {
+	t.Helper()
+	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(cli), WithName(scheduler), WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	for i, n := range names {
+		mustAdd(t, c, "* * * * * *", Named(n, job(i)))
+	}
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	eventually(t, wait, func() (bool, string) { return c.coord.scheduling(), "a does not lead" })
+	return c
+}
+
+// fireTick moves fake to tick once the loop has armed its timer: moved
+// past it before, a loop told late that it leads schedules the next one.
+func fireTick(t *testing.T, fake *clock.Fake, tick time.Time) {
+	t.Helper()
+	if !fake.WaitDueBy(tick, wait) {
+		t.Fatalf("no timer armed for the tick %s", tick)
+	}
+	fake.Set(tick)
+}
+
+// ranTicks says whether each of names ran n ticks, the last at tick.
+func ranTicks(l *tickLedger, names []string, n int, tick time.Time) (bool, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, j := range names {
+		if len(l.ran[j]) != n || !l.ran[j][n-1].Equal(tick) {
+			return false, fmt.Sprintf("%s ran %v, want %d ticks, the last at %s", j, l.ran[j], n, tick)
+		}
+	}
+	return true, ""
+}
+
 // TestACrowdedTickIsClaimedByAFewRecords: a leader claims a tick of 1,200
 // plain jobs, their first and their next, mostly by ticks' records, a few
 // transactions a tick where a marker a job would take one per 256 jobs:
@@ -47,40 +84,24 @@ func TestACrowdedTickIsClaimedByAFewRecords(t *testing.T) {
 	fake := clock.NewFake(first.Add(-time.Second))
 	var l tickLedger
 	var fenced sync.Map // job → its fence held in a transaction of its own
-	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
-		WithEtcd(cli), WithName("records"),
-		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
 	names := make([]string, jobs)
 	for i := range names {
 		names[i] = fmt.Sprintf("job-%04d", i)
+	}
+	leadingJobs(t, cli, fake, "records", names, func(i int) Job {
 		ledger := l.job(names[i])
-		mustAdd(t, c, "* * * * * *", Named(names[i], ContextFunc(func(ctx context.Context) error {
+		return ContextFunc(func(ctx context.Context) error {
 			if i%100 == 0 {
 				info, _ := InfoFrom(ctx)
 				resp, err := cli.Txn(ctx).If(info.Fence.Cmp()).Commit()
 				fenced.Store(fmt.Sprint(names[i], info.Tick), err == nil && resp.Succeeded && info.Fence.Key != "")
 			}
 			return ledger.(ContextJob).RunContext(ctx)
-		})))
-	}
-	c.Start()
-	t.Cleanup(func() { shutdown(t, c, "a") })
-	eventually(t, wait, func() (bool, string) { return c.coord.scheduling(), "a does not lead" })
-	for n, tick := range []time.Time{first, first.Add(time.Second)} {
-		if !fake.WaitDueBy(tick, wait) {
-			t.Fatalf("no timer armed for the tick %s", tick)
-		}
-		fake.Set(tick)
-		eventually(t, time.Minute, func() (bool, string) {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			for _, j := range names {
-				if len(l.ran[j]) != n+1 || !l.ran[j][n].Equal(tick) {
-					return false, fmt.Sprintf("%s ran %v, want its ticks to %s", j, l.ran[j], tick)
-				}
-			}
-			return true, ""
 		})
+	})
+	for n, tick := range []time.Time{first, first.Add(time.Second)} {
+		fireTick(t, fake, tick)
+		eventually(t, time.Minute, func() (bool, string) { return ranTicks(&l, names, n+1, tick) })
 		seq := fmt.Sprintf("%020d", tick.UnixNano())
 		mu.Lock()
 		r, m := records[seq], markers[seq]
@@ -206,27 +227,15 @@ func TestACrowdedTicksRecordWhoseReplyWasLostRuns(t *testing.T) {
 	tick := t0.Add(time.Minute)
 	fake := clock.NewFake(tick.Add(-time.Second))
 	var l tickLedger
-	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
-		WithEtcd(cli), WithName("record-lost"), WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
 	names := make([]string, jobs)
 	for i := range names {
 		names[i] = fmt.Sprintf("job-%03d", i)
-		mustAdd(t, c, "* * * * * *", Named(names[i], l.job(names[i])))
 	}
-	c.Start()
-	t.Cleanup(func() { shutdown(t, c, "a") })
-	eventually(t, wait, func() (bool, string) { return c.coord.scheduling(), "a does not lead" })
-	if !fake.WaitDueBy(tick, wait) {
-		t.Fatalf("no timer armed for the tick %s", tick)
-	}
-	fake.Set(tick)
+	c := leadingJobs(t, cli, fake, "record-lost", names, func(i int) Job { return l.job(names[i]) })
+	fireTick(t, fake, tick)
 	eventually(t, time.Minute, func() (bool, string) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		for _, j := range names {
-			if len(l.ran[j]) != 1 || !l.ran[j][0].Equal(tick) {
-				return false, fmt.Sprintf("%s ran %v, want the tick (%d records' replies lost)", j, l.ran[j], lost.Load())
-			}
+		if ok, why := ranTicks(&l, names, 1, tick); !ok {
+			return false, fmt.Sprintf("%s (%d records' replies lost)", why, lost.Load())
 		}
 		return lost.Load() > 0, "no record's reply lost"
 	})

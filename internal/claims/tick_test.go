@@ -108,15 +108,7 @@ func TestATicksRecordRunsEachJobOnce(t *testing.T) {
 		tick.Record:  "",
 	}
 	for k, v := range want {
-		resp, err := cli.Get(ctx, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := ""
-		if len(resp.Kvs) > 0 {
-			got = string(resp.Kvs[0].Value)
-		}
-		if got != v {
+		if got := valueOf(t, cli, k); got != v {
 			t.Errorf("%s = %q after the settle, want %q", k, got, v)
 		}
 	}
@@ -200,13 +192,33 @@ func TestATicksRecordUnderAnEndedTermIsRefused(t *testing.T) {
 	if _, err := ClaimTick(ctx, cli, term, tick); !errors.Is(err, election.ErrNotLeader) {
 		t.Fatalf("claim under an ended term: %v, want %v", err, election.ErrNotLeader)
 	}
-	resp, err := cli.Get(ctx, dir+".", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	noKeysUnder(t, cli, dir+".")
+}
+
+// noKeysUnder fails the test if any key starts with prefix: what refused
+// claims would have written.
+func noKeysUnder(t *testing.T, cli *clientv3.Client, prefix string) {
+	t.Helper()
+	resp, err := cli.Get(deadlineCtx(t, 5*time.Second), prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if resp.Count != 0 {
-		t.Fatalf("%d keys of the refused claim written", resp.Count)
+		t.Fatalf("%d keys under %s written by refused claims", resp.Count, prefix)
 	}
+}
+
+// valueOf is key's value, "" if it is absent.
+func valueOf(t *testing.T, cli *clientv3.Client, key string) string {
+	t.Helper()
+	resp, err := cli.Get(deadlineCtx(t, 5*time.Second), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return ""
+	}
+	return string(resp.Kvs[0].Value)
 }
 
 // TestASuccessorSettlesARecordItsClaimerLeft: a record its claimer did not
@@ -256,15 +268,7 @@ func TestASuccessorSettlesARecordItsClaimerLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []string{claimcond.Value(9, "lost"), "", claimcond.Value(9, "lost"), claimcond.Value(9, "other")} {
-		resp, err := cli.Get(ctx, jobs[i].Last)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := ""
-		if len(resp.Kvs) > 0 {
-			got = string(resp.Kvs[0].Value)
-		}
-		if got != want {
+		if got := valueOf(t, cli, jobs[i].Last); got != want {
 			t.Errorf("%s: claim key %q after the settle, want %q", jobs[i].Name, got, want)
 		}
 	}
@@ -304,13 +308,7 @@ func TestATicksClaimNamesWhatIsWrong(t *testing.T) {
 			}
 		})
 	}
-	resp, err := cli.Get(ctx, "/wrong/.", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.Count != 0 {
-		t.Fatalf("%d keys written by refused claims", resp.Count)
-	}
+	noKeysUnder(t, cli, "/wrong/.")
 }
 
 // TestFullTicksRecordsAreWithinEtcdsLimits: 5000 jobs, half of them with
