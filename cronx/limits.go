@@ -91,9 +91,10 @@ const (
 	// pipeline full while each batch waits for its commit.
 	maxFlushers = 4
 	// maxClaimWaiters bounds the goroutines of a leader's runs waiting for
-	// their batched claim (gate.go): enough for every batch in flight and
-	// the next ones to be full.
-	maxClaimWaiters = 2 * maxFlushers * claims.MaxTickJobs
+	// their batched claim (gate.go): enough for a full tick's record on
+	// every flusher (a record waits for its claims while the one before is
+	// on the wire).
+	maxClaimWaiters = maxFlushers * claims.MaxTickJobs
 	// claimsYield bounds how long the writes after a crowded tick's runs
 	// (records, settles) wait for its claims on the wire (batcher.quiet).
 	claimsYield = time.Second

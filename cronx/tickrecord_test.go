@@ -55,7 +55,7 @@ func ranTicks(l *tickLedger, names []string, n int, tick time.Time) (bool, strin
 	return true, ""
 }
 
-// TestACrowdedTickIsClaimedByAFewRecords: a leader claims a tick of 1,200
+// TestACrowdedTickIsClaimedByAFewRecords: a leader claims a tick of 600
 // plain jobs, their first and their next, mostly by ticks' records, a few
 // transactions a tick where a marker a job would take one per 256 jobs:
 // every job runs each tick once, its fence holds in a transaction of its
@@ -79,7 +79,7 @@ func TestACrowdedTickIsClaimedByAFewRecords(t *testing.T) {
 			}
 		})
 	})
-	const jobs = 1200
+	const jobs = 600
 	first := t0.Add(time.Minute)
 	fake := clock.NewFake(first.Add(-time.Second))
 	var l tickLedger
@@ -279,7 +279,7 @@ func TestRunsOfARecordGivenBackAtStopRunOnTheSuccessor(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { raw.Close() })
-	const jobs = 1000
+	const jobs = 400
 	names := make([]string, jobs)
 	for i := range names {
 		names[i] = fmt.Sprintf("job-%04d", i)
