@@ -28,54 +28,6 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestClaimEachTellsEachOutcome$"}},
 	},
 	{
-		Name:   "tick-record-term-removed",
-		Breaks: "G1: a tick's record commits after its term ended",
-		Edits:  []edit{{Marker: "tick-term", Old: "claimcond.Term{Key: term.Key, Revision: term.Revision}.Cmp(),", New: ""}},
-		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestATicksRecordUnderAnEndedTermIsRefused$"}},
-	},
-	{
-		Name:   "tick-record-absence-unchecked",
-		Breaks: "G1: a tick claimed again while its record waits to be settled runs its jobs twice",
-		Edits:  []edit{{Marker: "tick-record-absent", Old: `clientv3.Compare(clientv3.CreateRevision(t.Record), "=", 0),`, New: ""}},
-		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestATickThatComesRoundAgainRunsNoJobTwice$"}},
-	},
-	{
-		Name:   "tick-record-ignores-claims",
-		Breaks: "G1: a tick's record runs a job whose tick was claimed already (a clock stepped back, a catch-up)",
-		Edits:  []edit{{Marker: "tick-claimed-ignored", Old: "seq >= t.Seq", New: "false"}},
-		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestATickThatComesRoundAgainRunsNoJobTwice$"}},
-	},
-	{
-		Name:   "tick-settles-unrun-jobs",
-		Breaks: "a settled record moves the claim key of a job paused at the claim or given back, so its tick is lost",
-		Edits:  []edit{{Marker: "tick-settles-unrun", Old: "!r.Runs(i) || ran != nil && !ran(i)", New: "i < 0"}},
-		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestATicksRecordRunsEachJobOnce$"}},
-	},
-	{
-		Name:   "tick-records-unused",
-		Breaks: "cost: a crowded tick of plain jobs is claimed job by job, a marker each, not by a few records",
-		Edits:  []edit{{Marker: "tick-records-unused", Old: "record && len(batch) >= recordMin", New: "false"}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^TestACrowdedTickIsClaimedByAFewRecords$"}},
-	},
-	{
-		Name:   "tick-records-left-unsettled",
-		Breaks: "G1: a new term claims the tick of a job its dead predecessor's record claimed, and runs it again",
-		Edits:  []edit{{Marker: "tick-records-left-unsettled", Old: "rev := co.settlePending(ctx, term.Elected)", New: "rev := term.Elected"}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^TestATicksRecordLeftByADeadLeaderIsSettledByItsSuccessor$"}},
-	},
-	{
-		Name:   "tick-record-unadopted",
-		Breaks: "a tick's record that committed with its reply lost is not taken up: its jobs' runs do not start",
-		Edits:  []edit{{Marker: "tick-record-unadopted", Old: "rerr == nil && len(recs) == 1", New: "rerr == nil && len(recs) == 1 && recs == nil"}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^TestACrowdedTicksRecordWhoseReplyWasLostRuns$"}},
-	},
-	{
-		Name:   "tick-record-given-back-settled",
-		Breaks: "G3: a run of a tick's record given back at Stop has its claim key moved, so its successor does not run the tick",
-		Edits:  []edit{{Marker: "tick-record-given-back-settled", Old: "return !s.given[i]", New: "return i >= 0"}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^TestRunsOfARecordGivenBackAtStopRunOnTheSuccessor$"}},
-	},
-	{
 		Name:   "keepalive-stream-per-keepalive",
 		Breaks: "cost: with auth on, every session's keepalive opens a stream, and etcd checks the password at each",
 		Edits:  []edit{{Marker: "keepalive-stream-shared", Old: "return r.ttl, r.err", New: "k.mu.Lock(); k.dropLocked(s); k.mu.Unlock(); return r.ttl, r.err"}},
@@ -604,5 +556,5 @@ var mutations = []mutation{
 // allMutations is every mutation the check knows: the policies', these and
 // queueMutations.
 func allMutations() []mutation {
-	return slices.Concat(policyMutations, mutations, queueMutations)
+	return slices.Concat(policyMutations, mutations, queueMutations, tickMutations)
 }
