@@ -48,19 +48,17 @@ type lostClaims struct {
 	// one tick in a batch would both find its runner lost, and the second
 	// count a recovery the first had just claimed.
 	queued map[lostKey]bool
-	// markers are the markers of ticks claimed by a record a term before
-	// left (tickrecord.go): the record's, not the run's own.
+	// markers are the markers of ticks claimed by a record the term before
+	// this one left (tickrecord.go): the record's, not the run's own.
 	markers map[lostKey]string
 }
 
-// markerOf notes that the run of job's tick seq has marker, a record's.
-func (lc *lostClaims) markerOf(job string, seq int64, marker string) {
+// recordMarkers sets the markers of the ticks claimed by the records a new
+// term settled, in place of the last term's: only recent ticks are checked.
+func (lc *lostClaims) recordMarkers(markers map[lostKey]string) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	if lc.markers == nil {
-		lc.markers = map[lostKey]string{}
-	}
-	lc.markers[lostKey{job, seq}] = marker
+	lc.markers = markers
 }
 
 // marker is the marker of l's run.

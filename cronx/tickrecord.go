@@ -247,6 +247,8 @@ func (co *coordinator) settlePending(ctx context.Context, rev int64) int64 {
 	if err != nil {
 		co.logger.Error(err, "cronx: the records of ticks claimed by a term before could not all be read")
 	}
+	markers := map[lostKey]string{}
+	defer co.lost.recordMarkers(markers)
 	for _, r := range recs {
 		if err := claims.SettleTick(rctx, co.conn.etcd(), r, nil); err != nil {
 			co.logger.Error(err, "cronx: a tick's record left by a term before was not settled", "tick", time.Unix(0, r.Seq))
@@ -254,7 +256,7 @@ func (co *coordinator) settlePending(ctx context.Context, rev int64) int64 {
 		}
 		for i, j := range r.Jobs {
 			if r.Runs(i) {
-				co.lost.markerOf(j.Name, r.Seq, r.Marker)
+				markers[lostKey{j.Name, r.Seq}] = r.Marker
 			}
 		}
 	}
