@@ -253,7 +253,7 @@ func (cl *claimer) claimBackfill(r *run) (held, error) {
 	seq := r.tick.UnixNano()
 	marker := co.keys.backfillMarker(job, seq)
 	giveUp := func(err error) (held, error) {
-		cl.releaseIfUnanswered(r, unanswered, marker, seq, 0)
+		cl.releaseIfUnanswered(r, unanswered, marker, seq, 0, 0)
 		return held{}, err
 	}
 	for {

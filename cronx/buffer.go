@@ -266,7 +266,7 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 			}
 			if !r.rs.send(r) {
 				cl.sessions.put(sess)
-				cl.releaseIfUnanswered(r, unanswered, marker, seq, floor)
+				cl.releaseIfUnanswered(r, unanswered, marker, seq, floor, 0)
 				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), errNotSent)
 			}
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), etcdTimeout)
@@ -319,7 +319,7 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 			continue
 		}
 		if err := retry(r, err, &backoff, time.Time{}, "turn"); err != nil {
-			cl.releaseIfUnanswered(r, unanswered, marker, seq, floor)
+			cl.releaseIfUnanswered(r, unanswered, marker, seq, floor, 0)
 			return held{}, err
 		}
 	}

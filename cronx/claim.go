@@ -73,7 +73,10 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 		return held{}, false
 	}
 	giveUp := func(err error) (held, error) {
-		cl.releaseIfUnanswered(r, unanswered, marker, seq, floor)
+		if unanswered && r.scheduled() {
+			return held{}, &givenUpUnanswered{err, marker, seq, floor} // released once triaged
+		}
+		cl.releaseIfUnanswered(r, unanswered, marker, seq, floor, 0)
 		return held{}, err
 	}
 	for try := 1; ; try++ {

@@ -24,9 +24,11 @@ import (
 //     requests per notRunFlush, and the key one write;
 //   - only if it did not run: a tick that is the job's last claimed tick or
 //     in its history is not counted (a tick whose runner was lost, lost.go,
-//     is its job's last, and counted unless in its history); in claim mode, a tick this replica alone
-//     could not claim (misfire, overtaken, etcd unavailable) counts only when
-//     no replica has claimed it or a later tick of its job;
+//     or whose claim committed unanswered and was given up, unanswered.go,
+//     is its job's last, and counted unless in its history); in claim mode,
+//     a tick this replica alone could not claim (misfire, overtaken, etcd
+//     unavailable) counts only when no replica has claimed it or a later
+//     tick of its job;
 //   - within a day: hours older than notRunWindow are pruned at each write
 //     and ignored by readers.
 //
@@ -43,6 +45,9 @@ type notRunEntry struct {
 	n      int
 	// strict: count only if no tick at or after it was claimed.
 	strict bool
+	// own: this replica's claim of the tick committed, and its run did
+	// not start (unanswered.go): count unless its run is in the history.
+	own bool
 }
 
 // notRunTally holds a replica's ticks not run until they are written.
@@ -227,8 +232,9 @@ func mergeNotRun(v *notRunValue, entries []notRunEntry, last int64, hist []Recor
 	for _, e := range entries {
 		// A tick whose runner was lost is its job's last claimed tick, and
 		// only a new leader counts it, after ticks of the gap that followed
-		// it: it is counted unless its run is in the history.
-		lost := e.reason == ReasonRunnerLost
+		// it: it is counted unless its run is in the history. So is one
+		// whose own claim committed unanswered, and was given up.
+		lost := e.reason == ReasonRunnerLost || e.own
 		switch {
 		case lost && ran[e.tick]:
 		case lost:

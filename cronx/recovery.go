@@ -186,7 +186,7 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		// Unanswered, it may have committed (unanswered.go).
 		h, ok := co.claims.adoptUnanswered(r, marker, seq, ts.term.Fence.Revision) // mutation:unanswered-recovery
 		if !ok {
-			co.claims.releaseIfUnanswered(r, true, marker, seq, ts.term.Fence.Revision)
+			co.claims.releaseIfUnanswered(r, true, marker, seq, ts.term.Fence.Revision, 0)
 			r.cancel(nil)
 			return false, err
 		}

@@ -83,4 +83,7 @@ func (cl *claimer) triage(r *run, err error) {
 	if reason != 0 && r.scheduled() {
 		co.rep.notRun(r.job.name, r.tick, reason, err)
 	}
+	if gu := (*givenUpUnanswered)(nil); errors.As(err, &gu) {
+		cl.releaseIfUnanswered(r, true, gu.marker, gu.seq, gu.floor, reason)
+	}
 }

@@ -85,7 +85,7 @@ func (cl *claimer) claimTrigger(r *run) (held, error) {
 	// A try sent and not answered may have taken the request (unanswered.go).
 	unanswered := false
 	giveUp := func(err error) (held, error) {
-		cl.releaseIfUnanswered(r, unanswered, marker, r.trig.rev, 0)
+		cl.releaseIfUnanswered(r, unanswered, marker, r.trig.rev, 0, 0)
 		return held{}, err
 	}
 	for {

@@ -77,12 +77,26 @@ func (cl *claimer) adoptIfUnanswered(r *run, unanswered bool, marker string, seq
 	return cl.adoptUnanswered(r, marker, seq, floor)
 }
 
+// givenUpUnanswered is the error of a scheduled run of a tick that gave up
+// after a try that went unanswered: triage reports it, then releases the
+// marker that try may have written (releaseIfUnanswered), telling it the
+// reason reported.
+type givenUpUnanswered struct {
+	error
+	marker     string
+	seq, floor int64
+}
+
+func (e *givenUpUnanswered) Unwrap() error { return e.error }
+
 // releaseIfUnanswered, after a try that went unanswered, releases in the
 // background the marker that try may have written, for r, which gives up:
 // once etcd answers, a marker that is r's (as adoptUnanswered tells) is
-// deleted, while the Cron runs. Its tick stays claimed; r reports it not
-// run, as it gives up.
-func (cl *claimer) releaseIfUnanswered(r *run, unanswered bool, marker string, seq, floor int64) {
+// deleted, while the Cron runs. Its tick stays claimed, as its job's last,
+// which the tally of ticks not run takes for a tick that ran: so a tick r
+// reported not run with reason (none: zero) is counted as its own claim's,
+// unless its run is in the history (notrun.go).
+func (cl *claimer) releaseIfUnanswered(r *run, unanswered bool, marker string, seq, floor int64, reason Reason) {
 	if !unanswered { // mutation:unanswered-not-released
 		return
 	}
@@ -99,6 +113,9 @@ func (cl *claimer) releaseIfUnanswered(r *run, unanswered bool, marker string, s
 				if len(resp.Kvs) > 0 && cl.mine(r, resp.Kvs[0], seq, floor) {
 					c := election.Claim{Seq: seq, Fence: election.Fence{Key: marker, Revision: resp.Kvs[0].CreateRevision}}
 					co.rec.releaseLater(finishItem{job: r.job.name, tick: r.tick, claim: c, sess: cl.sessions.ours(clientv3.LeaseID(resp.Kvs[0].Lease), false)})
+					if reason != 0 { // mutation:unanswered-claim-uncounted
+						co.rep.tally.add(r.job.name, notRunEntry{tick: r.tick.UnixNano(), hour: hourOf(r.tick), reason: reason, n: 1, own: true})
+					}
 				}
 				return
 			}

@@ -449,6 +449,12 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestAClaimWhoseReplyWasLostAsEtcdWentAwayFreesItsJob$"}},
 	},
 	{
+		Name:   "unanswered-claim-uncounted",
+		Breaks: "a tick whose unanswered claim committed, given up, is reported not run and never counted: its job's last claimed tick passes for one that ran",
+		Edits:  []edit{{Marker: "unanswered-claim-uncounted", Old: "if reason != 0 {", New: "if false {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestAClaimWhoseReplyWasLostAsEtcdWentAwayFreesItsJob$"}},
+	},
+	{
 		Name:   "lost-tick-queued-twice",
 		Breaks: "a tick whose runner died, checked twice at once, is run again by the first check and reported lost with its recoveries spent by the second",
 		Edits:  []edit{{Marker: "lost-queued-once", Old: "if lc.queued[k] {", New: "if false {"}},
