@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/claimcond"
+	"github.com/batonhq/baton/internal/claims"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -23,7 +24,9 @@ import (
 // The last claims are read at the revision at which the term's leadership
 // was recorded (election.Term.Elected): every claim of the terms before is
 // at or before it, and the term's own claims (its catch-ups), which would
-// hide the gap, after it. The term waits for nothing, and a slow etcd
+// hide the gap, after it. A tick's record left unsettled by a term before
+// (tickrecord.go) is read with them, in the first read, and its tick taken
+// as claimed for its jobs. The term waits for nothing, and a slow etcd
 // delays the report rather than drop it.
 
 // gapReport reports the gap before one term.
@@ -36,8 +39,8 @@ type gapReport struct {
 }
 
 // report reports the ticks that fell while nobody led before the term
-// whose context is ctx, from each job's claim key read at rev: the term's
-// first revision, or after the records it settled.
+// whose context is ctx, from each job's claim key and the ticks' records
+// read at rev, the term's first revision.
 func (g *gapReport) report(ctx context.Context, rev int64) {
 	start := g.host.now()
 	g.work.add() // the client outlives it
@@ -55,23 +58,38 @@ func (g *gapReport) read(ctx context.Context, start time.Time, rev int64) {
 			entries = append(entries, e)
 		}
 	}
+	// A tick a term before claimed by its record (tickrecord.go), which
+	// this term settles meanwhile, is claimed as if in its jobs' claim keys.
+	var recorded map[string]int64
 	for len(entries) > 0 && ctx.Err() == nil {
-		n := min(len(entries), maxTxnOps/3)
+		n := min(len(entries), (maxTxnOps-1)/3)
 		batch := entries[:n]
 		entries = entries[n:]
-		gets := make([]clientv3.Op, 0, 3*len(batch))
+		gets := make([]clientv3.Op, 0, 3*len(batch)+1)
 		for _, e := range batch {
 			gets = append(gets, clientv3.OpGet(g.keys.last(e.name), clientv3.WithRev(rev)),
 				clientv3.OpGet(g.keys.spec(e.name), clientv3.WithRev(rev), clientv3.WithCountOnly()),
 				clientv3.OpGet(g.keys.since(e.name), clientv3.WithRev(rev)))
+		}
+		if recorded == nil {
+			gets = append(gets, clientv3.OpGet(g.keys.tickRecords(), clientv3.WithPrefix(), clientv3.WithRev(rev)))
 		}
 		resp, err := g.readBatch(ctx, gets)
 		if err != nil {
 			g.logger.Info("cronx: ticks missed before this term not reported", "scheduler", g.name, "err", err)
 			return
 		}
+		if recorded == nil {
+			recorded = claims.RecordedTicks(resp.Responses[len(gets)-1].GetResponseRange().Kvs)
+		}
 		for i, e := range batch {
 			kvs := resp.Responses[3*i].GetResponseRange().Kvs
+			if seq, ok := recorded[e.name]; ok { // mutation:gap-ignores-records
+				if len(kvs) == 0 || lastBefore(kvs[0].Value, seq) {
+					g.reportOf(e, time.Unix(0, seq).In(start.Location()), start)
+					continue
+				}
+			}
 			if len(kvs) == 0 {
 				// Never run: a job a term before this one published missed
 				// the ticks since it was published, or, when that is not
@@ -89,6 +107,12 @@ func (g *gapReport) read(ctx context.Context, start time.Time, rev int64) {
 			g.reportOf(e, time.Unix(0, seq).In(start.Location()), start)
 		}
 	}
+}
+
+// lastBefore reports whether a claim key's value holds a tick before seq.
+func lastBefore(value []byte, seq int64) bool {
+	last, _, err := parseLast(string(value))
+	return err != nil || last < seq
 }
 
 // readBatch sends one read of the gap, again while etcd does not answer,

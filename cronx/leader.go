@@ -154,12 +154,12 @@ func (co *coordinator) campaign(ctx context.Context) {
 func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	co.rep.leadershipChanged(term, true, nil)
 	co.rep.recheckEmpty() // a term follows every lost lease, a wiped etcd's too
-	// The records of ticks a term before left are settled first, so that
-	// each job's claim key tells what was claimed (tickrecord.go); then the
-	// claim keys are read at that revision, before any claim of this term,
-	// so that its claims do not hide the gap (gap.go).
-	rev := co.settlePending(ctx, term.Elected) // mutation:tick-records-left-unsettled
-	(&gapReport{scope: co.scope, client: co.conn.etcd(), host: co.host, work: &co.work, rep: co.rep}).report(ctx, rev)
+	// The gap is read as the term began, so that its claims do not hide it
+	// (gap.go); the records of ticks a term before left are settled before
+	// any claim of this term, so that each job's claim key tells what was
+	// claimed (tickrecord.go).
+	(&gapReport{scope: co.scope, client: co.conn.etcd(), host: co.host, work: &co.work, rep: co.rep}).report(ctx, term.Elected)
+	co.settlePending(ctx) // mutation:tick-records-left-unsettled
 	ts := &termState{term: term, ctx: ctx}
 	// Until it starts, a run is its term's: a term that ends gives it up,
 	// and the successor claims its tick.

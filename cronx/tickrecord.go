@@ -10,7 +10,6 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claims"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // A leader's crowded tick of plain jobs (overlap Allow; no bounds,
@@ -239,8 +238,8 @@ func (b *batcher) sendRecord(batch []*claimReq) {
 
 // settlePending settles the records a term before this one left, so that
 // each job's claim key tells what was claimed, and tells lost.go the
-// marker of each run they hold. It returns the revision after them.
-func (co *coordinator) settlePending(ctx context.Context, rev int64) int64 {
+// marker of each run they hold.
+func (co *coordinator) settlePending(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
 	recs, err := claims.PendingTicks(rctx, co.conn.etcd(), co.keys.tickRecords(), co.writes.tickKeys())
@@ -260,10 +259,4 @@ func (co *coordinator) settlePending(ctx context.Context, rev int64) int64 {
 			}
 		}
 	}
-	if len(recs) > 0 {
-		if resp, err := co.conn.etcd().Get(rctx, co.keys.tickRecords(), clientv3.WithCountOnly()); err == nil {
-			rev = max(rev, resp.Header.Revision)
-		}
-	}
-	return rev
 }

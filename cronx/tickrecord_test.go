@@ -141,34 +141,8 @@ func TestATicksRecordLeftByADeadLeaderIsSettledByItsSuccessor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tick := t0.Add(time.Minute)
-	keys := newLayout(election.DefaultPrefix, "left-record")
-	w := writes{sc: &scope{keys: keys}}
 	names := []string{"job-0", "job-1", "job-2", "job-3", "given-back"}
-	for _, n := range names {
-		// Each ran the tick before: its catch-up claims by the key's value.
-		if _, err := cli.Put(ctx, keys.last(n), fmt.Sprintf("%020d dead", tick.Add(-time.Second).UnixNano())); err != nil {
-			t.Fatal(err)
-		}
-	}
-	term, err := cli.Put(ctx, "/dead-leader", "dead")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lease, err := cli.Grant(ctx, 60)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := claims.Tick{Record: keys.tickRecord(tick.UnixNano(), "dead"), Marker: keys.tickRuns(tick.UnixNano(), "dead"),
-		Lease: lease.ID, Seq: tick.UnixNano(), Holder: "dead"}
-	for _, n := range names[:4] {
-		rec.Jobs = append(rec.Jobs, w.tickJob(n))
-	}
-	if _, err := claims.ClaimTick(ctx, cli, election.Fence{Key: "/dead-leader", Revision: term.Header.Revision}, rec); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.Revoke(ctx, lease.ID); err != nil { // the dead leader's lease lapsed
-		t.Fatal(err)
-	}
+	leaveRecord(ctx, t, cli, "left-record", tick, names, names[:4])
 
 	l := newEventLog()
 	var ran tickLedger
@@ -200,6 +174,82 @@ func TestATicksRecordLeftByADeadLeaderIsSettledByItsSuccessor(t *testing.T) {
 	}
 	if got := ran.ran["given-back"]; len(got) != 1 || !got[0].Equal(tick) {
 		t.Errorf("given-back ran %v, want %s", got, tick)
+	}
+}
+
+// leaveRecord leaves in scheduler name's keys what a leader that died
+// after it claimed tick by its record for the jobs recorded does: each of
+// jobs ran the tick before, and the record is unsettled, its marker's lease
+// lapsed.
+func leaveRecord(ctx context.Context, t *testing.T, cli *clientv3.Client, name string, tick time.Time, jobs, recorded []string) {
+	t.Helper()
+	keys := newLayout(election.DefaultPrefix, name)
+	w := writes{sc: &scope{keys: keys}}
+	for _, n := range jobs {
+		// Each ran the tick before: its catch-up claims by the key's value.
+		if _, err := cli.Put(ctx, keys.last(n), fmt.Sprintf("%020d dead", tick.Add(-time.Second).UnixNano())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	term, err := cli.Put(ctx, "/dead-leader", "dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := cli.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := claims.Tick{Record: keys.tickRecord(tick.UnixNano(), "dead"), Marker: keys.tickRuns(tick.UnixNano(), "dead"),
+		Lease: lease.ID, Seq: tick.UnixNano(), Holder: "dead"}
+	for _, n := range recorded {
+		rec.Jobs = append(rec.Jobs, w.tickJob(n))
+	}
+	if _, err := claims.ClaimTick(ctx, cli, election.Fence{Key: "/dead-leader", Revision: term.Header.Revision}, rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Revoke(ctx, lease.ID); err != nil { // the dead leader's lease lapsed
+		t.Fatal(err)
+	}
+}
+
+// TestATickADeadLeadersRecordClaimedIsNotInItsSuccessorsGap: the
+// successor of a leader that died with a tick's record unsettled reports
+// the gap from each job's claim key as the term began, where the record's
+// jobs' keys do not hold its tick yet: the record's tick is not reported
+// as fallen while nobody led (a leader claimed it), but a job's beside it,
+// not in the record, is.
+func TestATickADeadLeadersRecordClaimedIsNotInItsSuccessorsGap(t *testing.T) {
+	t.Parallel()
+	sp := etcdtest.Shared(t)
+	cli := sp.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tick := t0.Add(time.Minute)
+	names := []string{"job-0", "job-1", "unrecorded"}
+	leaveRecord(ctx, t, cli, "gap-record", tick, names, names[:2])
+
+	l := newEventLog()
+	// The term starts past the tick after the record's, which it catches
+	// up: the record's tick is the one a gap would report.
+	fake := clock.NewFake(tick.Add(1500 * time.Millisecond))
+	b := New(append(observed(l), WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(cli), WithName("gap-record"), WithElection(election.WithIdentity("b"), election.WithTTL(stallTTL)))...)
+	for _, n := range names {
+		mustAdd(t, b, "* * * * * *", Named(n, FuncJob(func() {})))
+	}
+	b.Start()
+	t.Cleanup(func() { shutdown(t, b, "b") })
+	// Added last, and last in the gap's one read: the others' reports
+	// come before its own, in order, to the observers.
+	gap := waitNotRun(t, l, "unrecorded", ReasonNoLeader, 20*time.Second)
+	if !gap.Tick.Equal(tick) {
+		t.Errorf("the gap of unrecorded reported %v, want %v", gap.Tick, tick)
+	}
+	idleWithin(t, b, 20*time.Second, "b's catch-up")
+	for _, n := range names[:2] {
+		for _, e := range l.notRun(n, ReasonNoLeader) {
+			t.Errorf("%s: tick %v reported fallen while nobody led; the dead leader's record claimed it", n, e.Tick)
+		}
 	}
 }
 

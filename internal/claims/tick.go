@@ -10,6 +10,7 @@ import (
 	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/nested"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -296,6 +297,24 @@ func PendingTicks(ctx context.Context, client *clientv3.Client, prefix string, k
 		recs = append(recs, r)
 	}
 	return recs, errors.Join(bad...)
+}
+
+// RecordedTicks returns, by job name, the latest tick that the records in
+// kvs (a read of their prefix) claimed for it, whether or not the job ran:
+// as a job's claim key, what a reader of a term's gap takes as claimed. A
+// value that holds no record is passed over; PendingTicks names it.
+func RecordedTicks(kvs []*mvccpb.KeyValue) map[string]int64 {
+	ticks := map[string]int64{}
+	for _, kv := range kvs {
+		var v tickValue
+		if json.Unmarshal(kv.Value, &v) != nil {
+			continue
+		}
+		for _, name := range v.Jobs {
+			ticks[name] = max(ticks[name], v.Seq)
+		}
+	}
+	return ticks
 }
 
 // skippedAt reads why each job of r did not run, as at r's claim.
