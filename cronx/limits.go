@@ -134,6 +134,12 @@ const (
 	// nested transaction of the spec's put and the mark, so a few of the
 	// limit are left to the nesting (as below).
 	specBatch = maxTxnOps - 8
+	// specCheckGroups and specCheckJobs shape a term's read-only check of
+	// its specs (publish.go): groups nested in one transaction, each of a
+	// job's two compares (its spec, its mark) for specCheckJobs jobs, so a
+	// group's compares are within the limit less the groups around it.
+	specCheckGroups = maxTxnOps / 2
+	specCheckJobs   = (maxTxnOps - specCheckGroups) / 2
 	// specChangeBatch is the added or removed jobs one transaction writes:
 	// a nested transaction and a registration's write each. etcd lets a
 	// nested transaction hold only its limit less the operations of the one

@@ -829,8 +829,9 @@ func TestStopThenStartFromTheEnvironmentKeepsWorking(t *testing.T) {
 }
 
 // TestNewLeaderPublishesEverySpec: a leader publishes the specs of all its
-// jobs, many to a transaction, and a new term rewrites a spec that etcd
-// holds differently (as a replica of another version left it).
+// jobs, many to a transaction; a new term writes a publication mark that
+// is missing, and rewrites a spec that etcd holds differently (as a replica
+// of another version left them).
 func TestNewLeaderPublishesEverySpec(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Shared(t)
@@ -863,25 +864,29 @@ func TestNewLeaderPublishesEverySpec(t *testing.T) {
 	a := opsReplica(t, cli, "specs", "a", LeaderMode, newLedger(), add)
 	eventually(t, 10*time.Second, published)
 
-	// One spec in the middle batch changes behind the leader's back, and
-	// one spec of the first has no publication mark (as a replica of an
-	// older version leaves it); the next leader puts both right.
-	changed := fmt.Sprintf("%s/jobs/specs/job-%03d/spec", election.DefaultPrefix, specBatch+specBatch/2)
-	if _, err := cli.Put(ctx, changed, "@hourly"); err != nil {
-		t.Fatal(err)
-	}
+	// One job has no publication mark (as a replica of an older version
+	// leaves it), its spec unchanged: the next leader mends it.
 	mark := election.DefaultPrefix + "/jobs/specs/job-050/since"
 	if _, err := cli.Delete(ctx, mark); err != nil {
 		t.Fatal(err)
 	}
-	opsReplica(t, cli, "specs", "b", LeaderMode, newLedger(), add)
+	b := opsReplica(t, cli, "specs", "b", LeaderMode, newLedger(), add)
 	waitCandidates(t, cli, "specs", 2)
 	a.stop(t)
-	eventually(t, 10*time.Second, published)
 	eventually(t, 10*time.Second, func() (bool, string) {
 		resp, err := cli.Get(ctx, mark, clientv3.WithCountOnly())
 		return err == nil && resp.Count == 1, fmt.Sprintf("job-050 has no publication mark (%v)", err)
 	})
+	// One spec in the middle changes behind the leader's back: the next
+	// leader rewrites it.
+	changed := fmt.Sprintf("%s/jobs/specs/job-%03d/spec", election.DefaultPrefix, specBatch+specBatch/2)
+	if _, err := cli.Put(ctx, changed, "@hourly"); err != nil {
+		t.Fatal(err)
+	}
+	opsReplica(t, cli, "specs", "c", LeaderMode, newLedger(), add)
+	waitCandidates(t, cli, "specs", 2)
+	b.stop(t)
+	eventually(t, 10*time.Second, published)
 }
 
 // TestManyRunsOnOneTickAreAllRecorded: runs that end together are recorded

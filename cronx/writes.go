@@ -187,6 +187,26 @@ func (w writes) termSpecs(names []string, specs map[string]string, since string)
 	return cmps, same, changed
 }
 
+// specsHeld is a read-only check of a term's specs of names (publish.go):
+// a transaction nested for each specCheckJobs of them, which succeeds if
+// each job's spec is as etcd has it and its since mark is there. Cost, per
+// job: two keys compared, in a read that goes through no raft proposal;
+// specCheckGroups*specCheckJobs jobs to a transaction.
+func (w writes) specsHeld(names []string, specs map[string]string) []clientv3.Op {
+	var groups []clientv3.Op
+	for len(names) > 0 {
+		n := min(len(names), specCheckJobs)
+		cmps := make([]clientv3.Cmp, 0, 2*n)
+		for _, name := range names[:n] {
+			spec, mark := clientv3.Compare(clientv3.Value(w.sc.keys.spec(name)), "=", specs[name]), clientv3.Compare(clientv3.CreateRevision(w.sc.keys.since(name)), ">", 0)
+			cmps = append(cmps, spec, mark) // mutation:spec-check-mark
+		}
+		groups = append(groups, clientv3.OpTxn(cmps, nil, nil))
+		names = names[n:]
+	}
+	return groups
+}
+
 // registrations are the puts of this replica's registrations of jobs, on
 // lease. Cost, per job: one key put on a lease of at most regLeaseKeys
 // keys; a term's go regLeaseKeys to a transaction on a lease that held

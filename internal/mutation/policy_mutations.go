@@ -181,6 +181,18 @@ var policyMutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestJobsAddedInBulkWhileLeadingArePublished$"}},
 	},
 	{
+		Name:   "spec-check-trusted",
+		Breaks: "a new term takes every spec as etcd holds it: a spec another version changed, or one never written, stays wrong",
+		Edits:  []edit{{Marker: "spec-check-trusted", Old: "!r.GetResponseTxn().GetSucceeded()", New: "r == nil"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestNewLeaderPublishesEverySpec$"}},
+	},
+	{
+		Name:   "spec-check-ignores-marks",
+		Breaks: "a new term's check of its specs passes a job with no publication mark, which then never gets one",
+		Edits:  []edit{{Marker: "spec-check-mark", Old: "cmps = append(cmps, spec, mark)", New: "cmps = append(cmps, spec); _ = mark"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestNewLeaderPublishesEverySpec$"}},
+	},
+	{
 		Name:   "publication-mark-not-mended",
 		Breaks: "a spec an older version published, with no publication mark, never gets one: its job's ticks are never caught up before it first runs",
 		Edits:  []edit{{Marker: "mark-unchanged", Old: "Then(marks...)", New: "Then(marks[:0]...)"}},
