@@ -1,0 +1,226 @@
+package cronx
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/clock"
+	"github.com/batonhq/baton/internal/etcdtest"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// BenchmarkANewTermOfManyJobs measures a new term of 10,000 jobs
+// (BATON_BENCH_JOBS): a leader publishes them and steps down (Stop), and
+// its follower, with the same jobs, takes over. From the follower's term
+// gained, the time until every job's spec was checked, until every
+// registration of its own was written, and until its catch-up of each
+// job's tick of the last minute (RunOnce, every tick claimed by the leader
+// before) was answered and its runs done. On etcd with auth on and a
+// non-root user, as `baton etcd` ships it (a key space of the shared
+// member), and on a member without auth:
+//
+//	go test -run '^$' -bench ANewTermOfManyJobs -benchtime 1x ./cronx/
+func BenchmarkANewTermOfManyJobs(b *testing.B) {
+	n := 10000
+	if v, err := strconv.Atoi(os.Getenv("BATON_BENCH_JOBS")); err == nil {
+		n = v
+	}
+	for _, etcd := range []struct {
+		name   string
+		config func(b *testing.B) (clientv3.Config, func(*clientv3.Client) *clientv3.Client)
+	}{
+		{"auth=on", func(b *testing.B) (clientv3.Config, func(*clientv3.Client) *clientv3.Client) {
+			sp := etcdtest.Shared(b)
+			return sp.ClientConfig(), sp.Within
+		}},
+		{"auth=off", func(b *testing.B) (clientv3.Config, func(*clientv3.Client) *clientv3.Client) {
+			return etcdtest.ClientConfig(etcdtest.Start(b).Endpoint()), func(c *clientv3.Client) *clientv3.Client { return c }
+		}},
+	} {
+		b.Run(etcd.name, func(b *testing.B) {
+			var specs, regs, catchUp time.Duration
+			for i := range b.N {
+				cfg, within := etcd.config(b)
+				s, r, c := newTerm(b, cfg, within, fmt.Sprintf("newterm-%d", i), n)
+				specs, regs, catchUp = specs+s, regs+r, catchUp+c
+			}
+			b.ReportMetric(float64(specs.Milliseconds())/float64(b.N), "specs-ms")
+			b.ReportMetric(float64(regs.Milliseconds())/float64(b.N), "registrations-ms")
+			b.ReportMetric(float64(catchUp.Milliseconds())/float64(b.N), "catch-up-ms")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// termCalls follows what a follower's client sends once its term begins:
+// the jobs whose specs it compared, the registrations it put, the claim
+// keys it compared, and when each count was reached.
+type termCalls struct {
+	n int
+
+	mu                    sync.Mutex
+	from                  time.Time // the term gained; zero before
+	specs, regs, lasts    map[string]bool
+	specsDone, regsDone   time.Time
+	lastsDone             chan struct{}
+	lastsClosed, followed bool
+}
+
+func (tc *termCalls) seen(_ string, req, _ any) {
+	txn, ok := req.(*etcdserverpb.TxnRequest)
+	if !ok {
+		return
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.from.IsZero() {
+		return
+	}
+	tc.walk(txn)
+	now := time.Now()
+	if len(tc.specs) >= tc.n && tc.specsDone.IsZero() {
+		tc.specsDone = now
+	}
+	if len(tc.regs) >= tc.n && tc.regsDone.IsZero() {
+		tc.regsDone = now
+	}
+	if len(tc.lasts) >= tc.n && !tc.lastsClosed {
+		tc.lastsClosed = true
+		close(tc.lastsDone)
+	}
+}
+
+func (tc *termCalls) walk(txn *etcdserverpb.TxnRequest) {
+	for _, c := range txn.Compare {
+		switch k := string(c.Key); {
+		case strings.HasSuffix(k, "/spec"):
+			tc.specs[k] = true
+		case strings.HasSuffix(k, "/last"):
+			tc.lasts[k] = true
+		}
+	}
+	for _, op := range append(append([]*etcdserverpb.RequestOp{}, txn.Success...), txn.Failure...) {
+		if p := op.GetRequestPut(); p != nil && strings.Contains(string(p.Key), "/by/") {
+			tc.regs[string(p.Key)] = true
+		}
+		if nested := op.GetRequestTxn(); nested != nil {
+			tc.walk(nested)
+		}
+	}
+}
+
+// newTerm runs one handover of n jobs on clients of cfg (within their key
+// space), and returns how long after the follower's term began its specs,
+// its registrations and its catch-up were done.
+func newTerm(b *testing.B, cfg clientv3.Config, within func(*clientv3.Client) *clientv3.Client, name string, n int) (specs, regs, catchUp time.Duration) {
+	tc := &termCalls{n: n, specs: map[string]bool{}, regs: map[string]bool{}, lasts: map[string]bool{}, lastsDone: make(chan struct{})}
+	start := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC)
+	fake := clock.NewFake(start)
+	gained := make(chan struct{}, 1)
+	replica := func(id string, follow bool) *Cron {
+		cfg := cfg
+		opts := []Option{withClock(fake), WithLocation(time.UTC), WithSeconds(), WithLogger(DiscardLogger), WithName(name),
+			WithMisfire(RunOnce, time.Minute), WithElection(election.WithIdentity(id), election.WithTTL(10*time.Second))}
+		if follow {
+			etcdtest.ObserveCalls(&cfg, tc.seen)
+			opts = append(opts, WithObserver(Observer{OnLeadershipGained: func(Leadership) {
+				tc.mu.Lock()
+				tc.from = time.Now()
+				tc.mu.Unlock()
+				gained <- struct{}{}
+			}}))
+		}
+		raw, err := clientv3.New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { raw.Close() })
+		c := New(append(opts, WithEtcd(within(raw)))...)
+		for i := range n {
+			if _, err := c.AddJob(fmt.Sprintf("%d * * * * *", i%60), Named(fmt.Sprintf("job-%d", i), FuncJob(func() {}))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return c
+	}
+	leader := replica("a", false)
+	leader.Start()
+	awaitLeading(b, leader)
+	follower := replica("b", true)
+	follower.Start()
+	defer func() { <-follower.Stop().Done() }()
+	awaitCandidates(b, within, cfg, name, 2)
+	b.ResetTimer()
+	<-leader.Stop().Done()
+	select {
+	case <-gained:
+	case <-time.After(time.Minute):
+		b.Fatal("the follower did not lead within 1m of the leader's Stop")
+	}
+	select {
+	case <-tc.lastsDone:
+	case <-time.After(2 * time.Minute):
+		b.Fatal("the new term did not claim every job's catch-up within 2m")
+	}
+	<-follower.runs.idle().Done()
+	done := time.Now()
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	b.StopTimer()
+	if tc.specsDone.IsZero() || tc.regsDone.IsZero() {
+		b.Fatalf("the new term compared %d specs and put %d registrations of %d jobs", len(tc.specs), len(tc.regs), n)
+	}
+	return tc.specsDone.Sub(tc.from), tc.regsDone.Sub(tc.from), done.Sub(tc.from)
+}
+
+// awaitLeading waits until c leads, has written its specs and
+// registrations and has claimed its catch-up.
+func awaitLeading(b *testing.B, c *Cron) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		pb := c.coord.specs
+		pb.mu.Lock()
+		published := !pb.writing && !pb.all && len(pb.pending) == 0
+		pb.mu.Unlock()
+		if c.coord.scheduling() && published {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the leader did not publish its jobs within 2m")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	<-c.runs.idle().Done()
+}
+
+// awaitCandidates waits until the election of scheduler name has n
+// candidates.
+func awaitCandidates(b *testing.B, within func(*clientv3.Client) *clientv3.Client, cfg clientv3.Config, name string, n int64) {
+	raw, err := clientv3.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	cli := within(raw)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		resp, err := cli.Get(ctx, election.DefaultPrefix+"/election/"+name+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		cancel()
+		if err == nil && resp.Count >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the election %q did not reach %d candidates within 1m (%v)", name, n, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
