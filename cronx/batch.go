@@ -17,9 +17,11 @@ import (
 // checks more than markerLeaseKeys keys. A batch etcd does not take is
 // claimed again one tick at a time.
 //
-// Cost: a crowded tick, or a term's catch-up, of N jobs is N/256 claim
-// transactions (a few in flight at once, maxFlushers), and one more for
-// each batch that holds a paused or a busy job or a tick claimed already.
+// Cost: a crowded tick of N jobs is N/256 claim transactions (a few in
+// flight at once, maxFlushers), and one more for each batch that holds a
+// paused or a busy job or a tick claimed already. A term's catch-up of N
+// jobs is N/1024 reads, and the claims of the ticks the read finds not
+// claimed (sendCatchUp).
 
 type claimReq struct {
 	run    *run
@@ -103,15 +105,20 @@ func (b *batcher) flush() {
 		}
 		// One batch: one term, one tick per key; or, for a tick's
 		// record, recordable runs of one tick.
+		// A term's catch-up goes in batches of its own, which a read
+		// answers where the ticks were claimed already (sendCatchUp).
 		term, seq := b.pending[head].term, b.pending[head].seq
-		record := b.pending[head].run.recordable()
+		record, catchUp := b.pending[head].run.recordable(), b.pending[head].run.catchUp
 		limit := claims.MaxEach
-		if record {
+		switch {
+		case record:
 			limit = claims.MaxTickJobs
+		case catchUp:
+			limit = claims.MaxRefusals
 		}
 		var batch, rest []*claimReq
 		for _, r := range b.pending {
-			if len(batch) < limit && r.term == term && !b.busy[r.key] && r.run.recordable() == record && (!record || r.seq == seq) {
+			if len(batch) < limit && r.term == term && !b.busy[r.key] && r.run.recordable() == record && r.run.catchUp == catchUp && (!record || r.seq == seq) {
 				if !r.run.rs.send(r.run) {
 					// Given up before it was sent: nothing to learn.
 					r.res <- claimRes{err: errNotSent}
@@ -134,15 +141,13 @@ func (b *batcher) flush() {
 		if len(batch) == 0 {
 			continue
 		}
-		if record && len(batch) >= recordMin { // mutation:tick-records-unused
+		switch {
+		case record && len(batch) >= recordMin: // mutation:tick-records-unused
 			b.sendRecord(batch) // its keys stay busy until it is settled
-		} else {
-			for len(batch) > 0 {
-				n := min(len(batch), claims.MaxEach)
-				b.send(batch[:n])
-				b.done(batch[:n])
-				batch = batch[n:]
-			}
+		case catchUp:
+			b.sendCatchUp(batch)
+		default:
+			b.sendEach(batch)
 		}
 		b.mu.Lock()
 		if b.sending--; b.sending == 0 {
@@ -187,6 +192,46 @@ func (b *batcher) done(batch []*claimReq) {
 	if start {
 		go b.flush()
 	}
+}
+
+// sendEach sends batch, claims.MaxEach claims to a transaction.
+func (b *batcher) sendEach(batch []*claimReq) {
+	for len(batch) > 0 {
+		n := min(len(batch), claims.MaxEach)
+		b.send(batch[:n])
+		b.done(batch[:n])
+		batch = batch[n:]
+	}
+}
+
+// sendCatchUp answers the claims of a term's catch-up whose ticks were
+// claimed already (by the term before, as after a handover) from one read
+// of their claim keys, with the refusal their claims would get, and sends
+// the others. Cost: one read-only transaction per claims.MaxRefusals
+// claims, and the claims of the ticks not claimed.
+func (b *batcher) sendCatchUp(batch []*claimReq) {
+	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
+	items := make([]claims.ClaimItem, len(batch))
+	for i, r := range batch {
+		items[i] = claims.ClaimItem{Key: r.key, Seq: r.seq, Opts: r.opts}
+	}
+	refusals, ok, err := claims.Refusals(ctx, b.cl.co.conn.etcd(), items)
+	cancel()
+	if err != nil || !ok {
+		b.sendEach(batch) // the claims tell what the read could not
+		return
+	}
+	var refused, rest []*claimReq
+	for i, r := range batch {
+		if refusals[i] != nil { // mutation:catch-up-read-ignored
+			r.res <- claimRes{err: refusals[i]}
+			refused = append(refused, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	b.done(refused)
+	b.sendEach(rest)
 }
 
 func (b *batcher) send(batch []*claimReq) {

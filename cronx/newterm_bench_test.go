@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -22,8 +23,9 @@ import (
 // its follower, with the same jobs, takes over. From the follower's term
 // gained, the time until every job's spec was checked, until every
 // registration of its own was written, and until its catch-up of each
-// job's tick of the last minute (RunOnce, every tick claimed by the leader
-// before) was answered and its runs done. On etcd with auth on and a
+// job's tick of the last minute (RunOnce; every tick claimed by the leader
+// before, as ranLatest leaves the claim keys) was answered and its runs
+// done. On etcd with auth on and a
 // non-root user, as `baton etcd` ships it (a key space of the shared
 // member), and on a member without auth:
 //
@@ -66,12 +68,25 @@ func BenchmarkANewTermOfManyJobs(b *testing.B) {
 type termCalls struct {
 	n int
 
-	mu                    sync.Mutex
-	from                  time.Time // the term gained; zero before
-	specs, regs, lasts    map[string]bool
-	specsDone, regsDone   time.Time
-	lastsDone             chan struct{}
-	lastsClosed, followed bool
+	mu                  sync.Mutex
+	from                time.Time // the term gained; zero before
+	specs, regs, lasts  map[string]bool
+	claimed             map[string]bool // the claim keys compared, by a claim
+	specsDone, regsDone time.Time
+	lastsDone           chan struct{}
+	lastsClosed         bool
+}
+
+func newTermCalls(n int) *termCalls {
+	return &termCalls{n: n, specs: map[string]bool{}, regs: map[string]bool{}, lasts: map[string]bool{}, claimed: map[string]bool{},
+		lastsDone: make(chan struct{})}
+}
+
+// began marks the term's start: calls from now on are followed.
+func (tc *termCalls) began() {
+	tc.mu.Lock()
+	tc.from = time.Now()
+	tc.mu.Unlock()
 }
 
 func (tc *termCalls) seen(_ string, req, _ any) {
@@ -104,7 +119,18 @@ func (tc *termCalls) walk(txn *etcdserverpb.TxnRequest) {
 		case strings.HasSuffix(k, "/spec"):
 			tc.specs[k] = true
 		case strings.HasSuffix(k, "/last"):
-			tc.lasts[k] = true
+			tc.lasts[k], tc.claimed[k] = true, true
+		}
+	}
+	// A catch-up's read of claim keys (claims.Refusals): groups of reads
+	// at the head revision, where a gap's are at its term's.
+	for _, op := range txn.Success {
+		if nested := op.GetRequestTxn(); nested != nil {
+			for _, r := range nested.Success {
+				if g := r.GetRequestRange(); g != nil && g.Revision == 0 && strings.HasSuffix(string(g.Key), "/last") {
+					tc.lasts[string(g.Key)] = true
+				}
+			}
 		}
 	}
 	for _, op := range append(append([]*etcdserverpb.RequestOp{}, txn.Success...), txn.Failure...) {
@@ -121,7 +147,7 @@ func (tc *termCalls) walk(txn *etcdserverpb.TxnRequest) {
 // space), and returns how long after the follower's term began its specs,
 // its registrations and its catch-up were done.
 func newTerm(b *testing.B, cfg clientv3.Config, within func(*clientv3.Client) *clientv3.Client, name string, n int) (specs, regs, catchUp time.Duration) {
-	tc := &termCalls{n: n, specs: map[string]bool{}, regs: map[string]bool{}, lasts: map[string]bool{}, lastsDone: make(chan struct{})}
+	tc := newTermCalls(n)
 	start := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC)
 	fake := clock.NewFake(start)
 	gained := make(chan struct{}, 1)
@@ -132,9 +158,7 @@ func newTerm(b *testing.B, cfg clientv3.Config, within func(*clientv3.Client) *c
 		if follow {
 			etcdtest.ObserveCalls(&cfg, tc.seen)
 			opts = append(opts, WithObserver(Observer{OnLeadershipGained: func(Leadership) {
-				tc.mu.Lock()
-				tc.from = time.Now()
-				tc.mu.Unlock()
+				tc.began()
 				gained <- struct{}{}
 			}}))
 		}
@@ -154,6 +178,7 @@ func newTerm(b *testing.B, cfg clientv3.Config, within func(*clientv3.Client) *c
 	leader := replica("a", false)
 	leader.Start()
 	awaitLeading(b, leader)
+	ranLatest(b, cfg, within, name, n, start)
 	follower := replica("b", true)
 	follower.Start()
 	defer func() { <-follower.Stop().Done() }()
@@ -172,18 +197,57 @@ func newTerm(b *testing.B, cfg clientv3.Config, within func(*clientv3.Client) *c
 	}
 	<-follower.runs.idle().Done()
 	done := time.Now()
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	b.StopTimer()
-	if tc.specsDone.IsZero() || tc.regsDone.IsZero() {
-		b.Fatalf("the new term compared %d specs and put %d registrations of %d jobs", len(tc.specs), len(tc.regs), n)
+	for deadline := done.Add(2 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		tc.mu.Lock()
+		specsDone, regsDone, nspecs, nregs := tc.specsDone, tc.regsDone, len(tc.specs), len(tc.regs)
+		tc.mu.Unlock()
+		if !specsDone.IsZero() && !regsDone.IsZero() {
+			b.StopTimer()
+			tc.mu.Lock()
+			from := tc.from
+			tc.mu.Unlock()
+			return specsDone.Sub(from), regsDone.Sub(from), done.Sub(from)
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the new term compared %d specs and put %d registrations of %d jobs within 2m of its catch-up", nspecs, nregs, n)
+		}
 	}
-	return tc.specsDone.Sub(tc.from), tc.regsDone.Sub(tc.from), done.Sub(tc.from)
+}
+
+// ranLatest writes each of n jobs' claim key as the leader's claim of
+// its latest tick by start, as a leader that has run for a minute leaves
+// it: a handover's catch-up finds each tick claimed.
+func ranLatest(b *testing.B, cfg clientv3.Config, within func(*clientv3.Client) *clientv3.Client, name string, n int, start time.Time) {
+	raw, err := clientv3.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	cli := within(raw)
+	keys := newLayout(election.DefaultPrefix, name)
+	var puts []clientv3.Op
+	for i := range n {
+		tick := start.Truncate(time.Minute).Add(time.Duration(i%60) * time.Second)
+		if tick.After(start) {
+			tick = tick.Add(-time.Minute)
+		}
+		puts = append(puts, clientv3.OpPut(keys.last(fmt.Sprintf("job-%d", i)), claimcond.Value(tick.UnixNano(), "a")))
+	}
+	for len(puts) > 0 {
+		k := min(len(puts), maxTxnOps)
+		ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
+		_, err := cli.Txn(ctx).Then(puts[:k]...).Commit()
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		puts = puts[k:]
+	}
 }
 
 // awaitLeading waits until c leads, has written its specs and
 // registrations and has claimed its catch-up.
-func awaitLeading(b *testing.B, c *Cron) {
+func awaitLeading(b testing.TB, c *Cron) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		pb := c.coord.specs
@@ -203,7 +267,7 @@ func awaitLeading(b *testing.B, c *Cron) {
 
 // awaitCandidates waits until the election of scheduler name has n
 // candidates.
-func awaitCandidates(b *testing.B, within func(*clientv3.Client) *clientv3.Client, cfg clientv3.Config, name string, n int64) {
+func awaitCandidates(b testing.TB, within func(*clientv3.Client) *clientv3.Client, cfg clientv3.Config, name string, n int64) {
 	raw, err := clientv3.New(cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -417,3 +417,80 @@ func TestRunsOfARecordGivenBackAtStopRunOnTheSuccessor(t *testing.T) {
 		t.Fatalf("the successor ran no tick: no record's run was given back (%d records' answers held up)", delayed.Load())
 	}
 }
+
+// TestAHandoversCatchUpReadsTheTicksItsPredecessorRan: a leader runs a
+// tick of 300 jobs and steps down. Its successor catches up each job's
+// latest tick, which the leader claimed: it learns so from one read of
+// the claim keys, and sends no claim of them, where claiming each would
+// cost two write transactions for every 256. No job runs the tick twice.
+func TestAHandoversCatchUpReadsTheTicksItsPredecessorRan(t *testing.T) {
+	t.Parallel()
+	const n = 300
+	sp := etcdtest.Shared(t)
+	var ran tickLedger
+	fake := clock.NewFake(t0.Add(500 * time.Millisecond))
+	tc := newTermCalls(n)
+	gained := make(chan struct{}, 1)
+	replica := func(id string, opts ...Option) *Cron {
+		cfg := sp.ClientConfig()
+		if id == "b" {
+			etcdtest.ObserveCalls(&cfg, tc.seen)
+		}
+		raw, err := clientv3.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { raw.Close() })
+		c := New(append([]Option{withClock(fake), WithLocation(time.UTC), WithSeconds(), WithLogger(DiscardLogger), WithName("handover-catchup"),
+			WithEtcd(sp.Within(raw)), WithMisfire(RunOnce, time.Minute), WithElection(election.WithIdentity(id), election.WithTTL(stallTTL))}, opts...)...)
+		for i := range n {
+			mustAdd(t, c, "* * * * * *", Named(fmt.Sprintf("job-%d", i), ran.job(fmt.Sprintf("job-%d", i))))
+		}
+		return c
+	}
+	a := replica("a")
+	a.Start()
+	awaitLeading(t, a)
+	tick := t0.Add(time.Second)
+	fake.WaitDueBy(tick, 10*time.Second)
+	fake.Set(tick)
+	eventually(t, 20*time.Second, func() (bool, string) {
+		ran.mu.Lock()
+		defer ran.mu.Unlock()
+		return len(ran.ran) == n, fmt.Sprintf("%d of %d jobs ran the tick on a", len(ran.ran), n)
+	})
+	<-a.runs.idle().Done()
+
+	b := replica("b", WithObserver(Observer{OnLeadershipGained: func(Leadership) {
+		tc.began()
+		gained <- struct{}{}
+	}}))
+	b.Start()
+	t.Cleanup(func() { <-b.Stop().Done() })
+	awaitCandidates(t, sp.Within, sp.ClientConfig(), "handover-catchup", 2)
+	<-a.Stop().Done()
+	select {
+	case <-gained:
+	case <-time.After(20 * time.Second):
+		t.Fatal("b did not lead within 20s of a's Stop")
+	}
+	select {
+	case <-tc.lastsDone:
+	case <-time.After(20 * time.Second):
+		t.Fatal("b did not catch up every job's tick within 20s")
+	}
+	idleWithin(t, b, 20*time.Second, "b's catch-up")
+	tc.mu.Lock()
+	claimed := len(tc.claimed)
+	tc.mu.Unlock()
+	if claimed != 0 {
+		t.Errorf("b sent claims of %d jobs' ticks that a had run; its read of their claim keys tells it", claimed)
+	}
+	ran.mu.Lock()
+	defer ran.mu.Unlock()
+	for job, ticks := range ran.ran {
+		if len(ticks) != 1 || !ticks[0].Equal(tick) {
+			t.Errorf("%s ran %v, want %v once", job, ticks, tick)
+		}
+	}
+}

@@ -6,6 +6,24 @@ package main
 // check runs them with the rest (allMutations).
 var tickMutations = []mutation{
 	{
+		Name:   "catch-up-read-ignored",
+		Breaks: "cost: a handover's catch-up claims every tick its predecessor ran, two write transactions for every 256 jobs, where one read tells",
+		Edits:  []edit{{Marker: "catch-up-read-ignored", Old: "if refusals[i] != nil {", New: "if refusals[i] != nil && false {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestAHandoversCatchUpReadsTheTicksItsPredecessorRan$"}},
+	},
+	{
+		Name:   "refusals-claimed-unread",
+		Breaks: "a read of claim keys refuses no claim of a tick claimed already, so a catch-up claims them all",
+		Edits:  []edit{{Marker: "refusals-claimed", Old: "err == nil && seq >= items[i].Seq", New: "err == nil && seq >= items[i].Seq && false"}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestRefusalsTellTheClaimsClaimEachWouldRefuse$"}},
+	},
+	{
+		Name:   "refusals-term-removed",
+		Breaks: "a deposed leader's catch-up is told its ticks claimed rather than that its term ended",
+		Edits:  []edit{{Marker: "refusals-term", Old: "txn = txn.If(term.Cmp())", New: "_ = term"}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestRefusalsTellTheClaimsClaimEachWouldRefuse$"}},
+	},
+	{
 		Name:   "gap-ignores-records",
 		Breaks: "a successor reports a tick its dead predecessor claimed by a record as fallen while nobody led",
 		Edits:  []edit{{Marker: "gap-ignores-records", Old: "seq, ok := recorded[e.name]; ok", New: "seq, ok := recorded[e.name]; ok && false"}},
