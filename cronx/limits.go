@@ -140,6 +140,10 @@ const (
 	// group's compares are within the limit less the groups around it.
 	specCheckGroups = maxTxnOps / 2
 	specCheckJobs   = (maxTxnOps - specCheckGroups) / 2
+	// publishBatch is the jobs a term checks in one read (at most
+	// specCheckGroups*specCheckJobs, 2048) and registers, each lease's
+	// worth of them in a transaction (publish.go).
+	publishBatch = 2 * regLeaseKeys
 	// specChangeBatch is the added or removed jobs one transaction writes:
 	// a nested transaction and a registration's write each. etcd lets a
 	// nested transaction hold only its limit less the operations of the one

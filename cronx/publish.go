@@ -148,11 +148,13 @@ func (pb *publisher) specWriter(ctx context.Context) {
 	}
 }
 
-// writeAllSpecs records each entry's spec when all is set. It checks the
-// specs and marks of specCheckGroups*specCheckJobs jobs in a read-only
-// transaction, and writes, specBatch jobs a transaction, only the groups
-// where one differs; so a new leader of fifty thousand unchanged jobs sends
-// 25 reads, which etcd serves without a raft proposal, maxPublishes at once.
+// writeAllSpecs records each entry's spec, and this replica's registration
+// of it, when all is set. Of each publishBatch jobs it checks the specs and
+// marks in a read-only transaction, writes, specBatch jobs a transaction,
+// only the groups where one differs, then writes the registrations; so a
+// new leader of fifty thousand unchanged jobs sends 25 reads, which etcd
+// serves without a raft proposal, and 50 registrations' writes, in
+// maxPublishes goroutines.
 func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 	if !all {
 		return nil
@@ -164,7 +166,6 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 		}
 	}
 	names := slices.Sorted(maps.Keys(specs))
-	jobs := names
 	batches := make(chan []string)
 	errs := make(chan error, maxPublishes)
 	var wg sync.WaitGroup
@@ -175,12 +176,15 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 				if err == nil {
 					err = pb.checkSpecs(ctx, batch, specs)
 				}
+				if err == nil {
+					err = pb.registerAll(ctx, batch)
+				}
 			}
 			errs <- err
 		})
 	}
 	for len(names) > 0 {
-		n := min(len(names), specCheckGroups*specCheckJobs)
+		n := min(len(names), publishBatch)
 		batches <- names[:n]
 		names = names[n:]
 	}
@@ -192,7 +196,7 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 			return err
 		}
 	}
-	return pb.registerAll(ctx, jobs)
+	return nil
 }
 
 // registerAll writes this replica's registrations of jobs that are not in
@@ -202,40 +206,28 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 // transaction's puts before it applies any of them: so none of these puts
 // checks a key, where registrations written a spec batch at a time checked
 // up to regLeaseKeys each. They follow the specs, as a job added later has
-// its registration written after its spec (writeSpecChanges), maxPublishes
-// transactions at once.
+// its registration written after its spec (writeSpecChanges): a term's
+// registrations of a batch of jobs follow that batch's specs (writeAllSpecs).
 func (pb *publisher) registerAll(ctx context.Context, jobs []string) error {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failed error
-	slots := make(chan struct{}, maxPublishes)
 	for len(jobs) > 0 {
 		n := min(len(jobs), regLeaseKeys)
 		ops, fresh, err := pb.register(ctx, jobs[:n], 1)
 		if err != nil {
-			failed = err
-			break
+			return err
 		}
 		jobs = jobs[n:]
 		if len(fresh) == 0 {
 			continue
 		}
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-			_, err := pb.co.conn.etcd().Txn(pctx).Then(nested.Group(ops, regGroup)...).Commit()
-			cancel()
-			if err != nil {
-				pb.forget(fresh)
-				mu.Lock()
-				failed = err
-				mu.Unlock()
-			}
-		})
+		pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+		_, err = pb.co.conn.etcd().Txn(pctx).Then(nested.Group(ops, regGroup)...).Commit()
+		cancel()
+		if err != nil {
+			pb.forget(fresh)
+			return err
+		}
 	}
-	wg.Wait()
-	return failed
+	return nil
 }
 
 // checkSpecs checks the specs and marks of names, and writes those of
