@@ -287,27 +287,49 @@ func countingClient(endpoint string, c *rpcCounter) (*clientv3.Client, error) {
 }
 
 // specCounter counts the jobs whose spec (P/jobs/<scheduler>/<job>/spec) a
-// new leader has checked and published, many to a transaction: when there
-// are as many as jobs, the leader's start-up is over.
+// new leader has written, many to a transaction, and those whose
+// registration it has put: when both are as many as jobs, the leader's
+// start-up is over.
 type specCounter struct {
-	mu sync.Mutex
-	n  int
+	mu          sync.Mutex
+	specs, regs int
 }
 
+// observe counts the specs a transaction compares at its top (a spec's
+// write; a term's read-only check of them nests its compares) and the
+// registrations it puts, at any depth.
 func (s *specCounter) observe(tr *etcdserverpb.TxnRequest) {
-	n := 0
+	specs := 0
 	for _, c := range tr.Compare {
 		if strings.HasSuffix(string(c.Key), "/spec") {
-			n++
+			specs++
 		}
 	}
+	regs := registrations(tr)
 	s.mu.Lock()
-	s.n += n
+	s.specs += specs
+	s.regs += regs
 	s.mu.Unlock()
 }
 
+// registrations counts the registrations tr puts (keys with /by/).
+func registrations(tr *etcdserverpb.TxnRequest) int {
+	n := 0
+	for _, op := range append(append([]*etcdserverpb.RequestOp{}, tr.Success...), tr.Failure...) {
+		if p := op.GetRequestPut(); p != nil && strings.Contains(string(p.Key), "/by/") {
+			n++
+		}
+		if nested := op.GetRequestTxn(); nested != nil {
+			n += registrations(nested)
+		}
+	}
+	return n
+}
+
+// count is how many jobs have had both their spec and a registration
+// written.
 func (s *specCounter) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.n
+	return min(s.specs, s.regs)
 }
