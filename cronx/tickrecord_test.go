@@ -335,15 +335,21 @@ func TestRunsOfARecordGivenBackAtStopRunOnTheSuccessor(t *testing.T) {
 		names[i] = fmt.Sprintf("job-%04d", i)
 	}
 	var onA, onB tickLedger
-	fakeA := clock.NewFake(t0)
-	a := New(withClock(fakeA), WithLocation(time.UTC), WithLogger(DiscardLogger), WithSeconds(),
-		WithEtcd(srv.Within(raw)), WithName("late-record"),
-		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
-	t.Cleanup(func() { shutdown(t, a, "a") })
-	for _, n := range names {
-		mustAdd(t, a, "* * * * * *", Named(n, onA.job(n)))
+	// replica starts a Cron of the jobs named id, on cli and fake, whose
+	// runs go to ran.
+	replica := func(id string, cli *clientv3.Client, fake *clock.Fake, ran *tickLedger) *Cron {
+		c := New(withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger), WithSeconds(),
+			WithEtcd(cli), WithName("late-record"),
+			WithElection(election.WithIdentity(id), election.WithTTL(stallTTL)))
+		t.Cleanup(func() { shutdown(t, c, id) })
+		for _, n := range names {
+			mustAdd(t, c, "* * * * * *", Named(n, ran.job(n)))
+		}
+		c.Start()
+		return c
 	}
-	a.Start()
+	fakeA := clock.NewFake(t0)
+	a := replica("a", srv.Within(raw), fakeA, &onA)
 	eventually(t, wait, func() (bool, string) { return a.coord.scheduling(), "a does not lead" })
 	// A first tick runs on a, so that the jobs have run before: a
 	// successor catches up the tick of a job that has.
@@ -371,14 +377,7 @@ func TestRunsOfARecordGivenBackAtStopRunOnTheSuccessor(t *testing.T) {
 	idleWithin(t, a, 10*time.Second, "a after Stop")
 
 	fakeB := clock.NewFake(tick.Add(500 * time.Millisecond))
-	b := New(withClock(fakeB), WithLocation(time.UTC), WithLogger(DiscardLogger), WithSeconds(),
-		WithEtcd(srv.Client(t)), WithName("late-record"),
-		WithElection(election.WithIdentity("b"), election.WithTTL(stallTTL)))
-	t.Cleanup(func() { shutdown(t, b, "b") })
-	for _, n := range names {
-		mustAdd(t, b, "* * * * * *", Named(n, onB.job(n)))
-	}
-	b.Start()
+	b := replica("b", srv.Client(t), fakeB, &onB)
 	// Each job's tick, once: on a before Stop, or on b.
 	count := func() (once, twice, none []string) {
 		onA.mu.Lock()
