@@ -22,13 +22,13 @@ import (
 // transaction that puts it, since etcd with auth on checks every key of a
 // lease at each put that carries it: the markers of one transaction of
 // claims go on one lease, and the next transaction's on another, and a
-// term's registrations go regLeaseKeys to a transaction on a lease that
+// term's registrations go publishBatch to a transaction on a lease that
 // held none.
 func TestNoLeaseHoldsManyKeys(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Start(t) // lists every lease of the member
 	cli := srv.Client(t)
-	jobs := regLeaseKeys + 256
+	jobs := publishBatch + 256
 	release := make(chan struct{})
 	var started sync.WaitGroup
 	started.Add(jobs)
@@ -50,17 +50,8 @@ func TestNoLeaseHoldsManyKeys(t *testing.T) {
 		return n == jobs, fmt.Sprintf("%d of %d registrations", n, jobs)
 	})
 	tick := t0.Add(10 * time.Second)
-	if !fake.WaitDueBy(tick, wait) {
-		t.Fatal("no timer for the tick")
-	}
-	fake.Set(tick)
-	done := make(chan struct{})
-	go func() { started.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("not every run started within a minute")
-	}
+	fireTick(t, fake, tick)
+	allStarted(t, &started, time.Minute, "the tick's runs")
 	// The tick's runs are under a marker each, or, claimed by a tick's
 	// record, under the record's (tickrecord.go); the records are settled
 	// by the time the last run starts, each job's claim key moved.
@@ -172,17 +163,8 @@ func TestClaimModeMarkersShareLeases(t *testing.T) {
 	defer close(release)
 	waitPublished(t, cli, "claims", fmt.Sprintf("job-%04d", jobs-1))
 	tick := t0.Add(10 * time.Second)
-	if !fake.WaitDueBy(tick, wait) {
-		t.Fatal("no timer for the tick")
-	}
-	fake.Set(tick)
-	done := make(chan struct{})
-	go func() { started.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("not every run started within a minute")
-	}
+	fireTick(t, fake, tick)
+	allStarted(t, &started, time.Minute, "the tick's runs")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := cli.Get(ctx, "", clientv3.WithFromKey())
@@ -220,4 +202,17 @@ func claimedAt(t *testing.T, cli *clientv3.Client, scheduler string, tick time.T
 		}
 	}
 	return n
+}
+
+// allStarted waits until every run counted in started has started, for up
+// to d.
+func allStarted(t *testing.T, started *sync.WaitGroup, d time.Duration, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { started.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("not all of %s started within %v", what, d)
+	}
 }

@@ -81,6 +81,12 @@ const maxRecordedError = 1 << 10
 // written in as many transactions as it takes.
 const recordBytes = 1 << 20
 
+// publishBytes bounds the keys and specs of the jobs a term checks in one
+// read and registers in one transaction (writes.termBatch), below etcd's
+// default --max-request-bytes: publishBatch jobs of the longest names, a
+// scheduler's and a job's of 200 bytes each, would pass it.
+const publishBytes = 1 << 20
+
 // Concurrency limits.
 const (
 	// maxClaims bounds the single claims in flight, so that thousands of jobs
@@ -141,9 +147,9 @@ const (
 	specCheckGroups = maxTxnOps / 2
 	specCheckJobs   = (maxTxnOps - specCheckGroups) / 2
 	// publishBatch is the jobs a term checks in one read (at most
-	// specCheckGroups*specCheckJobs, 2048) and registers, each lease's
-	// worth of them in a transaction (publish.go).
-	publishBatch = 2 * regLeaseKeys
+	// specCheckGroups*specCheckJobs, 2048) and registers in one
+	// transaction, on a lease that held none (publish.go).
+	publishBatch = 2000
 	// specChangeBatch is the added or removed jobs one transaction writes:
 	// a nested transaction and a registration's write each. etcd lets a
 	// nested transaction hold only its limit less the operations of the one
@@ -161,26 +167,29 @@ const (
 const (
 	// markerLeaseKeys is how many keys a lease of markers may hold and
 	// still take more: a batch of claims' markers, put in one transaction,
-	// goes on a lease that held fewer, so that no marker's put checks more
-	// than markerLeaseKeys-1 keys. A crowded tick's markers spread over a
+	// goes on a lease that held fewer, and none sent before it and not
+	// yet answered would then find as many beside its own, so that no
+	// marker's put checks more than markerLeaseKeys-1 keys in whatever
+	// order they commit. A crowded tick's markers spread over a
 	// lease per batch in flight, kept for the next.
 	markerLeaseKeys = 16
 	// claimMarkerLeaseKeys is the same for claim mode's markers, claimed
 	// one a transaction: they share leases of that many, not a lease per
 	// markerLeaseKeys runs in progress.
 	claimMarkerLeaseKeys = 256
-	// regLeaseKeys is how many registrations a lease holds: a term's go
-	// that many to a transaction on a lease that held none, so that none
-	// of their puts checks a key (etcd checks a transaction's puts before
-	// it applies any); a job added later goes on a lease that holds fewer.
-	// Registrations are written once per job and process, so they share
-	// large leases: the many leases' keepalives of a lease a batch slowed
-	// the runs of a steady minute with auth on (BENCHMARKS.md).
+	// regLeaseKeys is how many registrations a lease holds for a job
+	// added later, which goes on a lease that holds fewer. A term's go
+	// publishBatch to a transaction on a lease that held none, so that
+	// none of their puts checks a key (etcd checks a transaction's puts
+	// before it applies any), and that lease takes no more. Registrations
+	// are written once per job and process, so they share large leases:
+	// the many leases' keepalives of a lease a batch slowed the runs of a
+	// steady minute with auth on (BENCHMARKS.md).
 	regLeaseKeys = 1000
 	// regGroup is the registrations a transaction nested in a new term's
-	// transaction of them holds (publish.go): regLeaseKeys of them in
-	// groups (9) within maxTxnOps.
-	regGroup = maxTxnOps - 16
+	// transaction of them holds (publish.go): publishBatch of them in 21
+	// groups, whose count and a group's size are within maxTxnOps.
+	regGroup = maxTxnOps - 32 // mutation:reg-group
 )
 
 // twinPoll is how often a claim whose answer was lost looks again at a run
@@ -219,8 +228,9 @@ const (
 // Ticks a lost leader claimed (see lost.go).
 const (
 	// lostBatch is the ticks whose marker, history and buffer key one read
-	// looks at.
-	lostBatch = maxTxnOps / 3
+	// looks at, with the markers of their ticks' records: up to four reads
+	// a tick.
+	lostBatch = maxTxnOps / 4
 	// lostRecheck is how often a marker still there is looked at again.
 	lostRecheck = 500 * time.Millisecond
 	// lostExpiry is how long past its TTL a lost runner's lease may take

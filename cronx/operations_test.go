@@ -889,6 +889,46 @@ func TestNewLeaderPublishesEverySpec(t *testing.T) {
 	eventually(t, 10*time.Second, published)
 }
 
+// TestALeaderOfLongNamedJobsPublishesEverySpec: publishBatch jobs whose
+// names, and their scheduler's, are as long as a name may be, whose specs
+// one read could not check within etcd's --max-request-bytes, each have
+// their spec, publication mark and registration written by their leader.
+func TestALeaderOfLongNamedJobsPublishesEverySpec(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Shared(t).Client(t)
+	scheduler := strings.Repeat("s", 200)
+	add := func(c *Cron) {
+		for i := range publishBatch {
+			mustAdd(t, c, "0 0 0 1 1 *", Named(fmt.Sprintf("job-%04d-%s", i, strings.Repeat("x", 191)), FuncJob(func() {})))
+		}
+	}
+	opsReplica(t, cli, scheduler, "a", LeaderMode, newLedger(), add)
+	dir := newLayout(election.DefaultPrefix, scheduler).jobs
+	eventually(t, 90*time.Second, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			return false, err.Error()
+		}
+		var specs, marks, regs int
+		for _, kv := range resp.Kvs {
+			k := string(kv.Key)
+			switch {
+			case !strings.HasPrefix(k, dir+"job-"):
+			case strings.HasSuffix(k, "/spec"):
+				specs++
+			case strings.HasSuffix(k, "/since"):
+				marks++
+			case strings.Contains(k, "/by/"):
+				regs++
+			}
+		}
+		return specs == publishBatch && marks == publishBatch && regs == publishBatch,
+			fmt.Sprintf("%d specs, %d marks and %d registrations in etcd, want %d each", specs, marks, regs, publishBatch)
+	})
+}
+
 // TestManyRunsOnOneTickAreAllRecorded: runs that end together are recorded
 // many to a transaction; each job's history must still hold each of its
 // runs once and in order, and every in-progress marker must be released.

@@ -184,7 +184,7 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 		})
 	}
 	for len(names) > 0 {
-		n := min(len(names), publishBatch)
+		n := pb.co.writes.termBatch(names, specs)
 		batches <- names[:n]
 		names = names[n:]
 	}
@@ -200,7 +200,7 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 }
 
 // registerAll writes this replica's registrations of jobs that are not in
-// etcd already, regLeaseKeys to a transaction, each transaction's on a
+// etcd already, publishBatch to a transaction, each transaction's on a
 // lease that held none before it. etcd with auth on checks, at each put
 // that carries a lease, the keys already on the lease, and it checks a
 // transaction's puts before it applies any of them: so none of these puts
@@ -210,7 +210,7 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 // registrations of a batch of jobs follow that batch's specs (writeAllSpecs).
 func (pb *publisher) registerAll(ctx context.Context, jobs []string) error {
 	for len(jobs) > 0 {
-		n := min(len(jobs), regLeaseKeys)
+		n := min(len(jobs), publishBatch)
 		ops, fresh, err := pb.register(ctx, jobs[:n], 1)
 		if err != nil {
 			return err

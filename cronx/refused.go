@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton/internal/claims"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -14,7 +15,8 @@ import (
 // It is out of space (the NOSPACE alarm it raises at --quota-backend-bytes,
 // which stays until an operator frees space and disarms it), the user's role
 // may not write under the prefix, the request is larger than
-// --max-request-bytes or has more operations than --max-txn-ops, or the
+// --max-request-bytes (or than the client sends: its MaxCallSendMsgSize,
+// 2 MiB unless set) or has more operations than --max-txn-ops, or the
 // cluster is corrupt. No tick can be claimed until an operator acts, so the
 // first refusal of a claim is an error in the log, in etcd's words, and an
 // event (OnEtcdRefused). Claims are retried meanwhile as while etcd does not
@@ -39,10 +41,13 @@ func etcdRefusal(err error) (refusal error, probe bool) {
 			return r, true
 		}
 	}
-	for _, r := range []error{rpctypes.ErrRequestTooLarge, rpctypes.ErrTooManyOps} {
-		if errors.Is(err, r) {
-			return r, false
-		}
+	if claims.TooLarge(err) {
+		// etcd's --max-request-bytes, or the client's limit on what it
+		// sends, which refuses the request before etcd sees it.
+		return rpctypes.ErrRequestTooLarge, false
+	}
+	if errors.Is(err, rpctypes.ErrTooManyOps) {
+		return rpctypes.ErrTooManyOps, false
 	}
 	return nil, false
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/batonhq/baton/internal/etcdtest"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // refusalCase is a leader of an every-second job whose log, at info level,
@@ -267,6 +269,10 @@ func TestWhatIsARefusal(t *testing.T) {
 		{rpctypes.ErrCorrupt, rpctypes.ErrCorrupt, true},
 		{fmt.Errorf("claim 30 items: %w", rpctypes.ErrRequestTooLarge), rpctypes.ErrRequestTooLarge, false},
 		{rpctypes.ErrTooManyOps, rpctypes.ErrTooManyOps, false},
+		// The client's own limit (MaxCallSendMsgSize), above an etcd whose
+		// --max-request-bytes is larger.
+		{status.Error(codes.ResourceExhausted, "trying to send message larger than max (2100000 vs. 2097152)"), rpctypes.ErrRequestTooLarge, false},
+		{status.Error(codes.ResourceExhausted, "etcdserver: too many requests"), nil, false},
 		{rpctypes.ErrTimeout, nil, false},
 		{rpctypes.ErrNoLeader, nil, false},
 		{rpctypes.ErrTooManyRequests, nil, false},

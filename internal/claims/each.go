@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/nested"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // ClaimItem is one claim of ClaimEach.
@@ -50,10 +54,13 @@ const eachGroup = 64 // mutation:claimeach-group
 // why they fail. Each is a small
 // transaction per item inside one.
 //
-// The error returned is etcd's on the first transaction (nothing is known
-// to have committed) or a bad item; the items' outcomes are in errs. An
-// item whose second transaction etcd did not answer has etcd's error, and
-// may have committed.
+// A transaction etcd refuses as larger than its --max-request-bytes, as
+// items of long keys can make it, goes again as two of half the items.
+//
+// The error returned is etcd's when it answered none of the first
+// transactions (nothing is known to have committed) or a bad item; the
+// items' outcomes are in errs. An item whose transaction etcd did not
+// answer has etcd's error, and may have committed.
 func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) (claims []election.Claim, errs []error, err error) {
 	if client == nil {
 		return nil, nil, errors.New("election: nil etcd client")
@@ -77,19 +84,21 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 		opts[i] = o
 		first[i] = claimOp(it, o, false)
 	}
-	resp, rs, err := commitEach(ctx, client, term, first)
-	if err != nil {
+	done := commitEach(ctx, client, term, first)
+	if err := done.failed(); err != nil {
 		return nil, nil, fmt.Errorf("election: claim %d items: %w", len(items), err)
 	}
 	claims = make([]election.Claim, len(items))
 	errs = make([]error, len(items))
 	var rest []int
 	for i, it := range items {
-		switch {
-		case !resp.Succeeded:
+		switch c := done[i]; {
+		case c.err != nil:
+			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, c.err)
+		case !c.term:
 			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrNotLeader)
-		case claimed(rs[i]): // mutation:claimeach-first
-			claims[i] = claimAt(it, opts[i], resp.Header.Revision)
+		case claimed(c.r): // mutation:claimeach-first
+			claims[i] = claimAt(it, opts[i], c.rev)
 		default:
 			rest = append(rest, i)
 		}
@@ -101,20 +110,20 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 	for j, i := range rest {
 		ops[j] = claimOp(items[i], opts[i], true)
 	}
-	resp, rs, err = commitEach(ctx, client, term, ops)
+	done = commitEach(ctx, client, term, ops)
 	for j, i := range rest {
-		it := items[i]
-		if err != nil {
-			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, err)
+		it, c := items[i], done[j]
+		if c.err != nil {
+			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, c.err)
 			continue
 		}
-		if !resp.Succeeded {
+		if !c.term {
 			errs[i] = fmt.Errorf("claim %s seq %d: %w", it.Key, it.Seq, election.ErrNotLeader)
 			continue
 		}
-		ok, reads := outcome(rs[j])
+		ok, reads := outcome(c.r)
 		if ok {
-			claims[i] = claimAt(it, opts[i], resp.Header.Revision)
+			claims[i] = claimAt(it, opts[i], c.rev)
 			continue
 		}
 		errs[i] = whyNot(it, opts[i], reads)
@@ -122,18 +131,68 @@ func ClaimEach(ctx context.Context, client *clientv3.Client, items []ClaimItem) 
 	return claims, errs, nil
 }
 
+// committed is what became of one item's op in a ClaimEach transaction:
+// etcd's error, or whether the transaction's term held, its revision and
+// the op's response.
+type committed struct {
+	err  error
+	term bool
+	rev  int64
+	r    *etcdserverpb.ResponseOp
+}
+
+// commitAll tells what became of each of the ops of commitEach.
+type commitAll []committed
+
+// failed is etcd's error when no op was answered, else nil.
+func (c commitAll) failed() error {
+	var err error
+	for _, op := range c {
+		if op.err == nil {
+			return nil
+		}
+		err = op.err
+	}
+	return err
+}
+
 // commitEach commits ops, one transaction per item, under term if there is
-// one, and returns each op's response.
-func commitEach(ctx context.Context, client *clientv3.Client, term *claimcond.Term, ops []clientv3.Op) (*clientv3.TxnResponse, []*etcdserverpb.ResponseOp, error) {
+// one. A transaction etcd refuses as too large (--max-request-bytes: items
+// of long keys, each of which a transaction holds several times) goes
+// again as two of half the items, so that no item is refused for the
+// length of the others'.
+func commitEach(ctx context.Context, client *clientv3.Client, term *claimcond.Term, ops []clientv3.Op) commitAll {
 	txn := client.Txn(ctx)
 	if term != nil {
 		txn = txn.If(term.Cmp()) // mutation:claimeach-term
 	}
 	resp, err := txn.Then(nested.Group(ops, eachGroup)...).Commit()
-	if err != nil {
-		return nil, nil, err
+	if TooLarge(err) && len(ops) > 1 { // mutation:claimeach-unsplit
+		half := len(ops) / 2
+		return append(commitEach(ctx, client, term, ops[:half]), commitEach(ctx, client, term, ops[half:])...)
 	}
-	return resp, nested.Responses(resp.Responses), nil
+	done := make(commitAll, len(ops))
+	if err != nil {
+		for i := range done {
+			done[i].err = err
+		}
+		return done
+	}
+	for i, r := range nested.Responses(resp.Responses) {
+		done[i] = committed{term: resp.Succeeded, rev: resp.Header.Revision, r: r}
+	}
+	return done
+}
+
+// TooLarge reports whether err refuses a request for its size: etcd's
+// (--max-request-bytes), or the client's before it sent it (its
+// MaxCallSendMsgSize, gRPC's "trying to send message larger than max").
+func TooLarge(err error) bool {
+	if errors.Is(err, rpctypes.ErrRequestTooLarge) {
+		return true
+	}
+	s, ok := status.FromError(err)
+	return ok && s.Code() == codes.ResourceExhausted && strings.Contains(s.Message(), "larger than max")
 }
 
 // claimAt is the claim of it committed at rev.

@@ -3,6 +3,7 @@ package claims
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,10 +14,22 @@ import (
 // TestAFullBatchOfTheMostGuardedClaimsIsWithinEtcdsLimits: MaxEach items,
 // each with every condition a job's claim can carry (a term, a pause, two
 // exclusive prefixes, a counter, a marker and a publication mark), are
-// taken by an etcd at its default --max-txn-ops, both with no reads (the
-// jobs claimed) and with reads (every job paused, each told why).
+// taken by an etcd at its default --max-txn-ops and --max-request-bytes,
+// both with no reads (the jobs claimed) and with reads (every job paused,
+// each told why); with short keys, and with keys as long as a scheduler's
+// and a job's longest names make them, which no one transaction of
+// MaxEach items holds within etcd's bytes.
 func TestAFullBatchOfTheMostGuardedClaimsIsWithinEtcdsLimits(t *testing.T) {
 	t.Parallel()
+	for name, dir := range map[string]string{"short keys": "/guarded/", "long keys": "/guarded/" + strings.Repeat("s", 200) + "/" + strings.Repeat("j", 195)} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fullBatchOfGuardedClaims(t, dir)
+		})
+	}
+}
+
+func fullBatchOfGuardedClaims(t *testing.T, root string) {
 	cli := etcdtest.Shared(t).Client(t)
 	ctx := deadlineCtx(t, 20*time.Second)
 	sess, err := election.NewSession(ctx, cli, election.WithTTL(5*time.Second))
@@ -24,18 +37,18 @@ func TestAFullBatchOfTheMostGuardedClaimsIsWithinEtcdsLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close(ctx)
-	termResp, err := cli.Put(ctx, "/guarded/leader", "me")
+	termResp, err := cli.Put(ctx, root+"leader", "me")
 	if err != nil {
 		t.Fatal(err)
 	}
-	term := election.Fence{Key: "/guarded/leader", Revision: termResp.Header.Revision}
-	since := func(i int) string { return fmt.Sprintf("/guarded/%03d/since", i) }
+	term := election.Fence{Key: root + "leader", Revision: termResp.Header.Revision}
+	since := func(i int) string { return fmt.Sprintf("%s%03d/since", root, i) }
 	for i := range MaxEach {
 		if _, err := cli.Put(ctx, since(i), "00000000000000000000 me"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	known, err := cli.Get(ctx, "/guarded/")
+	known, err := cli.Get(ctx, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +56,7 @@ func TestAFullBatchOfTheMostGuardedClaimsIsWithinEtcdsLimits(t *testing.T) {
 	tick := func(seq int64) []ClaimItem {
 		items := make([]ClaimItem, MaxEach)
 		for i := range items {
-			dir := fmt.Sprintf("/guarded/%03d/", i)
+			dir := fmt.Sprintf("%s%03d/", root, i)
 			items[i] = ClaimItem{Key: dir + "last", Seq: seq, Opts: []election.ClaimOption{
 				election.UnderTerm(term), election.ClaimedBy("me"),
 				UnlessExists(dir+"paused", errPausedForTest),
@@ -65,7 +78,7 @@ func TestAFullBatchOfTheMostGuardedClaimsIsWithinEtcdsLimits(t *testing.T) {
 		if _, err := cli.Delete(ctx, cs[i].Fence.Key); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := cli.Put(ctx, fmt.Sprintf("/guarded/%03d/paused", i), "x"); err != nil {
+		if _, err := cli.Put(ctx, fmt.Sprintf("%s%03d/paused", root, i), "x"); err != nil {
 			t.Fatal(err)
 		}
 	}

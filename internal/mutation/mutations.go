@@ -12,8 +12,14 @@ var mutations = []mutation{
 	{
 		Name:   "lease-keys-unbounded",
 		Breaks: "cost: every marker and registration goes on one lease, whose every put etcd with auth on checks key by key",
-		Edits:  []edit{{Marker: "lease-keys", Old: "p.keys < open || n == 0", New: "true"}},
+		Edits:  []edit{{Marker: "lease-keys", Old: "p.keys >= open", New: "false"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoLeaseHoldsManyKeys$"}},
+	},
+	{
+		Name:   "lease-keys-sent-ignored",
+		Breaks: "cost: a large batch of markers joins a lease while a smaller one sent before it is unanswered, whose puts, committed after, check the large one's keys",
+		Edits:  []edit{{Marker: "lease-keys-sent", Old: "p.keys+n-m >= open", New: "p.keys-m >= open"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestMarkersSentTogetherCheckFewKeysInAnyOrder$"}},
 	},
 	{
 		Name:   "claim-marker-leases-small",
@@ -54,7 +60,7 @@ var mutations = []mutation{
 	{
 		Name:   "claimeach-first-unused",
 		Breaks: "cost: every crowded tick takes a second transaction of claims, each with both cases and its reads",
-		Edits:  []edit{{Marker: "claimeach-first", Old: "case claimed(rs[i]):", New: "case false && claimed(rs[i]):"}},
+		Edits:  []edit{{Marker: "claimeach-first", Old: "case claimed(c.r):", New: "case false && claimed(c.r):"}},
 		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestACrowdedTickIsOneTransactionOfClaims$"}},
 	},
 	{
@@ -461,6 +467,19 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestALostTickCheckedTwiceRunsAgainOnce$"}},
 	},
 	{
+		Name:   "lost-record-marker-unread",
+		Breaks: "G4's report: a leader that steps down while the runs of a tick it claimed by a record go on has each of them reported runner_lost by its successor, which looks for a marker of the run's own",
+		Edits:  []edit{{Marker: "lost-record-marker", Old: "markerHolder(string(kv.Value)) == l.holder", New: "kv == nil"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestARecordsRunsGoingAtAHandoverAreNotReportedLost$"}},
+	},
+	{
+		Name:   "lost-record-wait-bounded",
+		Breaks: "G4's report: a tick whose own marker is gone, whose claimer's runs of the same tick under a record outlast the TTL, is taken for running and never reported",
+		Edits: []edit{{Marker: "lost-record-wait-bounded", Old: "l.onRecord = true",
+			New: "if l.waiting.IsZero() { l.waiting = now }; if now.Sub(l.waiting) >= co.ttl+lostExpiry { continue }"}},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestATickWithoutItsMarkerWaitsForItsClaimersRecordsOfTheTick$"}},
+	},
+	{
 		Name:   "catch-up-term-before-forgotten",
 		Breaks: "a tick fired as its term ended, its claim still out when the same replica leads again, is neither caught up by the next term nor run",
 		Edits:  []edit{{Marker: "catch-up-term-before", Old: "if co.mode == LeaderMode &&", New: "if false && co.mode == LeaderMode &&"}},
@@ -544,6 +563,19 @@ var mutations = []mutation{
 		Breaks: "runs whose histories hold long errors are written in one transaction larger than etcd's --max-request-bytes: etcd refuses it and their records are lost",
 		Edits:  []edit{{Marker: "record-bytes-unbounded", Old: "for to < len(batch) && bytes+sizes[to] <= recordBytes {", New: "for to < len(batch) {"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestAFullBatchOfRecordsIsTwoTransactions$"}},
+	},
+	{
+		Name:   "claims-of-long-keys-past-the-request-limit",
+		Breaks: "a batch of claims of long keys, larger than etcd's --max-request-bytes, is refused whole: a term's catch-up of jobs with the longest names is refused, as if etcd refused every write",
+		Edits:  []edit{{Marker: "claimeach-unsplit", Old: "if TooLarge(err) && len(ops) > 1 {", New: "if false {"}},
+		Tests: []tests{{Pkg: "internal/claims", Run: "^TestAFullBatchOfTheMostGuardedClaimsIsWithinEtcdsLimits$"},
+			{Pkg: "cronx", Run: "^TestJobsOfTheLongestNamesAreClaimedWithinEtcdsLimits$"}},
+	},
+	{
+		Name:   "term-specs-past-the-request-limit",
+		Breaks: "a term checks the specs of publishBatch jobs in one read however long their names: etcd refuses it, and a leader of 2000 jobs with the longest names publishes none of their specs",
+		Edits:  []edit{{Marker: "term-batch-unbounded", Old: "if i > 0 && bytes > publishBytes {", New: "if false {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestALeaderOfLongNamedJobsPublishesEverySpec$"}},
 	},
 	{
 		Name:   "gate-held-through-the-run",
