@@ -93,7 +93,7 @@ func (b *batcher) flush() {
 		// flight starts one again (done).
 		head := -1
 		for i, r := range b.pending {
-			if !b.busy[r.key] {
+			if !b.busy[r.key] { // mutation:batch-busy-head
 				head = i
 				break
 			}
@@ -118,7 +118,7 @@ func (b *batcher) flush() {
 		}
 		var batch, rest []*claimReq
 		for _, r := range b.pending {
-			if len(batch) < limit && r.term == term && !b.busy[r.key] && r.run.recordable() == record && r.run.catchUp == catchUp && (!record || r.seq == seq) {
+			if len(batch) < limit && r.term == term && !b.busy[r.key] && r.run.recordable() == record && r.run.catchUp == catchUp && (!record || r.seq == seq) { // mutation:batch-busy-join
 				if !r.run.rs.send(r.run) {
 					// Given up before it was sent: nothing to learn.
 					r.res <- claimRes{err: errNotSent}
@@ -247,6 +247,7 @@ func (b *batcher) send(batch []*claimReq) {
 		}
 		return
 	}
+	defer b.cl.sessions.landed(sess, len(batch))
 	items := make([]claims.ClaimItem, len(batch))
 	for i, r := range batch {
 		r.opts = append(r.opts[:len(r.opts):len(r.opts)], claims.WithMarker(r.marker, sess.Lease()))

@@ -266,6 +266,7 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 			}
 			if !r.rs.send(r) {
 				cl.sessions.put(sess)
+				cl.sessions.landed(sess, 1)
 				cl.releaseIfUnanswered(r, unanswered, marker, seq, floor, 0)
 				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), errNotSent)
 			}
@@ -280,6 +281,7 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 				clientv3.OpGet(r.termKey(), clientv3.WithKeysOnly()),
 			).Commit()
 			cancel()
+			cl.sessions.landed(sess, 1)
 			if err == nil && resp.Succeeded {
 				co.rep.refusals.accepted()
 				rev := resp.Header.Revision

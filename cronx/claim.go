@@ -93,6 +93,7 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 		if claimMode && cl.fired.superseded(r.job.name, r.tick) {
 			if serr == nil {
 				cl.sessions.put(sess)
+				cl.sessions.landed(sess, 1)
 			}
 			return giveUp(errSuperseded)
 		}
@@ -110,6 +111,7 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 				r.answered() // mutation:gate-first-answer
 			} else {
 				c, err = cl.claimSingle(r, key, seq, append(opts, claims.WithMarker(marker, sess.Lease())))
+				cl.sessions.landed(sess, 1)
 			}
 			if err == nil {
 				co.rep.refusals.accepted()

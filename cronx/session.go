@@ -2,6 +2,7 @@ package cronx
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/batonhq/baton/election"
@@ -14,8 +15,9 @@ import (
 // when auth is on and the user is not root (etcd-io/etcd#15993), so no
 // marker goes on a lease that holds more than a few keys: the markers one
 // transaction of claims puts go on one lease that held fewer than
-// markerLeaseKeys when they were reserved, a term's registrations
-// regLeaseKeys to a transaction on one that held none (publish.go), a job
+// markerLeaseKeys when they were reserved (and where none sent before and
+// not answered would find as many, committed after them), a term's registrations
+// publishBatch to a transaction on one that held none (publish.go), a job
 // added later on one that held fewer than regLeaseKeys, and a new lease is
 // granted when none does (as Cilium's kvstore lease manager does).
 // A lease is made when a key first needs it and again after one is lost;
@@ -24,8 +26,9 @@ import (
 //
 // Cost: a lease granted per batch of claims in flight with runs still in
 // progress (in claim mode, per claimMarkerLeaseKeys runs in progress at
-// once; kept for the next crowded tick) and per regLeaseKeys jobs,
-// each kept alive every TTL/3; no marker's put checks more than
+// once; kept for the next crowded tick), per publishBatch jobs of a
+// term's registrations and per regLeaseKeys added later, each kept alive
+// every TTL/3; no marker's put checks more than
 // markerLeaseKeys keys, whatever the jobs, no registration of a term's
 // any, and no registration's more than regLeaseKeys.
 //
@@ -49,10 +52,40 @@ type runnerSession struct {
 	expired func() bool
 }
 
-// pooledLease is one lease of the pool and the keys it holds now.
+// pooledLease is one lease of the pool, the keys it holds now or is to
+// hold, and the transactions sent with some of them and not yet answered.
 type pooledLease struct {
 	sess *election.Session
 	keys int
+	// sent holds the size of each transaction that puts keys reserved on
+	// the lease and has not been answered: one sent earlier may commit
+	// after one sent later, and then finds the later one's keys there.
+	sent []int
+}
+
+// add counts n keys more on p, put by one transaction, which is tracked
+// as sent if sent.
+func (p *pooledLease) add(n int, sent bool) {
+	p.keys += n
+	if sent && n > 0 {
+		p.sent = append(p.sent, n)
+	}
+}
+
+// fits reports whether n keys more, put in one transaction, leave every
+// put on the lease checking fewer than open keys, whatever order the
+// transactions sent commit in: the new one finds at most the keys held or
+// reserved now, and one sent before it, of m keys, all but its own m.
+func (p *pooledLease) fits(open, n int) bool {
+	if p.keys >= open { // mutation:lease-keys
+		return false
+	}
+	for _, m := range p.sent {
+		if p.keys+n-m >= open { // mutation:lease-keys-sent
+			return false
+		}
+	}
+	return true
 }
 
 func newRunnerSession(co *coordinator) *runnerSession {
@@ -90,14 +123,33 @@ func (s *runnerSession) get(ctx context.Context) (*election.Session, error) {
 }
 
 // reserve returns the session of a lease for n markers put in one
-// transaction, on a lease that holds fewer than open keys, counted on it
-// until put each, and the generation it was taken at.
+// transaction, on a lease where each of their puts checks fewer than open
+// keys (fits), counted on it until put each, and the generation it was
+// taken at. The caller tells landed once the transaction is answered.
 func (s *runnerSession) reserve(ctx context.Context, open, n int) (*election.Session, uint64, error) {
 	p, gen, err := s.take(ctx, &s.markers, open, n)
 	if err != nil {
 		return nil, 0, err
 	}
 	return p.sess, gen, nil
+}
+
+// landed tells that the transaction of n markers reserved on sess has been
+// answered, or was never sent: its puts are done, or are not to come.
+// One that got no answer may yet commit, and its puts then find the keys
+// put on the lease since: a cost left to the rare request etcd takes and
+// does not answer.
+func (s *runnerSession) landed(sess *election.Session, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.markers {
+		if p.sess == sess {
+			if i := slices.Index(p.sent, n); i >= 0 {
+				p.sent = slices.Delete(p.sent, i, i+1)
+			}
+			return
+		}
+	}
 }
 
 // put uncounts a marker reserved on sess: released, given back, or never
@@ -221,7 +273,8 @@ func (s *runnerSession) take(ctx context.Context, pool *[]*pooledLease, open, n 
 	if err != nil {
 		return nil, 0, s.ttl.note(err)
 	}
-	p := &pooledLease{sess: sess, keys: n}
+	p := &pooledLease{sess: sess}
+	p.add(n, pool == &s.markers)
 	s.mu.Lock()
 	*pool = append(*pool, p)
 	s.made = true
@@ -232,16 +285,17 @@ func (s *runnerSession) take(ctx context.Context, pool *[]*pooledLease, open, n 
 }
 
 // roomIn returns a live lease of pool with room for n keys more, counting
-// them on it; nil if none has room. A lease has room while it holds fewer
-// than open keys: each put of the n then checks fewer than that many,
-// however many are put beside it in one transaction.
+// them on it, and for markers the transaction that puts them as sent;
+// nil if none has room. A lease has room while the n fit (pooledLease.fits):
+// each put then checks fewer than open keys, however many are put beside it
+// in one transaction.
 func (s *runnerSession) roomIn(pool *[]*pooledLease, open, n int) (*pooledLease, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pruneLocked()
 	for _, p := range *pool {
-		if p.keys < open || n == 0 { // mutation:lease-keys
-			p.keys += n
+		if n == 0 || p.fits(open, n) {
+			p.add(n, pool == &s.markers)
 			return p, s.gen
 		}
 	}

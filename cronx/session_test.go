@@ -2,12 +2,14 @@ package cronx
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestLostSessionKeepsItsMarkersUntilTheServerExpiresThem is G2's margin:
@@ -73,4 +75,67 @@ func TestLostSessionKeepsItsMarkersUntilTheServerExpiresThem(t *testing.T) {
 		}
 		return len(runsIn(a.Cron)) == 1, "the second tick's run has not ended"
 	})
+}
+
+// TestMarkersSentTogetherCheckFewKeysInAnyOrder: transactions of markers
+// reserved on one lease may commit in any order, so a large batch does not
+// join a lease while a smaller one sent before it is unanswered (its puts
+// would find the large batch's keys there), while small batches still share
+// a lease, and a lease whose transactions are answered takes more.
+func TestMarkersSentTogetherCheckFewKeysInAnyOrder(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t) // checkedKeys reads the whole keyspace
+	cli := srv.Client(t)
+	fake := clock.NewFake(t0)
+	c := newFakeCron(t, fake, fake, WithEtcd(srv.Client(t)), WithName("sent"), WithElection(election.WithIdentity("a")))
+	s := c.coord.claims.sessions
+	t.Cleanup(s.close)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	reserve := func(n int) *election.Session {
+		t.Helper()
+		sess, _, err := s.reserve(ctx, markerLeaseKeys, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sess
+	}
+	written := 0
+	put := func(sess *election.Session, n int) {
+		t.Helper()
+		var ops []clientv3.Op
+		for range n {
+			written++
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("/markers-sent/%04d", written), "", clientv3.WithLease(sess.Lease())))
+		}
+		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const many = 100 // within etcd's default --max-txn-ops
+	small := reserve(3)
+	large := reserve(many)
+	if large == small {
+		t.Errorf("a batch of %d markers was reserved on the lease of 3 sent and not answered", many)
+	}
+	put(large, many) // the later batch commits first
+	put(small, 3)
+	s.landed(large, many)
+	s.landed(small, 3)
+	if most := checkedKeys(t, cli, "/markers-sent/"); most >= markerLeaseKeys {
+		t.Errorf("a marker's put found %d keys on its lease, want fewer than %d", most, markerLeaseKeys)
+	}
+	// Small batches share a lease, sent or answered.
+	next := reserve(4)
+	beside := reserve(5)
+	if next != small || beside != small {
+		t.Errorf("batches of 4 and 5 markers went on other leases than the one of 3, which holds %d keys", 3)
+	}
+	put(beside, 5)
+	put(next, 4)
+	s.landed(beside, 5)
+	s.landed(next, 4)
+	if most := checkedKeys(t, cli, "/markers-sent/"); most >= markerLeaseKeys {
+		t.Errorf("a marker's put found %d keys on its lease, want fewer than %d", most, markerLeaseKeys)
+	}
 }
