@@ -117,7 +117,13 @@ func (l layout) tickRecord(seq int64, id string) string {
 }
 
 func (l layout) tickRuns(seq int64, id string) string {
-	return fmt.Sprintf("%s.tickruns/%020d/%s", l.jobs, seq, id)
+	return l.tickRunsOfTick(seq) + id
+}
+
+// tickRunsOfTick holds the markers of the records of the tick with
+// sequence seq.
+func (l layout) tickRunsOfTick(seq int64) string {
+	return fmt.Sprintf("%s.tickruns/%020d/", l.jobs, seq)
 }
 
 // tickRunsOf is the marker of the record at key record.

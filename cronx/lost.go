@@ -22,8 +22,9 @@ import (
 //
 // Cost: only a new term's catch-ups that find their tick claimed by another
 // term, within two TTLs before (recent), are checked, lostBatch jobs to a
-// read of their markers and histories; a marker still there is read again
-// every lostRecheck until it lapses, within the TTL and its expiry check.
+// read of their markers and histories and of the markers of their ticks'
+// records; a marker still there is read again every lostRecheck until it
+// lapses, within the TTL and its expiry check.
 
 // errRunnerLost is what a tick reported as ReasonRunnerLost says.
 var errRunnerLost = errors.New("claimed by a leader that was lost before it recorded a run of the tick; it may not have started")
@@ -32,8 +33,12 @@ var errRunnerLost = errors.New("claimed by a leader that was lost before it reco
 type lostTick struct {
 	job      string
 	tick     time.Time
+	holder   string    // who claimed it, as the job's claim key says
 	waiting  time.Time // when its marker was first found; zero before
 	recovers bool      // its job runs such a tick again (recovery.go)
+	// onRecord: it has no marker of its own, and waits for the markers of
+	// its tick's records by its claimer.
+	onRecord bool
 }
 
 // lostClaims checks, from one goroutine at a time, the ticks a new term
@@ -48,27 +53,6 @@ type lostClaims struct {
 	// one tick in a batch would both find its runner lost, and the second
 	// count a recovery the first had just claimed.
 	queued map[lostKey]bool
-	// markers are the markers of ticks claimed by a record the term before
-	// this one left (tickrecord.go): the record's, not the run's own.
-	markers map[lostKey]string
-}
-
-// recordMarkers sets the markers of the ticks claimed by the records a new
-// term settled, in place of the last term's: only recent ticks are checked.
-func (lc *lostClaims) recordMarkers(markers map[lostKey]string) {
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	lc.markers = markers
-}
-
-// marker is the marker of l's run.
-func (lc *lostClaims) marker(l lostTick) string {
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	if m, ok := lc.markers[lostKey{l.job, l.tick.UnixNano()}]; ok {
-		return m
-	}
-	return lc.co.keys.tickMarker(l.job, l.tick.UnixNano())
 }
 
 // lostKey names a tick of a job among the ticks to check.
@@ -86,9 +70,9 @@ func (lc *lostClaims) recent(tick time.Time) bool {
 	return tick.After(co.clock.Now().Add(-2*co.ttl - lostExpiry))
 }
 
-// check queues a tick of job to check, a job that recovers such ticks or
-// not; it never waits for etcd.
-func (lc *lostClaims) check(job string, tick time.Time, recovers bool) {
+// check queues a tick of job that holder claimed to check, a job that
+// recovers such ticks or not; it never waits for etcd.
+func (lc *lostClaims) check(job string, tick time.Time, holder string, recovers bool) {
 	lc.mu.Lock()
 	k := lostKey{job, tick.UnixNano()}
 	if lc.queued[k] { // mutation:lost-queued-once
@@ -99,7 +83,7 @@ func (lc *lostClaims) check(job string, tick time.Time, recovers bool) {
 		lc.queued = map[lostKey]bool{}
 	}
 	lc.queued[k] = true
-	lc.pending = append(lc.pending, lostTick{job: job, tick: tick, recovers: recovers})
+	lc.pending = append(lc.pending, lostTick{job: job, tick: tick, holder: holder, recovers: recovers})
 	start := !lc.checking
 	lc.checking = true
 	lc.mu.Unlock()
@@ -161,15 +145,36 @@ func (lc *lostClaims) decided(batch, left []lostTick) {
 // whose marker is still there (a run going, or a lost runner's lease not
 // expired yet). A marker that outlives the TTL and its expiry check is a
 // live runner's: its run goes on.
+//
+// A run claimed by a tick's record (tickrecord.go) is under the record's
+// marker, not one of its own, and the record is gone once settled: so a
+// tick with no marker of its own waits while a marker of its tick's
+// records by its claimer is there, however long, since such a marker
+// tells that some of the claimer's runs of the tick go on, not that this
+// one does; then its history tells. Meanwhile only the markers of its
+// tick's records are read again.
 func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, error) {
 	co := lc.co
-	gets := make([]clientv3.Op, 0, 3*len(batch))
-	for _, l := range batch {
-		gets = append(gets, clientv3.OpGet(lc.marker(l), clientv3.WithCountOnly()),
+	gets := make([]clientv3.Op, 0, lostBatch*4)
+	at := make([]int, len(batch)) // the first of each tick's own reads; -1 for none
+	for i, l := range batch {
+		at[i] = -1
+		if l.onRecord {
+			continue
+		}
+		at[i] = len(gets)
+		gets = append(gets, clientv3.OpGet(co.keys.tickMarker(l.job, l.tick.UnixNano()), clientv3.WithCountOnly()),
 			clientv3.OpGet(co.keys.history(l.job)),
 			// A tick buffered behind a run (buffer.go) was claimed into the
 			// buffer: it is not lost, and the new term runs it.
 			clientv3.OpGet(co.keys.bufferEntry(l.job, l.tick.UnixNano()), clientv3.WithCountOnly()))
+	}
+	records := map[int64]int{} // a tick → the read of its records' markers
+	for _, l := range batch {
+		if _, ok := records[l.tick.UnixNano()]; !ok {
+			records[l.tick.UnixNano()] = len(gets)
+			gets = append(gets, clientv3.OpGet(co.keys.tickRunsOfTick(l.tick.UnixNano()), clientv3.WithPrefix()))
+		}
 	}
 	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	resp, err := co.conn.etcd().Txn(rctx).Then(gets...).Commit()
@@ -180,10 +185,20 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 	now := time.Now()
 	var left []lostTick
 	for i, l := range batch {
-		if resp.Responses[3*i+2].GetResponseRange().Count > 0 { // mutation:lost-buffered
+		byRecord := false
+		for _, kv := range resp.Responses[records[l.tick.UnixNano()]].GetResponseRange().Kvs {
+			byRecord = byRecord || markerHolder(string(kv.Value)) == l.holder // mutation:lost-record-marker
+		}
+		if l.onRecord {
+			l.onRecord = byRecord // once gone, read in full
+			left = append(left, l)
 			continue
 		}
-		if resp.Responses[3*i].GetResponseRange().Count > 0 {
+		rs := resp.Responses[at[i]:]
+		if rs[2].GetResponseRange().Count > 0 { // mutation:lost-buffered
+			continue
+		}
+		if rs[0].GetResponseRange().Count > 0 {
 			if l.waiting.IsZero() {
 				l.waiting = now
 			}
@@ -193,7 +208,12 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 			}
 			continue
 		}
-		hist, _ := decodeHistory(resp.Responses[3*i+1].GetResponseRange().Kvs)
+		if byRecord {
+			l.onRecord = true // mutation:lost-record-wait-bounded
+			left = append(left, l)
+			continue
+		}
+		hist, _ := decodeHistory(rs[1].GetResponseRange().Kvs)
 		if ranTick(hist, l.tick) { // mutation:lost-recorded
 			continue
 		}

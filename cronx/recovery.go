@@ -177,6 +177,7 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		clientv3.OpPut(key, next),
 		clientv3.OpPut(marker, claimcond.Value(seq, co.identity), clientv3.WithLease(sess.Lease())),
 	).Else(refusal.reads()...).Commit()
+	co.claims.sessions.landed(sess, 1)
 	r := newRun(co.runs, co, refOf(&e), tick)
 	r.term, r.recovered = ts, n
 	var c held
@@ -271,7 +272,7 @@ func (rv recovery) termStarted(ctx context.Context) {
 				if len(kvs) == 0 {
 					continue // never claimed
 				}
-				seq, _, err := parseLast(string(kvs[0].Value))
+				seq, holder, err := parseLast(string(kvs[0].Value))
 				if err != nil {
 					continue
 				}
@@ -282,7 +283,7 @@ func (rv recovery) termStarted(ctx context.Context) {
 				if co.catchUpTick(&e, start).Equal(tick) {
 					continue // the catch-up finds it (triage.go)
 				}
-				co.lost.check(e.name, tick, true)
+				co.lost.check(e.name, tick, holder, true)
 			}
 		}
 	}()

@@ -174,6 +174,8 @@ func (b *batcher) sendRecord(batch []*claimReq) {
 		}
 		return
 	}
+	landed := sync.OnceFunc(func() { b.cl.sessions.landed(sess, 1) })
+	defer landed()
 	b.mu.Lock()
 	b.records++
 	id := fmt.Sprintf("%016x-%010d", sess.Lease(), b.records) // fixed width: no id heads another
@@ -186,6 +188,7 @@ func (b *batcher) sendRecord(batch []*claimReq) {
 	if chunks := claims.TickChunks(tick.Jobs); len(chunks) > 1 {
 		// Long names: a record each chunk, within etcd's request limit.
 		b.cl.sessions.put(sess)
+		landed()
 		for _, c := range chunks {
 			b.sendRecord(batch[:len(c):len(c)])
 			batch = batch[len(c):]
@@ -209,6 +212,7 @@ func (b *batcher) sendRecord(batch []*claimReq) {
 			r.run.lostRecord = tick.Record
 		}
 	}
+	landed()
 	if err != nil {
 		b.cl.sessions.put(sess)
 		b.done(batch)
@@ -237,8 +241,8 @@ func (b *batcher) sendRecord(batch []*claimReq) {
 }
 
 // settlePending settles the records a term before this one left, so that
-// each job's claim key tells what was claimed, and tells lost.go the
-// marker of each run they hold.
+// each job's claim key tells what was claimed; lost.go finds their runs'
+// markers by the tick and its claimer.
 func (co *coordinator) settlePending(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
@@ -246,17 +250,9 @@ func (co *coordinator) settlePending(ctx context.Context) {
 	if err != nil {
 		co.logger.Error(err, "cronx: the records of ticks claimed by a term before could not all be read")
 	}
-	markers := map[lostKey]string{}
-	defer co.lost.recordMarkers(markers)
 	for _, r := range recs {
 		if err := claims.SettleTick(rctx, co.conn.etcd(), r, nil); err != nil {
 			co.logger.Error(err, "cronx: a tick's record left by a term before was not settled", "tick", time.Unix(0, r.Seq))
-			continue
-		}
-		for i, j := range r.Jobs {
-			if r.Runs(i) {
-				markers[lostKey{j.Name, r.Seq}] = r.Marker
-			}
 		}
 	}
 }

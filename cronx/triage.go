@@ -42,7 +42,7 @@ func (cl *claimer) triage(r *run, err error) {
 		// whether it ran is known once its runner has recorded it, or its
 		// marker has lapsed with the runner. A job that recovers its runs
 		// is checked however long ago its tick was: its run may be long.
-		co.lost.check(r.job.name, r.tick, r.job.policy.recovery > 0)
+		co.lost.check(r.job.name, r.tick, ce.Holder, r.job.policy.recovery > 0)
 	case errors.Is(err, errBufferFull):
 		reason = ReasonBufferFull // mutation:buffer-drop-counted
 		co.logger.Info("cronx: skipped: a run is in progress and its buffer is full", "job", r.job.name, "tick", r.tick)

@@ -107,7 +107,7 @@ var queueMutations = []mutation{
 	{
 		Name:   "buffered-tick-counted-lost",
 		Breaks: "BufferOne/BufferAll: a new leader counts a tick its predecessor left waiting in the buffer as runner_lost",
-		Edits:  []edit{{Marker: "lost-buffered", Old: "resp.Responses[3*i+2].GetResponseRange().Count > 0", New: "false"}},
+		Edits:  []edit{{Marker: "lost-buffered", Old: "rs[2].GetResponseRange().Count > 0", New: "false"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferedTickIsNotCountedAsRunnerLost$"}},
 	},
 	{

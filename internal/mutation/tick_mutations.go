@@ -60,6 +60,15 @@ var tickMutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestACrowdedTickIsClaimedByAFewRecords$"}},
 	},
 	{
+		Name:   "batch-busy-keys-ignored",
+		Breaks: "G1: a claim of a job whose tick's record is not settled yet goes out beside it, finds the job's claim key unmoved and claims the tick again",
+		Edits: []edit{
+			{Marker: "batch-busy-head", Old: "if !b.busy[r.key] {", New: "if r != nil {"},
+			{Marker: "batch-busy-join", Old: "r.term == term && !b.busy[r.key] &&", New: "r.term == term &&"},
+		},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestAClaimOfAKeyARecordHoldsWaitsUntilItIsSettled$"}},
+	},
+	{
 		Name:   "tick-records-left-unsettled",
 		Breaks: "G1: a new term claims the tick of a job its dead predecessor's record claimed, and runs it again",
 		Edits:  []edit{{Marker: "tick-records-left-unsettled", Old: "co.settlePending(ctx)", New: ""}},
