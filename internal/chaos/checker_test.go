@@ -563,6 +563,18 @@ func TestCheckWeighsTheReplicasReportsAgainstTheLedger(t *testing.T) {
 			violation: true,
 		},
 		{
+			name:   "a Replace tick overtaken while the run it replaces ended is excused",
+			runs:   without(clean(), "replace", 34, 34),
+			skips:  []Skip{{Job: "replace", Tick: at(34), Instance: "r2", At: at(35.01), Why: skipOvertaken}},
+			reason: reasonReplaced,
+		},
+		{
+			name:      "an overtaken report excuses nothing of a job that does not replace",
+			runs:      without(clean(), "tick", 34, 34),
+			skips:     []Skip{{Job: "tick", Tick: at(34), Instance: "r1", At: at(35.01), Why: skipOvertaken}},
+			violation: true,
+		},
+		{
 			name:      "a held-up report excuses nothing in leader mode",
 			runs:      without(clean(), "tick", 34, 34),
 			skips:     heldUp("tick", 34),
@@ -598,6 +610,10 @@ func TestParseSkipReadsCronxLogLines(t *testing.T) {
 	replaced := `time=2026-12-02T12:54:43.621Z level=WARN msg="baton crontab: stopping the command" job=replace tick=2026-12-02T12:54:42.000Z cause="cronx: run replaced by a later tick" grace=3s`
 	if sk, ok := parseSkip(replaced); !ok || sk.Why != skipReplaced || sk.Job != "replace" || !sk.Tick.Equal(time.Date(2026, 12, 2, 12, 54, 42, 0, time.UTC)) {
 		t.Errorf("parseSkip(%q) = %+v, %v; want replace's tick 12:54:42 replaced", replaced, sk, ok)
+	}
+	overtaken := `time=2026-12-05T15:06:30.112Z level=INFO msg="cronx: skipped: a later run was claimed while this one waited to start" job=replace tick=2026-12-05T15:06:29.000Z`
+	if sk, ok := parseSkip(overtaken); !ok || sk.Why != skipOvertaken || sk.Job != "replace" || !sk.Tick.Equal(time.Date(2026, 12, 5, 15, 6, 29, 0, time.UTC)) {
+		t.Errorf("parseSkip(%q) = %+v, %v; want replace's tick 15:06:29 overtaken", overtaken, sk, ok)
 	}
 	for _, l := range []string{
 		`time=2026-12-02T12:54:43.621Z level=WARN msg="baton crontab: stopping the command" job=replace tick=2026-12-02T12:54:42.000Z cause="cronx: run timed out" grace=3s`,

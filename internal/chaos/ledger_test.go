@@ -296,7 +296,8 @@ var limits = map[string]string{
 	reasonHeldUp: "cronx doc, Limits: a claim held up past the next tick's is not run; in claim mode, a tick whose claim " +
 		"etcd has not taken when the job's next tick fires gives way to it",
 	reasonReplaced: "Replace (cronx doc, WithOverlap): the next tick stops the run in progress; a command it stops " +
-		"before the command has said it started leaves no line in the ledger",
+		"before the command has said it started leaves no line in the ledger, and a tick still waiting for the run it " +
+		"replaces when a later one is claimed gives way to it without starting (ReasonOvertaken)",
 	reasonSkew: "cronx doc, Limits: a replica whose clock runs ahead claims from its own time when it joins " +
 		"(starts, comes back, or takes over as leader): ticks the slower replicas had not reached are skipped once",
 }
@@ -839,6 +840,12 @@ func (c *checker) misses() {
 			excused[t] = excuse{why: reasonReplaced, cause: fmt.Sprintf("%s stopped its command at %s", sk.Instance, stamp(sk.At))}
 			continue
 		}
+		if sk, ok := c.reported(tick, skipOvertaken); ok && c.job.Replace {
+			c.rep.MissedBy[reasonReplaced]++
+			c.rep.Strict--
+			excused[t] = excuse{why: reasonReplaced, cause: fmt.Sprintf("%s gave way to a later tick at %s", sk.Instance, stamp(sk.At))}
+			continue
+		}
 		if sk, ok := c.reported(tick, skipHeldUp); ok && c.job.Claim && c.rep.MissedBy[reasonHeldUp] < maxHeldUp {
 			c.rep.MissedBy[reasonHeldUp]++
 			c.rep.Strict--
@@ -943,7 +950,8 @@ func (c *checker) reportedBusy(tick time.Time) bool {
 // for skipHeldUp, that the tick, in claim mode, gave way to the job's next
 // tick because etcd had not taken its claim when that tick fired (a claim
 // held up past the next tick's); for skipReplaced, that the tick's command
-// had started when the next tick replaced it.
+// had started when the next tick replaced it; for skipOvertaken, that the
+// tick, of a Replace job, gave way to a later one before it started.
 func (c *checker) reported(tick time.Time, why string) (Skip, bool) {
 	for _, sk := range c.sc.Skips {
 		if sk.Job == c.job.Name && sk.Tick.Equal(tick) && sk.Why == why {

@@ -76,6 +76,9 @@ type Skip struct {
 const (
 	skipBusy   = "a run is in progress"
 	skipHeldUp = "a later tick of the job came due while this one waited for etcd"
+	// skipOvertaken: a tick of a Replace job still waiting for the run it
+	// replaces to end gave way, without starting, to a later tick.
+	skipOvertaken = "a later run was claimed while this one waited to start"
 	// skipReplaced is not cronx's: baton crontab logs that it stops a
 	// command its next tick replaced. The command had started, but may
 	// not have reached the sink yet.

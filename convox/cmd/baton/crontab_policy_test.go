@@ -344,9 +344,12 @@ func TestCrontabReplaceNeverOverlaps(t *testing.T) {
 			os.WriteFile(file, []byte(`long: [overlap=replace] */2 * * * * * `+fmt.Sprintf(line, "start")+
 				`; trap 'sleep 0.5; `+fmt.Sprintf(line, "end")+`; exit 0' TERM; while true; do sleep 0.05; done`+"\n"), 0o644)
 			replicas := map[string]*process{}
+			// The grace is long enough for the command's half second on a
+			// loaded machine: one killed at its end writes no end line, and
+			// the run after it would look like an overlap.
 			for _, id := range []string{"r1", "r2", "r3"} {
 				replicas[id] = startBaton(t, append(etcd.Env(), "BATON_ID="+id),
-					"crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL), "--mode", "claim", "--grace", "3s", file)
+					"crontab", "--seconds", "--ttl", strconv.Itoa(policyTTL), "--mode", "claim", "--grace", "10s", file)
 			}
 			// Three runs replaced, then the runner of the fourth is stopped.
 			var victim attemptLine
@@ -367,7 +370,7 @@ func TestCrontabReplaceNeverOverlaps(t *testing.T) {
 			} else {
 				p.cmd.Process.Signal(syscall.SIGTERM)
 			}
-			p.wait(10 * time.Second)
+			p.wait(20 * time.Second) // its command may take up to its grace, 10 s
 			until(t, 30*time.Second, "two runs after the stop", func() bool {
 				n := 0
 				for _, l := range readAttempts(t, ledger) {
@@ -448,9 +451,15 @@ func TestCrontabPauseAfterFailures(t *testing.T) {
 		(paused.PausedBy != "r1" && paused.PausedBy != "r2") {
 		t.Errorf("paused %+v, want by r1 or r2 after 2 failures of exit status 3", paused)
 	}
-	// A run that started before the pause was written may still end; none
-	// starts after.
-	time.Sleep(1500 * time.Millisecond)
+	// A run claimed before the pause was written may still go on (on a
+	// loaded machine its shell takes seconds); none starts after. Once no
+	// run is going, its line is in the log, and no claim can commit.
+	until(t, 30*time.Second, "the runs claimed before the pause ended", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err := k.Status(ctx)
+		return err == nil && len(st.Jobs) == 1 && len(st.Jobs[0].Running) == 0
+	})
 	runs := len(readLines(log))
 	time.Sleep(2 * time.Second)
 	if n := len(readLines(log)); n != runs {

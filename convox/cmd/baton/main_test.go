@@ -144,6 +144,16 @@ func (p *process) wait(d time.Duration) int {
 	}
 }
 
+// exited reports whether the process has exited.
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // waitOutput waits until the process's output contains s.
 func (p *process) waitOutput(s string, d time.Duration) {
 	p.t.Helper()

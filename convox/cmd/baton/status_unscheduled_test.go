@@ -47,6 +47,10 @@ func TestStatusListsTheJobsOfAStoppedCrontab(t *testing.T) {
 	until(t, 20*time.Second, "v2's jobs published, v1's dropped one gone", func() bool {
 		return listed(t, cli, "sweep") && !listed(t, cli, "dropped")
 	})
+	// Each replica is up before it is stopped: a SIGTERM that comes
+	// before baton has started kills it as it kills any process.
+	a.waitOutput("baton crontab: started", 20*time.Second)
+	b.waitOutput("baton crontab: started", 20*time.Second)
 	stop(a)
 	stop(b)
 	code, out := runBaton(t, etcd.Env(), "status")
