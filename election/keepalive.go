@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -111,7 +112,13 @@ func (k *keepAlives) once(ctx context.Context, lease clientv3.LeaseID) (int64, e
 	}
 	s.waiting[lease] = reply
 	err = s.stream.Send(&pb.LeaseKeepAliveRequest{ID: int64(lease)})
-	if err != nil {
+	switch {
+	case errors.Is(err, io.EOF): // mutation:keepalive-eof-status
+		// The server ended the stream, for a keepalive before this one
+		// perhaps: gRPC tells why to Recv, not Send, so the receiver
+		// hands this keepalive etcd's words (permission denied, say).
+		err = nil
+	case err != nil:
 		delete(s.waiting, lease)
 		k.dropLocked(s)
 	}
