@@ -135,26 +135,10 @@ type appEtcd struct {
 func startAppEtcd(t *testing.T) *appEtcd {
 	t.Helper()
 	srv := etcdtest.Start(t)
-	root := srv.Client(t)
 	a := &appEtcd{t: t}
-	a.must(root.UserAdd(context.Background(), "root", "root-secret"))
-	a.must(root.UserGrantRole(context.Background(), "root", "root"))
-	a.must(root.RoleAdd(context.Background(), "app"))
-	a.grant(clientv3.PermissionType(clientv3.PermReadWrite), root)
-	a.must(root.UserAdd(context.Background(), "app", "app-secret"))
-	a.must(root.UserGrantRole(context.Background(), "app", "app"))
-	a.must(root.AuthEnable(context.Background()))
-	as := func(user, password string) *clientv3.Client {
-		cfg := etcdtest.ClientConfig(srv.Endpoint())
-		cfg.Username, cfg.Password = user, password
-		cli, err := clientv3.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cli.Close() })
-		return cli
-	}
-	a.admin, a.app = as("root", "root-secret"), as("app", "app-secret")
+	a.admin = srv.EnableAuth(t, "root-secret",
+		etcdtest.User{Name: "app", Password: "app-secret", Prefix: "/baton/", Perm: clientv3.PermissionType(clientv3.PermReadWrite)})
+	a.app = srv.ClientAs(t, "app", "app-secret")
 	return a
 }
 

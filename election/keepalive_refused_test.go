@@ -66,7 +66,8 @@ func (s *refusalStream) SendMsg(m any) error {
 func TestEverySessionSeesEtcdsRefusalOfItsKeepalive(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Start(t)
-	admin := srv.Client(t)
+	rw := etcdtest.User{Name: "app", Password: "app-secret", Prefix: "/app/", Perm: clientv3.PermissionType(clientv3.PermReadWrite)}
+	admin := srv.EnableAuth(t, "root-secret", rw)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	must := func(_ any, err error) {
@@ -75,25 +76,6 @@ func TestEverySessionSeesEtcdsRefusalOfItsKeepalive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	grant := func(perm clientv3.PermissionType) {
-		t.Helper()
-		must(admin.RoleGrantPermission(ctx, "app", "/app/", clientv3.GetPrefixRangeEnd("/app/"), perm))
-	}
-	must(admin.UserAdd(ctx, "root", "root-secret"))
-	must(admin.UserGrantRole(ctx, "root", "root"))
-	must(admin.RoleAdd(ctx, "app"))
-	grant(clientv3.PermissionType(clientv3.PermReadWrite))
-	must(admin.UserAdd(ctx, "app", "app-secret"))
-	must(admin.UserGrantRole(ctx, "app", "app"))
-	must(admin.AuthEnable(ctx))
-	rootCfg := etcdtest.ClientConfig(srv.Endpoint())
-	rootCfg.Username, rootCfg.Password = "root", "root-secret"
-	root, err := clientv3.New(rootCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	admin = root
 
 	h := &refusalHold{holding: make(chan struct{}), sent: make(chan struct{})}
 	cfg := etcdtest.ClientConfig(srv.Endpoint())
@@ -136,7 +118,7 @@ func TestEverySessionSeesEtcdsRefusalOfItsKeepalive(t *testing.T) {
 	// etcd checks a keepalive against the keys on its lease.
 	must(cli.Put(ctx, "/app/a", "", clientv3.WithLease(a.Lease())))
 	must(cli.Put(ctx, "/app/b", "", clientv3.WithLease(b.Lease())))
-	grant(clientv3.PermissionType(clientv3.PermRead))
+	must(admin.RoleGrantPermission(ctx, "app", "/app/", clientv3.GetPrefixRangeEnd("/app/"), clientv3.PermissionType(clientv3.PermRead)))
 	fake.Advance(ttl/3 - time.Second) // a's keepalive, which etcd refuses
 	select {
 	case <-h.holding:

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -78,34 +77,15 @@ func TestADeadFirstEndpointIsNotFatal(t *testing.T) {
 }
 
 // etcdWithAuth is an in-process etcd with authentication on: user "app" may read and write
-// under /baton/app, user "other" under /baton/other.
+// under /baton/app, user "other" under /baton/other, and user "viewer" may read /baton/app.
 func etcdWithAuth(t *testing.T) *etcdtest.Member {
 	t.Helper()
 	m := etcdtest.Start(t)
-	cli := m.Client(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	must := func(_ any, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(cli.UserAdd(ctx, "root", "root-secret"))
-	must(cli.RoleAdd(ctx, "root"))
-	must(cli.UserGrantRole(ctx, "root", "root"))
-	for _, app := range []string{"app", "other"} {
-		prefix := "/baton/" + app
-		must(cli.RoleAdd(ctx, app))
-		must(cli.RoleGrantPermission(ctx, app, prefix, clientv3.GetPrefixRangeEnd(prefix), clientv3.PermissionType(clientv3.PermReadWrite)))
-		must(cli.UserAdd(ctx, app, app+"-secret"))
-		must(cli.UserGrantRole(ctx, app, app))
-	}
-	must(cli.RoleAdd(ctx, "viewer"))
-	must(cli.RoleGrantPermission(ctx, "viewer", "/baton/app", clientv3.GetPrefixRangeEnd("/baton/app"), clientv3.PermissionType(clientv3.PermRead)))
-	must(cli.UserAdd(ctx, "viewer", "viewer-secret"))
-	must(cli.UserGrantRole(ctx, "viewer", "viewer"))
-	must(cli.AuthEnable(ctx))
+	rw, r := clientv3.PermissionType(clientv3.PermReadWrite), clientv3.PermissionType(clientv3.PermRead)
+	m.EnableAuth(t, "root-secret",
+		etcdtest.User{Name: "app", Password: "app-secret", Prefix: "/baton/app", Perm: rw},
+		etcdtest.User{Name: "other", Password: "other-secret", Prefix: "/baton/other", Perm: rw},
+		etcdtest.User{Name: "viewer", Password: "viewer-secret", Prefix: "/baton/app", Perm: r})
 	return m
 }
 
