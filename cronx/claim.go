@@ -260,7 +260,5 @@ func (cl *claimer) giveBack(r *run, c held) {
 		co.logger.Error(err, "cronx: a claim whose run did not start could not be given back; its tick will not run",
 			"job", r.job.name, "tick", r.tick)
 	}
-	if r.scheduled() {
-		cl.sessions.put(c.sess) // the marker is gone, or goes with its lease
-	}
+	cl.sessions.put(c.sess) // the marker is gone, or goes with its lease
 }

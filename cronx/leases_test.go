@@ -29,29 +29,15 @@ func TestNoLeaseHoldsManyKeys(t *testing.T) {
 	srv := etcdtest.Start(t) // lists every lease of the member
 	cli := srv.Client(t)
 	jobs := publishBatch + 256
-	release := make(chan struct{})
-	var started sync.WaitGroup
-	started.Add(jobs)
-	fake := clock.NewFake(t0)
-	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
-		WithEtcd(srv.Client(t)), WithName("many"), WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
-	for i := range jobs {
-		mustAdd(t, c, "10 * * * * *", Named(fmt.Sprintf("job-%04d", i), FuncJob(func() {
-			started.Done()
-			<-release
-		})))
-	}
-	c.Start()
-	t.Cleanup(func() { shutdown(t, c, "a") })
+	_, fake, started, release := heldLeader(t, srv, "many", "10 * * * * *", jobs)
 	defer close(release)
-	waitPublished(t, cli, "many", fmt.Sprintf("job-%04d", jobs-1))
 	eventually(t, 30*time.Second, func() (bool, string) {
 		n, _ := leasedKeys(t, cli, "/by/")
 		return n == jobs, fmt.Sprintf("%d of %d registrations", n, jobs)
 	})
 	tick := t0.Add(10 * time.Second)
 	fireTick(t, fake, tick)
-	allStarted(t, &started, time.Minute, "the tick's runs")
+	allStarted(t, started, time.Minute, "the tick's runs")
 	// The tick's runs are under a marker each, or, claimed by a tick's
 	// record, under the record's (tickrecord.go); the records are settled
 	// by the time the last run starts, each job's claim key moved.
@@ -215,4 +201,120 @@ func allStarted(t *testing.T, started *sync.WaitGroup, d time.Duration, what str
 	case <-time.After(d):
 		t.Fatalf("not all of %s started within %v", what, d)
 	}
+}
+
+// TestTriggeredAndBackfilledMarkersShareBoundedLeases: runs triggered or
+// backfilled at once, each under a marker of its own, put their markers on
+// leases as a tick's runs do: none holds more than markerLeaseKeys, and no
+// marker's put finds that many on its lease (etcd with auth on checks each
+// of them at the put).
+func TestTriggeredAndBackfilledMarkersShareBoundedLeases(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t) // lists every lease of the member
+	cli := srv.Client(t)
+	const jobs = 3 * markerLeaseKeys
+	c, _, started, release := heldLeader(t, srv, "manual", "0 0 * * * *", jobs)
+	defer close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range jobs {
+		job := fmt.Sprintf("job-%04d", i)
+		var err error
+		if i%2 == 0 {
+			err = c.Trigger(ctx, job)
+		} else {
+			_, err = c.Backfill(ctx, job, t0.Add(-2*time.Hour), t0.Add(-2*time.Hour+time.Second), 1)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	allStarted(t, started, time.Minute, "the triggered and backfilled runs")
+	n, most := leasedKeys(t, cli, "/running/")
+	if n != jobs {
+		t.Errorf("%d markers on leases, want one per run: %d", n, jobs)
+	}
+	if most > markerLeaseKeys {
+		t.Errorf("a lease holds %d markers, want at most %d", most, markerLeaseKeys)
+	}
+	if most := checkedKeys(t, cli, "/running/"); most >= markerLeaseKeys {
+		t.Errorf("a marker's put found %d keys on its lease, want fewer than %d", most, markerLeaseKeys)
+	}
+}
+
+// TestEndedTriggeredAndBackfilledRunsLeaveTheirLeaseRoom: the marker of a
+// triggered or backfilled run is uncounted once the run is recorded, as a
+// tick's is, so that runs one after another keep to one lease rather than
+// making a lease per markerLeaseKeys of them, each kept alive for as long
+// as the replica lives.
+func TestEndedTriggeredAndBackfilledRunsLeaveTheirLeaseRoom(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Shared(t).Client(t)
+	ran := make(chan struct{}, 1)
+	fake := clock.NewFake(t0)
+	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(cli), WithName("manual"), WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	mustAdd(t, c, "0 0 * * * *", Named("job", FuncJob(func() { ran <- struct{}{} })))
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	waitPublished(t, cli, "manual", "job")
+	s := c.coord.claims.sessions
+	counted := func() (keys, leases int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, p := range s.markers {
+			keys += p.keys
+		}
+		return keys, len(s.markers)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range markerLeaseKeys + 2 {
+		var err error
+		if i%2 == 0 {
+			err = c.Trigger(ctx, "job")
+		} else {
+			// A tick of its own each: an hour apart, in the day before.
+			tick := t0.Add(-time.Duration(i) * time.Hour)
+			_, err = c.Backfill(ctx, "job", tick, tick.Add(time.Second), 1)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ran:
+		case <-ctx.Done():
+			t.Fatalf("run %d did not start within a minute", i)
+		}
+		eventually(t, 10*time.Second, func() (bool, string) {
+			keys, _ := counted()
+			return keys == 0, fmt.Sprintf("after run %d ended, %d markers counted on the replica's leases, want 0", i, keys)
+		})
+	}
+	if _, leases := counted(); leases != 1 {
+		t.Errorf("%d runs one after another took %d marker leases, want 1", markerLeaseKeys+2, leases)
+	}
+}
+
+// heldLeader starts the leader "a" of scheduler, on srv, with jobs jobs on
+// spec, named job-0000 on, each of whose runs is counted in started and
+// holds until release is closed; it returns once every job is published.
+func heldLeader(t *testing.T, srv *etcdtest.Member, scheduler, spec string, jobs int) (*Cron, *clock.Fake, *sync.WaitGroup, chan struct{}) {
+	t.Helper()
+	release := make(chan struct{})
+	started := new(sync.WaitGroup)
+	started.Add(jobs)
+	fake := clock.NewFake(t0)
+	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(srv.Client(t)), WithName(scheduler), WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	for i := range jobs {
+		mustAdd(t, c, spec, Named(fmt.Sprintf("job-%04d", i), FuncJob(func() {
+			started.Done()
+			<-release
+		})))
+	}
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	waitPublished(t, srv.Client(t), scheduler, fmt.Sprintf("job-%04d", jobs-1))
+	return c, fake, started, release
 }

@@ -230,7 +230,7 @@ func (rc *recorder) finish(it finishItem) {
 // releaseLater: the lease they are on has room for others.
 func (rc *recorder) released(batch []finishItem) {
 	for _, it := range batch {
-		if !it.keep && !it.triggered && !it.backfill && it.sess != nil {
+		if !it.keep && it.sess != nil { // mutation:released-uncounted
 			rc.co.claims.sessions.put(it.sess)
 		}
 		if !it.keep && it.share != nil {

@@ -112,16 +112,6 @@ func (s *runnerSession) holds(sess *election.Session) error {
 	return sess.Err()
 }
 
-// get returns a lease's session for a key that is not counted: a trigger's
-// marker.
-func (s *runnerSession) get(ctx context.Context) (*election.Session, error) {
-	p, _, err := s.take(ctx, &s.markers, markerLeaseKeys, 0)
-	if err != nil {
-		return nil, err
-	}
-	return p.sess, nil
-}
-
 // reserve returns the session of a lease for n markers put in one
 // transaction, on a lease where each of their puts checks fewer than open
 // keys (fits), counted on it until put each, and the generation it was

@@ -39,8 +39,7 @@ type unansweredError struct{ error }
 func (e *unansweredError) Unwrap() error { return e.error }
 
 // adoptUnanswered returns the claim r made in a try etcd did not answer,
-// if that try committed: of seq, with marker (counted on its lease unless
-// it is a trigger's).
+// if that try committed: of seq, with marker (counted on its lease).
 func (cl *claimer) adoptUnanswered(r *run, marker string, seq, floor int64) (held, bool) {
 	co := cl.co
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
@@ -59,7 +58,7 @@ func (cl *claimer) adoptUnanswered(r *run, marker string, seq, floor int64) (hel
 	if !cl.mine(r, kv, seq, floor) {
 		return held{}, false
 	}
-	sess := cl.sessions.ours(clientv3.LeaseID(kv.Lease), !r.triggered())
+	sess := cl.sessions.ours(clientv3.LeaseID(kv.Lease), true)
 	if sess == nil {
 		return held{}, false
 	}

@@ -22,6 +22,21 @@ var mutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestMarkersSentTogetherCheckFewKeysInAnyOrder$"}},
 	},
 	{
+		Name:   "manual-markers-on-any-lease",
+		Breaks: "cost: the markers of runs triggered or backfilled at once all go on one lease, whose every put etcd with auth on checks key by key",
+		Edits: []edit{
+			{Marker: "trigger-marker-counted", Old: "cl.sessions.reserve(r.ctx, markerLeaseKeys, 1)", New: "cl.sessions.reserve(r.ctx, markerLeaseKeys, 0)"},
+			{Marker: "backfill-marker-counted", Old: "cl.sessions.reserve(r.ctx, markerLeaseKeys, 1)", New: "cl.sessions.reserve(r.ctx, markerLeaseKeys, 0)"},
+		},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestTriggeredAndBackfilledMarkersShareBoundedLeases$"}},
+	},
+	{
+		Name:   "manual-markers-never-uncounted",
+		Breaks: "cost: a triggered or backfilled run's marker stays counted on its lease after the run, so runs one after another take a lease per markerLeaseKeys of them, kept alive for as long as the replica lives",
+		Edits:  []edit{{Marker: "released-uncounted", Old: "if !it.keep && it.sess != nil {", New: "if !it.keep && !it.triggered && !it.backfill && it.sess != nil {"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestEndedTriggeredAndBackfilledRunsLeaveTheirLeaseRoom$"}},
+	},
+	{
 		Name:   "claim-marker-leases-small",
 		Breaks: "cost: claim mode's markers go a few to a lease, leaving a replica a lease per few runs of a crowded tick to keep alive",
 		Edits:  []edit{{Marker: "claim-marker-leases", Old: "reserve(r.ctx, claimMarkerLeaseKeys, 1)", New: "reserve(r.ctx, markerLeaseKeys, 1)"}},
