@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -120,7 +121,8 @@ func TestKilledMemberRestartsWithItsData(t *testing.T) {
 }
 
 // TestMemberEndsWithTheTestProcess: the member's program exits when the
-// process that started it does, however it died: its standard input ends.
+// process that started it does, however it died: its standard input ends;
+// a member told to remove its data takes the directory made for it too.
 func TestMemberEndsWithTheTestProcess(t *testing.T) {
 	t.Parallel()
 	bin, err := serverBinary()
@@ -132,8 +134,12 @@ func TestMemberEndsWithTheTestProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	client, peer := "http://127.0.0.1:"+strconv.Itoa(ports[0]), "http://127.0.0.1:"+strconv.Itoa(ports[1])
-	cmd := exec.Command(bin, "-name", "m0", "-data-dir", t.TempDir(), "-client-url", client, "-peer-url", peer,
-		"-initial-cluster", "m0="+peer, "-initial-cluster-token", "end")
+	base := filepath.Join(t.TempDir(), "etcdtest-shared-1")
+	if err := os.Mkdir(base, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-name", "m0", "-data-dir", filepath.Join(base, "m0"), "-client-url", client, "-peer-url", peer,
+		"-initial-cluster", "m0="+peer, "-initial-cluster-token", "end", "-remove-on-exit")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -150,5 +156,8 @@ func TestMemberEndsWithTheTestProcess(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		cmd.Process.Kill()
 		t.Fatal("the member still runs 10s after its standard input ended")
+	}
+	if _, err := os.Stat(base); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s outlives the member: %v", base, err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -129,8 +130,12 @@ func serve(name, dir, client, peer, cluster, token string, existing bool, certFi
 	return nil
 }
 
+// cleanup deletes the data directory, and the directory it is in once
+// that is empty: the last member of a cluster to go takes the base
+// directory its test made for the members' data.
 func cleanup(dir string, remove bool) {
 	if remove && dir != "" {
 		os.RemoveAll(dir)
+		os.Remove(filepath.Dir(dir)) // fails, harmlessly, while another member's data is there
 	}
 }
