@@ -285,7 +285,7 @@ var mutations = []mutation{
 	{
 		Name:   "stop-runs-a-late-claim",
 		Breaks: "G3: a claim that comes back after Stop has given up waiting for it runs, after Stop returned, instead of being given back to the successor",
-		Edits:  []edit{{Marker: "late-claim", Old: "case r.ctx.Err() != nil:", New: "case false && errors.Is(err, io.EOF):"}},
+		Edits:  []edit{{Marker: "late-claim", Old: "case r.ctx.Err() != nil:", New: "case false:"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestStopGivesBackAClaimThatComesBackLate$"}},
 	},
 	{
@@ -522,7 +522,7 @@ var mutations = []mutation{
 	{
 		Name:   "nil-job-accepted",
 		Breaks: "G6: a nil job is scheduled without a word, and crashes the program at its first run",
-		Edits:  []edit{{Marker: "nil-job", Old: "case isNilJob(cmd):", New: "case false && errors.Is(err, io.EOF):"}},
+		Edits:  []edit{{Marker: "nil-job", Old: "case isNilJob(cmd):", New: "case false:"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNilScheduleOrJobIsAnError$"}},
 	},
 }
