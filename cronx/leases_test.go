@@ -250,14 +250,22 @@ func TestTriggeredAndBackfilledMarkersShareBoundedLeases(t *testing.T) {
 func TestEndedTriggeredAndBackfilledRunsLeaveTheirLeaseRoom(t *testing.T) {
 	t.Parallel()
 	cli := etcdtest.Shared(t).Client(t)
-	ran := make(chan struct{}, 1)
+	ran, held, release := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{})
+	defer close(release)
 	fake := clock.NewFake(t0)
 	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
 		WithEtcd(cli), WithName("manual"), WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
 	mustAdd(t, c, "0 0 * * * *", Named("job", FuncJob(func() { ran <- struct{}{} })))
+	// A run that holds its marker throughout: the count is exact, not
+	// merely floored at 0, so a marker uncounted twice shows.
+	mustAdd(t, c, "0 0 * * * *", Named("holder", FuncJob(func() {
+		held <- struct{}{}
+		<-release
+	})))
 	c.Start()
 	t.Cleanup(func() { shutdown(t, c, "a") })
 	waitPublished(t, cli, "manual", "job")
+	waitPublished(t, cli, "manual", "holder")
 	s := c.coord.claims.sessions
 	counted := func() (keys, leases int) {
 		s.mu.Lock()
@@ -269,6 +277,14 @@ func TestEndedTriggeredAndBackfilledRunsLeaveTheirLeaseRoom(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	if err := c.Trigger(ctx, "holder"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("the holding run did not start within a minute")
+	}
 	for i := range markerLeaseKeys + 2 {
 		var err error
 		if i%2 == 0 {
@@ -288,7 +304,7 @@ func TestEndedTriggeredAndBackfilledRunsLeaveTheirLeaseRoom(t *testing.T) {
 		}
 		eventually(t, 10*time.Second, func() (bool, string) {
 			keys, _ := counted()
-			return keys == 0, fmt.Sprintf("after run %d ended, %d markers counted on the replica's leases, want 0", i, keys)
+			return keys == 1, fmt.Sprintf("after run %d ended, %d markers counted on the replica's leases, want 1: the holding run's", i, keys)
 		})
 	}
 	if _, leases := counted(); leases != 1 {

@@ -85,6 +85,7 @@ func runAttempts(r *run, c held, latency time.Duration) {
 			rctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 			co.rec.release(rctx, it)
 			cancel()
+			co.claims.sessions.put(it.sess) // kept through the backoff, uncounted now
 			callHook(r, r.info(c, attempt), err)
 			return
 		}

@@ -256,6 +256,9 @@ func (r *run) giveBack(c held, why error) {
 		// back, a trigger's request would be claimed again, and replace
 		// the later run in turn, for as long as a burst of them lasts.
 		r.release(c) // mutation:replaced-released
+		if c.share == nil {
+			co.claims.sessions.put(c.sess) // its place on the lease goes with the marker
+		}
 		return
 	case c.sess.Context().Err() != nil, errors.Is(why, election.ErrSessionExpired):
 		co.logger.Error(why, "cronx: not run: its claim was lost before it started", "job", r.job.name, "tick", r.tick)
