@@ -2,6 +2,7 @@ package cronx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -266,15 +267,7 @@ func TestEndedTriggeredAndBackfilledRunsLeaveTheirLeaseRoom(t *testing.T) {
 	t.Cleanup(func() { shutdown(t, c, "a") })
 	waitPublished(t, cli, "manual", "job")
 	waitPublished(t, cli, "manual", "holder")
-	s := c.coord.claims.sessions
-	counted := func() (keys, leases int) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, p := range s.markers {
-			keys += p.keys
-		}
-		return keys, len(s.markers)
-	}
+	counted := func() (int, int) { return markersCounted(c) }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := c.Trigger(ctx, "holder"); err != nil {
@@ -333,4 +326,118 @@ func heldLeader(t *testing.T, srv *etcdtest.Member, scheduler, spec string, jobs
 	t.Cleanup(func() { shutdown(t, c, "a") })
 	waitPublished(t, srv.Client(t), scheduler, fmt.Sprintf("job-%04d", jobs-1))
 	return c, fake, started, release
+}
+
+// markersCounted is the markers c counts on its marker leases, and how
+// many leases it has.
+func markersCounted(c *Cron) (keys, leases int) {
+	s := c.coord.claims.sessions
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.markers {
+		keys += p.keys
+	}
+	return keys, len(s.markers)
+}
+
+// TestAReplacedRunThatNeverStartedGivesItsPlaceBack: a Replace job's run
+// that waits for the run it replaces to return, and is itself replaced by
+// the next tick before it starts, gives its marker's place on the lease
+// back with the marker: once every run has ended, none is counted.
+func TestAReplacedRunThatNeverStartedGivesItsPlaceBack(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Shared(t).Client(t)
+	type held struct {
+		tick    time.Time
+		ctx     context.Context
+		release chan struct{}
+	}
+	runs := make(chan held, 4)
+	events := newEventLog()
+	fake := clock.NewFake(t0)
+	c := New(append(observed(events), WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(cli), WithName("replace"), WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))...)
+	mustAdd(t, c, "*/10 * * * * *", Named("long", ContextFunc(func(ctx context.Context) error {
+		info, _ := InfoFrom(ctx)
+		h := held{info.Tick, ctx, make(chan struct{})}
+		runs <- h
+		<-h.release // replaced or not, it returns when the test says
+		return ctx.Err()
+	}), WithOverlap(Replace)))
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	waitPublished(t, cli, "replace", "long")
+	next := func(what string) held {
+		t.Helper()
+		select {
+		case h := <-runs:
+			return h
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s did not start within 15s", what)
+			return held{}
+		}
+	}
+	first, second, third := t0.Add(10*time.Second), t0.Add(20*time.Second), t0.Add(30*time.Second)
+	fireTick(t, fake, first)
+	a := next("the first tick's run")
+	fireTick(t, fake, second)
+	select {
+	case <-a.ctx.Done():
+	case <-time.After(15 * time.Second):
+		t.Fatal("the second tick did not replace the first tick's run within 15s")
+	}
+	eventually(t, 15*time.Second, func() (bool, string) {
+		keys, _ := markersCounted(c)
+		return keys == 2, fmt.Sprintf("%d markers counted, want 2: the first run's and the second tick's, claimed and waiting", keys)
+	})
+	fireTick(t, fake, third)
+	if e := waitNotRun(t, events, "long", ReasonOvertaken, 15*time.Second); !e.Tick.Equal(second) {
+		t.Fatalf("the tick %v was overtaken, want %v", e.Tick, second)
+	}
+	close(a.release)
+	c3 := next("the third tick's run")
+	if !c3.tick.Equal(third) {
+		t.Fatalf("the run of %v started, want %v", c3.tick, third)
+	}
+	close(c3.release)
+	eventually(t, 15*time.Second, func() (bool, string) {
+		keys, _ := markersCounted(c)
+		return keys == 0, fmt.Sprintf("%d markers counted once every run ended, want 0", keys)
+	})
+}
+
+// TestARunReplacedInItsRetryBackoffGivesItsPlaceBack: a Replace job's run
+// that failed and waits to retry is replaced by the next tick: its marker
+// goes, and its place on the lease with it, so that only the new run's is
+// counted.
+func TestARunReplacedInItsRetryBackoffGivesItsPlaceBack(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Shared(t).Client(t)
+	runs := make(chan Info, 4)
+	fake := clock.NewFake(t0)
+	c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(cli), WithName("retry"), WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
+	mustAdd(t, c, "*/10 * * * * *", Named("flaky", ContextFunc(func(ctx context.Context) error {
+		info, _ := InfoFrom(ctx)
+		runs <- info
+		return errors.New("failed")
+	}), WithOverlap(Replace), WithRetries(3, time.Hour)))
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	waitPublished(t, cli, "retry", "flaky")
+	for _, tick := range []time.Time{t0.Add(10 * time.Second), t0.Add(20 * time.Second)} {
+		fireTick(t, fake, tick)
+		select {
+		case info := <-runs:
+			if !info.Tick.Equal(tick) || info.Attempt != 1 {
+				t.Fatalf("ran attempt %d of %v, want the first of %v", info.Attempt, info.Tick, tick)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("the tick %v did not run within 15s", tick)
+		}
+	}
+	eventually(t, 15*time.Second, func() (bool, string) {
+		keys, _ := markersCounted(c)
+		return keys == 1, fmt.Sprintf("%d markers counted, want 1: the second tick's run's, in its backoff", keys)
+	})
 }

@@ -85,7 +85,8 @@ func runAttempts(r *run, c held, latency time.Duration) {
 			rctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 			co.rec.release(rctx, it)
 			cancel()
-			co.claims.sessions.put(it.sess) // kept through the backoff, uncounted now
+			// Kept counted through the backoff, uncounted now.
+			co.claims.sessions.put(it.sess) // mutation:backoff-ended-uncounted
 			callHook(r, r.info(c, attempt), err)
 			return
 		}

@@ -257,7 +257,8 @@ func (r *run) giveBack(c held, why error) {
 		// the later run in turn, for as long as a burst of them lasts.
 		r.release(c) // mutation:replaced-released
 		if c.share == nil {
-			co.claims.sessions.put(c.sess) // its place on the lease goes with the marker
+			// Its place on the lease goes with the marker.
+			co.claims.sessions.put(c.sess) // mutation:replaced-uncounted
 		}
 		return
 	case c.sess.Context().Err() != nil, errors.Is(why, election.ErrSessionExpired):

@@ -34,6 +34,18 @@ var etcdMutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestEndedTriggeredAndBackfilledRunsLeaveTheirLeaseRoom$"}},
 	},
 	{
+		Name:   "replaced-run-stays-counted",
+		Breaks: "cost: a Replace job's run replaced before it started keeps its marker's place on the lease, so leases fill with places no marker holds, each kept alive for the life of the replica",
+		Edits:  []edit{{Marker: "replaced-uncounted", Old: "co.claims.sessions.put(c.sess)", New: "_ = c.sess"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestAReplacedRunThatNeverStartedGivesItsPlaceBack$"}},
+	},
+	{
+		Name:   "backoff-ended-stays-counted",
+		Breaks: "cost: a run whose retries end in the backoff (replaced, its term or the Cron stopped) keeps its marker's place on the lease, so leases fill with places no marker holds",
+		Edits:  []edit{{Marker: "backoff-ended-uncounted", Old: "co.claims.sessions.put(it.sess)", New: "_ = it.sess"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestARunReplacedInItsRetryBackoffGivesItsPlaceBack$"}},
+	},
+	{
 		Name:   "claim-marker-leases-small",
 		Breaks: "cost: claim mode's markers go a few to a lease, leaving a replica a lease per few runs of a crowded tick to keep alive",
 		Edits:  []edit{{Marker: "claim-marker-leases", Old: "reserve(r.ctx, claimMarkerLeaseKeys, 1)", New: "reserve(r.ctx, markerLeaseKeys, 1)"}},
