@@ -242,7 +242,7 @@ func (s *runnerSession) unregister(job string) {
 }
 
 // take returns a lease of pool with room for n keys more, counting them
-// on it, granting one when none has room; for n of 0, any lease.
+// on it, granting one when none has room.
 func (s *runnerSession) take(ctx context.Context, pool *[]*pooledLease, open, n int) (*pooledLease, uint64, error) {
 	if p, gen := s.roomIn(pool, open, n); p != nil {
 		return p, gen, nil
@@ -284,7 +284,7 @@ func (s *runnerSession) roomIn(pool *[]*pooledLease, open, n int) (*pooledLease,
 	defer s.mu.Unlock()
 	s.pruneLocked()
 	for _, p := range *pool {
-		if n == 0 || p.fits(open, n) {
+		if p.fits(open, n) {
 			p.add(n, pool == &s.markers)
 			return p, s.gen
 		}

@@ -22,8 +22,8 @@ var etcdMutations = []mutation{
 		Name:   "manual-markers-on-any-lease",
 		Breaks: "cost: the markers of runs triggered or backfilled at once all go on one lease, whose every put etcd with auth on checks key by key",
 		Edits: []edit{
-			{Marker: "trigger-marker-counted", Old: "cl.sessions.reserve(r.ctx, markerLeaseKeys, 1)", New: "cl.sessions.reserve(r.ctx, markerLeaseKeys, 0)"},
-			{Marker: "backfill-marker-counted", Old: "cl.sessions.reserve(r.ctx, markerLeaseKeys, 1)", New: "cl.sessions.reserve(r.ctx, markerLeaseKeys, 0)"},
+			{Marker: "trigger-marker-counted", Old: "cl.sessions.reserve(r.ctx, markerLeaseKeys, 1)", New: "cl.sessions.reserve(r.ctx, 1<<30, 1)"},
+			{Marker: "backfill-marker-counted", Old: "cl.sessions.reserve(r.ctx, markerLeaseKeys, 1)", New: "cl.sessions.reserve(r.ctx, 1<<30, 1)"},
 		},
 		Tests: []tests{{Pkg: "cronx", Run: "^TestTriggeredAndBackfilledMarkersShareBoundedLeases$"}},
 	},
