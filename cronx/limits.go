@@ -130,10 +130,10 @@ const (
 	// transactions of recordReadGroup; the write a nested transaction a
 	// run, recordWriteGroup of them to a transaction nested in it. etcd
 	// lets a nested transaction hold only its limit less the operations of
-	// those around it: the groups (8 and 10), a group and a run's few
+	// those around it: the groups (16 and 20), a group and a run's few
 	// operations stay within it.
-	recordBatch      = 512            // mutation:record-batch
-	recordReadGroup  = maxTxnOps - 16 // mutation:record-read-group
+	recordBatch      = 1024           // mutation:record-batch
+	recordReadGroup  = maxTxnOps - 24 // mutation:record-read-group
 	recordWriteGroup = maxTxnOps / 2
 	// specBatch is the jobs whose specs one transaction compares and
 	// writes: a compare, a mark (publish.go) and a write each, the write a

@@ -51,7 +51,7 @@ func recordsInTransactions(t *testing.T, long bool) {
 	cli = co.conn.etcd()
 	ctx := t.Context()
 
-	batch := make([]finishItem, 500)
+	batch := make([]finishItem, 1000) // near a full batch (recordBatch)
 	for i := range batch {
 		job := fmt.Sprintf("job-%03d", i)
 		if long {
@@ -112,11 +112,11 @@ func recordsInTransactions(t *testing.T, long bool) {
 			t.Fatalf("marker %s was not released", kv.Key)
 		}
 	}
-	// A read and a write; with long histories (about 11 KiB each, 5.5 MiB
+	// A read and a write; with long histories (about 11 KiB each, 11 MiB
 	// in all) a write per recordBytes.
 	lo, hi := int64(2), int64(2)
 	if long {
-		lo, hi = 7, 8
+		lo, hi = 12, 13
 	}
 	if got := txns.Load(); got < lo || got > hi {
 		t.Errorf("%d runs were recorded in %d transactions, want %d to %d", len(batch), got, lo, hi)
