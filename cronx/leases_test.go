@@ -23,19 +23,23 @@ import (
 // transaction that puts it, since etcd with auth on checks every key of a
 // lease at each put that carries it: the markers of one transaction of
 // claims go on one lease, and the next transaction's on another, and a
-// term's registrations go publishBatch to a transaction on a lease that
-// held none.
+// term's registrations go regBatch to a transaction on a lease that held
+// none.
 func TestNoLeaseHoldsManyKeys(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Start(t) // lists every lease of the member
 	cli := srv.Client(t)
-	jobs := publishBatch + 256
+	jobs := regBatch + 256
 	_, fake, started, release := heldLeader(t, srv, "many", "10 * * * * *", jobs)
 	defer close(release)
 	eventually(t, 30*time.Second, func() (bool, string) {
 		n, _ := leasedKeys(t, cli, "/by/")
 		return n == jobs, fmt.Sprintf("%d of %d registrations", n, jobs)
 	})
+	// 4000 to a lease, each lease a keepalive every TTL/3.
+	if _, most := leasedKeys(t, cli, "/by/"); most < 4000 {
+		t.Errorf("the lease with most registrations holds %d, want 4000: a term's registrations take a lease per 4000 jobs", most)
+	}
 	tick := t0.Add(10 * time.Second)
 	fireTick(t, fake, tick)
 	allStarted(t, started, time.Minute, "the tick's runs")

@@ -147,9 +147,14 @@ const (
 	specCheckGroups = maxTxnOps / 2
 	specCheckJobs   = (maxTxnOps - specCheckGroups) / 2
 	// publishBatch is the jobs a term checks in one read (at most
-	// specCheckGroups*specCheckJobs, 2048) and registers in one
-	// transaction, on a lease that held none (publish.go).
+	// specCheckGroups*specCheckJobs, 2048).
 	publishBatch = 2000
+	// regBatch is the jobs a term registers in one transaction, on a lease
+	// that held none (publish.go), and so the most a lease of a term's
+	// registrations holds: regGroup to a nested transaction, whose count
+	// (63) and a group's size are within maxTxnOps. Fewer, larger leases
+	// cost fewer keepalives.
+	regBatch = 2 * publishBatch // mutation:reg-batch
 	// specChangeBatch is the added or removed jobs one transaction writes:
 	// a nested transaction and a registration's write each. etcd lets a
 	// nested transaction hold only its limit less the operations of the one
@@ -179,7 +184,7 @@ const (
 	claimMarkerLeaseKeys = 256
 	// regLeaseKeys is how many registrations a lease holds for a job
 	// added later, which goes on a lease that holds fewer. A term's go
-	// publishBatch to a transaction on a lease that held none, so that
+	// regBatch to a transaction on a lease that held none, so that
 	// none of their puts checks a key (etcd checks a transaction's puts
 	// before it applies any), and that lease takes no more. Registrations
 	// are written once per job and process, so they share large leases:
@@ -187,9 +192,9 @@ const (
 	// steady minute with auth on (BENCHMARKS.md).
 	regLeaseKeys = 1000
 	// regGroup is the registrations a transaction nested in a new term's
-	// transaction of them holds (publish.go): publishBatch of them in 21
+	// transaction of them holds (publish.go): regBatch of them in 63
 	// groups, whose count and a group's size are within maxTxnOps.
-	regGroup = maxTxnOps - 32 // mutation:reg-group
+	regGroup = maxTxnOps / 2 // mutation:reg-group
 )
 
 // twinPoll is how often a claim whose answer was lost looks again at a run

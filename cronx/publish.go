@@ -151,10 +151,10 @@ func (pb *publisher) specWriter(ctx context.Context) {
 // writeAllSpecs records each entry's spec, and this replica's registration
 // of it, when all is set. Of each publishBatch jobs it checks the specs and
 // marks in a read-only transaction, writes, specBatch jobs a transaction,
-// only the groups where one differs, then writes the registrations; so a
-// new leader of fifty thousand unchanged jobs sends 25 reads, which etcd
-// serves without a raft proposal, and 50 registrations' writes, in
-// maxPublishes goroutines.
+// only the groups where one differs, then writes the registrations of
+// regBatch jobs in one; so a new leader of fifty thousand unchanged jobs
+// sends 25 reads, which etcd serves without a raft proposal, and 13
+// registrations' writes, in maxPublishes goroutines.
 func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 	if !all {
 		return nil
@@ -200,7 +200,7 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 }
 
 // registerAll writes this replica's registrations of jobs that are not in
-// etcd already, publishBatch to a transaction, each transaction's on a
+// etcd already, regBatch to a transaction, each transaction's on a
 // lease that held none before it. etcd with auth on checks, at each put
 // that carries a lease, the keys already on the lease, and it checks a
 // transaction's puts before it applies any of them: so none of these puts
@@ -210,7 +210,7 @@ func (pb *publisher) writeAllSpecs(ctx context.Context, all bool) error {
 // registrations of a batch of jobs follow that batch's specs (writeAllSpecs).
 func (pb *publisher) registerAll(ctx context.Context, jobs []string) error {
 	for len(jobs) > 0 {
-		n := min(len(jobs), publishBatch)
+		n := min(len(jobs), regBatch)
 		ops, fresh, err := pb.register(ctx, jobs[:n], 1)
 		if err != nil {
 			return err
@@ -230,9 +230,16 @@ func (pb *publisher) registerAll(ctx context.Context, jobs []string) error {
 	return nil
 }
 
-// checkSpecs checks the specs and marks of names, and writes those of
-// the groups of them where one differs, specBatch to a transaction.
+// checkSpecs checks the specs and marks of names, publishBatch to a read,
+// and writes those of the groups of them where one differs, specBatch to
+// a transaction.
 func (pb *publisher) checkSpecs(ctx context.Context, names []string, specs map[string]string) error {
+	for len(names) > publishBatch {
+		if err := pb.checkSpecs(ctx, names[:publishBatch], specs); err != nil {
+			return err
+		}
+		names = names[publishBatch:]
+	}
 	pctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	resp, err := pb.co.conn.etcd().Txn(pctx).Then(pb.co.writes.specsHeld(names, specs)...).Commit()
 	cancel()

@@ -17,7 +17,7 @@ import (
 // transaction of claims puts go on one lease that held fewer than
 // markerLeaseKeys when they were reserved (and where none sent before and
 // not answered would find as many, committed after them), a term's registrations
-// publishBatch to a transaction on one that held none (publish.go), a job
+// regBatch to a transaction on one that held none (publish.go), a job
 // added later on one that held fewer than regLeaseKeys, and a new lease is
 // granted when none does (as Cilium's kvstore lease manager does).
 // A lease is made when a key first needs it and again after one is lost;
@@ -26,7 +26,7 @@ import (
 //
 // Cost: a lease granted per batch of claims in flight with runs still in
 // progress (in claim mode, per claimMarkerLeaseKeys runs in progress at
-// once; kept for the next crowded tick), per publishBatch jobs of a
+// once; kept for the next crowded tick), per regBatch jobs of a
 // term's registrations and per regLeaseKeys added later, each kept alive
 // every TTL/3; no marker's put checks more than
 // markerLeaseKeys keys, whatever the jobs, no registration of a term's

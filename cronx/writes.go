@@ -207,11 +207,12 @@ func (w writes) specsHeld(names []string, specs map[string]string) []clientv3.Op
 	return groups
 }
 
-// termBatch is how many of names, up to publishBatch, a term checks in one
-// read and registers in one transaction (publish.go): as many as keep both
-// within publishBytes, however long the scheduler's and the jobs' names.
+// termBatch is how many of names, up to regBatch, a term checks in a read
+// or two (publishBatch a read) and registers in one transaction
+// (publish.go): as many as keep each within publishBytes, however long
+// the scheduler's and the jobs' names.
 func (w writes) termBatch(names []string, specs map[string]string) int {
-	n := min(len(names), publishBatch)
+	n := min(len(names), regBatch)
 	bytes := 0
 	for i, name := range names[:n] {
 		bytes += len(w.sc.keys.spec(name)) + len(specs[name]) + len(w.sc.keys.since(name)) + len(w.sc.keys.by(name, 0)) + len(w.sc.identity) + 64
@@ -224,7 +225,7 @@ func (w writes) termBatch(names []string, specs map[string]string) int {
 
 // registrations are the puts of this replica's registrations of jobs, on
 // lease. Cost, per job: one key put on a lease of at most regLeaseKeys
-// keys; a term's go publishBatch to a transaction on a lease that held
+// keys; a term's go regBatch to a transaction on a lease that held
 // none, so that with auth on no put checks a key already on its lease.
 func (w writes) registrations(jobs []string, lease clientv3.LeaseID) []clientv3.Op {
 	ops := make([]clientv3.Op, len(jobs))
