@@ -32,10 +32,6 @@ func TestNoLeaseHoldsManyKeys(t *testing.T) {
 	jobs := regBatch + 256
 	_, fake, started, release := heldLeader(t, srv, "many", "10 * * * * *", jobs)
 	defer close(release)
-	eventually(t, 30*time.Second, func() (bool, string) {
-		n, _ := leasedKeys(t, cli, "/by/")
-		return n == jobs, fmt.Sprintf("%d of %d registrations", n, jobs)
-	})
 	// 4000 to a lease, each lease a keepalive every TTL/3.
 	if _, most := leasedKeys(t, cli, "/by/"); most < 4000 {
 		t.Errorf("the lease with most registrations holds %d, want 4000: a term's registrations take a lease per 4000 jobs", most)
@@ -311,7 +307,9 @@ func TestEndedTriggeredAndBackfilledRunsLeaveTheirLeaseRoom(t *testing.T) {
 
 // heldLeader starts the leader "a" of scheduler, on srv, with jobs jobs on
 // spec, named job-0000 on, each of whose runs is counted in started and
-// holds until release is closed; it returns once every job is published.
+// holds until release is closed; it returns once every job is published
+// and registered (a trigger or a backfill asks for a job's registration),
+// srv being a member of the test's own, whose every lease it lists.
 func heldLeader(t *testing.T, srv *etcdtest.Member, scheduler, spec string, jobs int) (*Cron, *clock.Fake, *sync.WaitGroup, chan struct{}) {
 	t.Helper()
 	release := make(chan struct{})
@@ -328,7 +326,12 @@ func heldLeader(t *testing.T, srv *etcdtest.Member, scheduler, spec string, jobs
 	}
 	c.Start()
 	t.Cleanup(func() { shutdown(t, c, "a") })
-	waitPublished(t, srv.Client(t), scheduler, fmt.Sprintf("job-%04d", jobs-1))
+	cli := srv.Client(t)
+	waitPublished(t, cli, scheduler, fmt.Sprintf("job-%04d", jobs-1))
+	eventually(t, 30*time.Second, func() (bool, string) {
+		n, _ := leasedKeys(t, cli, "/by/")
+		return n == jobs, fmt.Sprintf("%d of %d registrations", n, jobs)
+	})
 	return c, fake, started, release
 }
 
