@@ -16,6 +16,7 @@ var sdk = map[string][]string{
 	"./internal/claimcond": {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/election", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
 	"./internal/claims":    {"go.etcd.io/etcd/server/v3", "github.com/robfig/cron/v3", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
 	"./internal/emptyetcd": {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/election", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
+	"./internal/leasepool": {"go.etcd.io/etcd/server/v3", "github.com/robfig/cron/v3", "github.com/batonhq/baton/cronx", "github.com/batonhq/baton/convox"},
 	"./cronx":              {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox", "github.com/batonhq/baton/metrics"},
 	"./metrics":            {"go.etcd.io/etcd/server/v3", "github.com/batonhq/baton/convox"},
 	"./convox":             {"go.etcd.io/etcd/server/v3"},

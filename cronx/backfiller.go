@@ -257,14 +257,14 @@ func (cl *claimer) claimBackfill(r *run) (held, error) {
 		return held{}, err
 	}
 	for {
-		sess, _, err := cl.sessions.reserve(r.ctx, markerLeaseKeys, 1) // mutation:backfill-marker-counted
+		sess, _, err := cl.sessions.Reserve(r.ctx, markerLeaseKeys, 1) // mutation:backfill-marker-counted
 		if err == nil {
 			var c held
 			var rev int64
 			c, rev, err = cl.sendBackfill(r, sess)
-			cl.sessions.landed(sess, 1)
+			cl.sessions.Landed(sess, 1)
 			if err != nil {
-				cl.sessions.put(sess) // no marker was written, or it is adopted and counted again
+				cl.sessions.Put(sess) // no marker was written, or it is adopted and counted again
 			}
 			switch {
 			case err == nil:

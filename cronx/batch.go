@@ -240,14 +240,14 @@ func (b *batcher) send(batch []*claimReq) {
 	// given up is given back.
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
-	sess, _, err := b.cl.sessions.reserve(ctx, markerLeaseKeys, len(batch))
+	sess, _, err := b.cl.sessions.Reserve(ctx, markerLeaseKeys, len(batch))
 	if err != nil {
 		for _, r := range batch {
 			r.res <- claimRes{err: err}
 		}
 		return
 	}
-	defer b.cl.sessions.landed(sess, len(batch))
+	defer b.cl.sessions.Landed(sess, len(batch))
 	items := make([]claims.ClaimItem, len(batch))
 	for i, r := range batch {
 		r.opts = append(r.opts[:len(r.opts):len(r.opts)], claims.WithMarker(r.marker, sess.Lease()))

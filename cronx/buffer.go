@@ -252,7 +252,7 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 		floor = r.term.term.Revision
 	}
 	for {
-		sess, _, err := cl.sessions.reserve(r.ctx, markerLeaseKeys, 1)
+		sess, _, err := cl.sessions.Reserve(r.ctx, markerLeaseKeys, 1)
 		var resp *clientv3.TxnResponse
 		if err == nil {
 			conds := []clientv3.Cmp{
@@ -265,8 +265,8 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 				conds = append(conds, r.term.term.Cmp())
 			}
 			if !r.rs.send(r) {
-				cl.sessions.put(sess)
-				cl.sessions.landed(sess, 1)
+				cl.sessions.Put(sess)
+				cl.sessions.Landed(sess, 1)
 				cl.releaseIfUnanswered(r, unanswered, marker, seq, floor, 0)
 				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), errNotSent)
 			}
@@ -281,13 +281,13 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 				clientv3.OpGet(r.termKey(), clientv3.WithKeysOnly()),
 			).Commit()
 			cancel()
-			cl.sessions.landed(sess, 1)
+			cl.sessions.Landed(sess, 1)
 			if err == nil && resp.Succeeded {
 				co.rep.refusals.accepted()
 				rev := resp.Header.Revision
 				return held{claim: election.Claim{Seq: seq, Revision: rev, Fence: election.Fence{Key: marker, Revision: rev}}, sess: sess}, nil
 			}
-			cl.sessions.put(sess) // no marker was written
+			cl.sessions.Put(sess) // no marker was written
 			r.rs.unsend(r)        // waiting again: its turn, or etcd
 			if err != nil {
 				unanswered = true // mutation:unanswered-buffer-not-adopted

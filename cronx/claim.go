@@ -8,6 +8,7 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claims"
+	"github.com/batonhq/baton/internal/leasepool"
 )
 
 // claimer claims a run in etcd before it starts, and gives back a claim
@@ -17,7 +18,8 @@ import (
 // which bind each run's in-progress marker, are its sessions' (session.go).
 type claimer struct {
 	co       *coordinator
-	sessions *runnerSession
+	sessions *leasepool.Pool
+	ttl      *ttlRefusal   // etcd's refusal of the TTL, which no retry mends
 	slots    chan struct{} // one token per single claim in flight
 	batch    *batcher      // leader mode's claims of live ticks
 	gate     claimGate     // the goroutines of the runs that wait for batch
@@ -25,7 +27,8 @@ type claimer struct {
 }
 
 func newClaimer(co *coordinator) *claimer {
-	cl := &claimer{co: co, sessions: newRunnerSession(co), slots: make(chan struct{}, maxClaims)}
+	ttl := newTTLRefusal(co)
+	cl := &claimer{co: co, sessions: newRunnerSessions(co, ttl), ttl: ttl, slots: make(chan struct{}, maxClaims)}
 	cl.batch = newBatcher(cl)
 	return cl
 }
@@ -55,7 +58,7 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 	// and another replica may have run the tick before the data was lost;
 	// so the tick is given up. (A leader's claims die with its term.)
 	claimMode := ts == nil
-	firedGen, hadSession := cl.sessions.generation()
+	firedGen, hadSession := cl.sessions.Generation()
 	latest := co.deadline(r)
 	backoff := retryBackoff
 	// A try sent and not answered may have committed (unanswered.go): a
@@ -88,12 +91,12 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 		var gen uint64
 		var serr error
 		if claimMode {
-			sess, gen, serr = cl.sessions.reserve(r.ctx, claimMarkerLeaseKeys, 1) // mutation:claim-marker-leases
+			sess, gen, serr = cl.sessions.Reserve(r.ctx, claimMarkerLeaseKeys, 1) // mutation:claim-marker-leases
 		}
 		if claimMode && cl.fired.superseded(r.job.name, r.tick) {
 			if serr == nil {
-				cl.sessions.put(sess)
-				cl.sessions.landed(sess, 1)
+				cl.sessions.Put(sess)
+				cl.sessions.Landed(sess, 1)
 			}
 			return giveUp(errSuperseded)
 		}
@@ -111,14 +114,14 @@ func (cl *claimer) claimRun(r *run) (held, error) {
 				r.answered() // mutation:gate-first-answer
 			} else {
 				c, err = cl.claimSingle(r, key, seq, append(opts, claims.WithMarker(marker, sess.Lease())))
-				cl.sessions.landed(sess, 1)
+				cl.sessions.Landed(sess, 1)
 			}
 			if err == nil {
 				co.rep.refusals.accepted()
 				return held{claim: c, sess: sess, share: share, index: index}, nil
 			}
 			if sess != nil && share == nil {
-				cl.sessions.put(sess) // no marker was written
+				cl.sessions.Put(sess) // no marker was written
 			}
 			var lost *unansweredError
 			unanswered = unanswered || errors.As(err, &lost)
@@ -260,5 +263,5 @@ func (cl *claimer) giveBack(r *run, c held) {
 		co.logger.Error(err, "cronx: a claim whose run did not start could not be given back; its tick will not run",
 			"job", r.job.name, "tick", r.tick)
 	}
-	cl.sessions.put(c.sess) // the marker is gone, or goes with its lease
+	cl.sessions.Put(c.sess) // the marker is gone, or goes with its lease
 }

@@ -111,7 +111,8 @@ func (co *coordinator) start() {
 		// runners' session is closed only once every run has returned.
 		<-co.work.idle().Done()
 		stopped := co.markStopped()
-		co.claims.sessions.close()
+		co.claims.sessions.Close()
+		co.claims.ttl.reset() // a Start asks again
 		stopped()
 		if ownsClient {
 			co.conn.closeMade()

@@ -338,13 +338,7 @@ func heldLeader(t *testing.T, srv *etcdtest.Member, scheduler, spec string, jobs
 // markersCounted is the markers c counts on its marker leases, and how
 // many leases it has.
 func markersCounted(c *Cron) (keys, leases int) {
-	s := c.coord.claims.sessions
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range s.markers {
-		keys += p.keys
-	}
-	return keys, len(s.markers)
+	return c.coord.claims.sessions.Markers()
 }
 
 // TestAReplacedRunThatNeverStartedGivesItsPlaceBack: a Replace job's run

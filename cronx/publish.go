@@ -277,7 +277,7 @@ func (pb *publisher) writeSpecBatch(ctx context.Context, names []string, specs m
 // it), all bound to one lease of the runners' pool that holds fewer than
 // open keys, and the jobs they register.
 func (pb *publisher) register(ctx context.Context, jobs []string, open int) ([]clientv3.Op, []string, error) {
-	lease, fresh, err := pb.co.claims.sessions.register(ctx, jobs, open)
+	lease, fresh, err := pb.co.claims.sessions.Register(ctx, jobs, open)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -288,7 +288,7 @@ func (pb *publisher) register(ctx context.Context, jobs []string, open int) ([]c
 // round to write.
 func (pb *publisher) forget(jobs []string) {
 	for _, job := range jobs {
-		pb.co.claims.sessions.unregister(job)
+		pb.co.claims.sessions.Unregister(job)
 	}
 }
 
@@ -305,7 +305,7 @@ func (pb *publisher) writeSpecChanges(ctx context.Context, changes map[string]sp
 		var ops []clientv3.Op
 		var added, gone []string
 		for _, name := range names[:n] {
-			lease, ok := pb.co.claims.sessions.registered(name)
+			lease, ok := pb.co.claims.sessions.Registered(name)
 			ops = append(ops, pb.co.writes.specChange(name, changes[name], since, lease, ok)...)
 			if changes[name].removed {
 				gone = append(gone, name)

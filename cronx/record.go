@@ -231,7 +231,7 @@ func (rc *recorder) finish(it finishItem) {
 func (rc *recorder) released(batch []finishItem) {
 	for _, it := range batch {
 		if !it.keep && it.sess != nil { // mutation:released-uncounted
-			rc.co.claims.sessions.put(it.sess)
+			rc.co.claims.sessions.Put(it.sess)
 		}
 		if !it.keep && it.share != nil {
 			it.share.end()

@@ -159,7 +159,7 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 	if n > e.policy.recovery { // mutation:recovery-bound
 		return false, errRecoveredEnough
 	}
-	sess, _, err := co.claims.sessions.reserve(rctx, markerLeaseKeys, 1)
+	sess, _, err := co.claims.sessions.Reserve(rctx, markerLeaseKeys, 1)
 	if err != nil {
 		return false, err
 	}
@@ -177,13 +177,13 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		clientv3.OpPut(key, next),
 		clientv3.OpPut(marker, claimcond.Value(seq, co.identity), clientv3.WithLease(sess.Lease())),
 	).Else(refusal.reads()...).Commit()
-	co.claims.sessions.landed(sess, 1)
+	co.claims.sessions.Landed(sess, 1)
 	r := newRun(co.runs, co, refOf(&e), tick)
 	r.term, r.recovered = ts, n
 	var c held
 	switch {
 	case err != nil:
-		co.claims.sessions.put(sess)
+		co.claims.sessions.Put(sess)
 		// Unanswered, it may have committed (unanswered.go).
 		h, ok := co.claims.adoptUnanswered(r, marker, seq, ts.term.Fence.Revision) // mutation:unanswered-recovery
 		if !ok {
@@ -193,7 +193,7 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		}
 		c = h
 	case !resp.Succeeded:
-		co.claims.sessions.put(sess)
+		co.claims.sessions.Put(sess)
 		r.cancel(nil)
 		refusal.tell(resp.Responses, rev, histRev, lastRev) // mutation:recovery-refusal-told
 		return true, nil
@@ -205,7 +205,7 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 	r.recovery = &c
 	if !r.goCoordinated() {
 		claims.Release(rctx, co.conn.etcd(), c.claim)
-		co.claims.sessions.put(sess)
+		co.claims.sessions.Put(sess)
 	}
 	return true, nil
 }

@@ -79,14 +79,14 @@ func runAttempts(r *run, c held, latency time.Duration) {
 			return
 		}
 		co.logger.Info("cronx: run failed; retrying", "job", r.job.name, "tick", r.tick, "attempt", attempt, "in", wait, "err", err)
-		if !backoff(r, wait) || co.claims.sessions.holds(c.sess) != nil {
+		if !backoff(r, wait) || co.claims.sessions.Holds(c.sess) != nil {
 			// The claim, the term or the Cron's run ended in the backoff:
 			// no attempt follows.
 			rctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 			co.rec.release(rctx, it)
 			cancel()
 			// Kept counted through the backoff, uncounted now.
-			co.claims.sessions.put(it.sess) // mutation:backoff-ended-uncounted
+			co.claims.sessions.Put(it.sess) // mutation:backoff-ended-uncounted
 			callHook(r, r.info(c, attempt), err)
 			return
 		}

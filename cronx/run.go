@@ -229,7 +229,7 @@ func (r *run) live() {
 	// The session's context ends the run at its safe deadline, from a
 	// goroutine of its own: a deadline that has passed by now is asked of
 	// the session itself, so that nothing starts past it (G2).
-	if err := r.co.claims.sessions.holds(c.sess); err != nil { // mutation:start-past-deadline
+	if err := r.co.claims.sessions.Holds(c.sess); err != nil { // mutation:start-past-deadline
 		r.cancel(err)
 		r.giveBack(c, err)
 		return
@@ -258,7 +258,7 @@ func (r *run) giveBack(c held, why error) {
 		r.release(c) // mutation:replaced-released
 		if c.share == nil {
 			// Its place on the lease goes with the marker.
-			co.claims.sessions.put(c.sess) // mutation:replaced-uncounted
+			co.claims.sessions.Put(c.sess) // mutation:replaced-uncounted
 		}
 		return
 	case c.sess.Context().Err() != nil, errors.Is(why, election.ErrSessionExpired):

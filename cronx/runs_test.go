@@ -537,7 +537,7 @@ func TestNoRunStartsPastItsSessionsDeadline(t *testing.T) {
 	a := newFakeCron(t, fake, fake, WithSeconds(), WithEtcd(srv.Client(t)), WithName("pastdeadline"), WithMode(ClaimMode),
 		WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))
 	var expired atomic.Bool
-	a.coord.claims.sessions.expired = expired.Load
+	a.coord.claims.sessions.Expired = expired.Load
 	a.AddJob("* * * * * *", Named("tick", ContextFunc(func(ctx context.Context) error {
 		info, _ := InfoFrom(ctx)
 		ran <- info.Tick
@@ -592,7 +592,7 @@ func TestNoJobStartsAfterStopReturns(t *testing.T) {
 	// until Stop has returned, or for at most 100 ms after Stop came: Stop
 	// waits for the call (up to stopClaimWait), so only a Stop that does
 	// not wait returns while the run is held.
-	a.coord.claims.sessions.expired = func() bool {
+	a.coord.claims.sessions.Expired = func() bool {
 		limit := time.After(10 * time.Second)
 		for {
 			a.runs.mu.Lock()

@@ -89,12 +89,12 @@ func TestMarkersSentTogetherCheckFewKeysInAnyOrder(t *testing.T) {
 	fake := clock.NewFake(t0)
 	c := newFakeCron(t, fake, fake, WithEtcd(srv.Client(t)), WithName("sent"), WithElection(election.WithIdentity("a")))
 	s := c.coord.claims.sessions
-	t.Cleanup(s.close)
+	t.Cleanup(s.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	reserve := func(n int) *election.Session {
 		t.Helper()
-		sess, _, err := s.reserve(ctx, markerLeaseKeys, n)
+		sess, _, err := s.Reserve(ctx, markerLeaseKeys, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,8 +120,8 @@ func TestMarkersSentTogetherCheckFewKeysInAnyOrder(t *testing.T) {
 	}
 	put(large, many) // the later batch commits first
 	put(small, 3)
-	s.landed(large, many)
-	s.landed(small, 3)
+	s.Landed(large, many)
+	s.Landed(small, 3)
 	if most := checkedKeys(t, cli, "/markers-sent/"); most >= markerLeaseKeys {
 		t.Errorf("a marker's put found %d keys on its lease, want fewer than %d", most, markerLeaseKeys)
 	}
@@ -133,8 +133,8 @@ func TestMarkersSentTogetherCheckFewKeysInAnyOrder(t *testing.T) {
 	}
 	put(beside, 5)
 	put(next, 4)
-	s.landed(beside, 5)
-	s.landed(next, 4)
+	s.Landed(beside, 5)
+	s.Landed(next, 4)
 	if most := checkedKeys(t, cli, "/markers-sent/"); most >= markerLeaseKeys {
 		t.Errorf("a marker's put found %d keys on its lease, want fewer than %d", most, markerLeaseKeys)
 	}

@@ -150,7 +150,7 @@ func (s *tickShare) release() {
 	if err := claims.Release(ctx, s.co.conn.etcd(), s.rec.Claim()); err != nil {
 		s.co.logger.Info("cronx: a tick's marker is left to its lease", "tick", time.Unix(0, s.rec.Seq), "err", err)
 	}
-	s.co.claims.sessions.put(s.sess)
+	s.co.claims.sessions.Put(s.sess)
 }
 
 // recordable reports whether r's claim may go in a tick's record.
@@ -166,7 +166,7 @@ func (b *batcher) sendRecord(batch []*claimReq) {
 	co := b.cl.co
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
-	sess, _, err := b.cl.sessions.reserve(ctx, markerLeaseKeys, 1)
+	sess, _, err := b.cl.sessions.Reserve(ctx, markerLeaseKeys, 1)
 	if err != nil {
 		b.done(batch)
 		for _, r := range batch {
@@ -174,7 +174,7 @@ func (b *batcher) sendRecord(batch []*claimReq) {
 		}
 		return
 	}
-	landed := sync.OnceFunc(func() { b.cl.sessions.landed(sess, 1) })
+	landed := sync.OnceFunc(func() { b.cl.sessions.Landed(sess, 1) })
 	defer landed()
 	b.mu.Lock()
 	b.records++
@@ -187,7 +187,7 @@ func (b *batcher) sendRecord(batch []*claimReq) {
 	tick := co.writes.tickRecord(runs, id, sess.Lease())
 	if chunks := claims.TickChunks(tick.Jobs); len(chunks) > 1 {
 		// Long names: a record each chunk, within etcd's request limit.
-		b.cl.sessions.put(sess)
+		b.cl.sessions.Put(sess)
 		landed()
 		for _, c := range chunks {
 			b.sendRecord(batch[:len(c):len(c)])
@@ -214,7 +214,7 @@ func (b *batcher) sendRecord(batch []*claimReq) {
 	}
 	landed()
 	if err != nil {
-		b.cl.sessions.put(sess)
+		b.cl.sessions.Put(sess)
 		b.done(batch)
 		for _, r := range batch {
 			r.res <- claimRes{err: err}

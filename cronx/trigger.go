@@ -89,14 +89,14 @@ func (cl *claimer) claimTrigger(r *run) (held, error) {
 		return held{}, err
 	}
 	for {
-		sess, _, err := cl.sessions.reserve(r.ctx, markerLeaseKeys, 1) // mutation:trigger-marker-counted
+		sess, _, err := cl.sessions.Reserve(r.ctx, markerLeaseKeys, 1) // mutation:trigger-marker-counted
 		if err == nil {
 			var c held
 			var busy int64
 			c, busy, err = cl.sendTrigger(r, sess, marker, running, forbid)
-			cl.sessions.landed(sess, 1)
+			cl.sessions.Landed(sess, 1)
 			if err != nil {
-				cl.sessions.put(sess) // no marker was written, or it is adopted and counted again
+				cl.sessions.Put(sess) // no marker was written, or it is adopted and counted again
 			}
 			switch {
 			case err == nil:

@@ -58,7 +58,7 @@ func (cl *claimer) adoptUnanswered(r *run, marker string, seq, floor int64) (hel
 	if !cl.mine(r, kv, seq, floor) {
 		return held{}, false
 	}
-	sess := cl.sessions.ours(clientv3.LeaseID(kv.Lease), true)
+	sess := cl.sessions.Ours(clientv3.LeaseID(kv.Lease), true)
 	if sess == nil {
 		return held{}, false
 	}
@@ -111,7 +111,7 @@ func (cl *claimer) releaseIfUnanswered(r *run, unanswered bool, marker string, s
 			if err == nil {
 				if len(resp.Kvs) > 0 && cl.mine(r, resp.Kvs[0], seq, floor) {
 					c := election.Claim{Seq: seq, Fence: election.Fence{Key: marker, Revision: resp.Kvs[0].CreateRevision}}
-					co.rec.releaseLater(finishItem{job: r.job.name, tick: r.tick, claim: c, sess: cl.sessions.ours(clientv3.LeaseID(resp.Kvs[0].Lease), false)})
+					co.rec.releaseLater(finishItem{job: r.job.name, tick: r.tick, claim: c, sess: cl.sessions.Ours(clientv3.LeaseID(resp.Kvs[0].Lease), false)})
 					if reason != 0 { // mutation:unanswered-claim-uncounted
 						co.rep.tally.add(r.job.name, notRunEntry{tick: r.tick.UnixNano(), hour: hourOf(r.tick), reason: reason, n: 1, own: true})
 					}
@@ -127,7 +127,7 @@ func (cl *claimer) releaseIfUnanswered(r *run, unanswered bool, marker string, s
 // r's unanswered try wrote.
 func (cl *claimer) mine(r *run, kv *mvccpb.KeyValue, seq, floor int64) bool {
 	return string(kv.Value) == claimcond.Value(seq, cl.co.identity) && kv.CreateRevision > floor &&
-		cl.sessions.live(clientv3.LeaseID(kv.Lease)) && !cl.twin(r)
+		cl.sessions.Live(clientv3.LeaseID(kv.Lease)) && !cl.twin(r)
 }
 
 // twin reports whether another run of r's tick has a claim on the wire or

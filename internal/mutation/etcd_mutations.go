@@ -9,21 +9,21 @@ var etcdMutations = []mutation{
 	{
 		Name:   "lease-keys-unbounded",
 		Breaks: "cost: every marker and registration goes on one lease, whose every put etcd with auth on checks key by key",
-		Edits:  []edit{{Marker: "lease-keys", Old: "p.keys >= open", New: "false"}},
+		Edits:  []edit{{Marker: "lease-keys", Old: "l.keys >= open", New: "false"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoLeaseHoldsManyKeys$"}},
 	},
 	{
 		Name:   "lease-keys-sent-ignored",
 		Breaks: "cost: a large batch of markers joins a lease while a smaller one sent before it is unanswered, whose puts, committed after, check the large one's keys",
-		Edits:  []edit{{Marker: "lease-keys-sent", Old: "p.keys+n-m >= open", New: "p.keys-m >= open"}},
+		Edits:  []edit{{Marker: "lease-keys-sent", Old: "l.keys+n-m >= open", New: "l.keys-m >= open"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestMarkersSentTogetherCheckFewKeysInAnyOrder$"}},
 	},
 	{
 		Name:   "manual-markers-on-any-lease",
 		Breaks: "cost: the markers of runs triggered or backfilled at once all go on one lease, whose every put etcd with auth on checks key by key",
 		Edits: []edit{
-			{Marker: "trigger-marker-counted", Old: "cl.sessions.reserve(r.ctx, markerLeaseKeys, 1)", New: "cl.sessions.reserve(r.ctx, 1<<30, 1)"},
-			{Marker: "backfill-marker-counted", Old: "cl.sessions.reserve(r.ctx, markerLeaseKeys, 1)", New: "cl.sessions.reserve(r.ctx, 1<<30, 1)"},
+			{Marker: "trigger-marker-counted", Old: "cl.sessions.Reserve(r.ctx, markerLeaseKeys, 1)", New: "cl.sessions.Reserve(r.ctx, 1<<30, 1)"},
+			{Marker: "backfill-marker-counted", Old: "cl.sessions.Reserve(r.ctx, markerLeaseKeys, 1)", New: "cl.sessions.Reserve(r.ctx, 1<<30, 1)"},
 		},
 		Tests: []tests{{Pkg: "cronx", Run: "^TestTriggeredAndBackfilledMarkersShareBoundedLeases$"}},
 	},
@@ -36,19 +36,19 @@ var etcdMutations = []mutation{
 	{
 		Name:   "replaced-run-stays-counted",
 		Breaks: "cost: a Replace job's run replaced before it started keeps its marker's place on the lease, so leases fill with places no marker holds, each kept alive for the life of the replica",
-		Edits:  []edit{{Marker: "replaced-uncounted", Old: "co.claims.sessions.put(c.sess)", New: "_ = c.sess"}},
+		Edits:  []edit{{Marker: "replaced-uncounted", Old: "co.claims.sessions.Put(c.sess)", New: "_ = c.sess"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestAReplacedRunThatNeverStartedGivesItsPlaceBack$"}},
 	},
 	{
 		Name:   "backoff-ended-stays-counted",
 		Breaks: "cost: a run whose retries end in the backoff (replaced, its term or the Cron stopped) keeps its marker's place on the lease, so leases fill with places no marker holds",
-		Edits:  []edit{{Marker: "backoff-ended-uncounted", Old: "co.claims.sessions.put(it.sess)", New: "_ = it.sess"}},
+		Edits:  []edit{{Marker: "backoff-ended-uncounted", Old: "co.claims.sessions.Put(it.sess)", New: "_ = it.sess"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestARunReplacedInItsRetryBackoffGivesItsPlaceBack$"}},
 	},
 	{
 		Name:   "claim-marker-leases-small",
 		Breaks: "cost: claim mode's markers go a few to a lease, leaving a replica a lease per few runs of a crowded tick to keep alive",
-		Edits:  []edit{{Marker: "claim-marker-leases", Old: "reserve(r.ctx, claimMarkerLeaseKeys, 1)", New: "reserve(r.ctx, markerLeaseKeys, 1)"}},
+		Edits:  []edit{{Marker: "claim-marker-leases", Old: "Reserve(r.ctx, claimMarkerLeaseKeys, 1)", New: "Reserve(r.ctx, markerLeaseKeys, 1)"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestClaimModeMarkersShareLeases$"}},
 	},
 	{

@@ -291,7 +291,7 @@ var mutations = []mutation{
 	{
 		Name:   "start-past-deadline",
 		Breaks: "G2: a run whose claim's session is past its safe deadline, the session's timer not yet served, starts its job",
-		Edits:  []edit{{Marker: "start-past-deadline", Old: "err := r.co.claims.sessions.holds(c.sess); err != nil", New: "err := error(nil); err != nil"}},
+		Edits:  []edit{{Marker: "start-past-deadline", Old: "err := r.co.claims.sessions.Holds(c.sess); err != nil", New: "err := error(nil); err != nil"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoRunStartsPastItsSessionsDeadline$"}},
 	},
 	{
@@ -363,7 +363,7 @@ var mutations = []mutation{
 	{
 		Name:   "lost-session-revoked",
 		Breaks: "G2: a replica whose session was lost revokes its lease as it makes a new one, and a Forbid job's next tick starts beside a run whose job has not returned, inside the margin",
-		Edits:  []edit{{Marker: "lost-not-revoked", Old: "lost = true", New: "lost = true; go closeQuietly(p.sess)"}},
+		Edits:  []edit{{Marker: "lost-not-revoked", Old: "lost = true", New: "lost = true; go p.closeQuietly(l.sess)"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestLostSessionKeepsItsMarkersUntilTheServerExpiresThem$"}},
 	},
 	{
