@@ -10,13 +10,13 @@ var etcdMutations = []mutation{
 		Name:   "lease-keys-unbounded",
 		Breaks: "cost: every marker and registration goes on one lease, whose every put etcd with auth on checks key by key",
 		Edits:  []edit{{Marker: "lease-keys", Old: "l.keys >= open", New: "false"}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^TestNoLeaseHoldsManyKeys$"}},
+		Tests:  []tests{{Pkg: "internal/leasepool", Run: "^TestALeaseTakesKeysWhileEveryPutChecksFewerThanOpen$"}, {Pkg: "cronx", Run: "^TestNoLeaseHoldsManyKeys$"}},
 	},
 	{
 		Name:   "lease-keys-sent-ignored",
 		Breaks: "cost: a large batch of markers joins a lease while a smaller one sent before it is unanswered, whose puts, committed after, check the large one's keys",
 		Edits:  []edit{{Marker: "lease-keys-sent", Old: "l.keys+n-m >= open", New: "l.keys-m >= open"}},
-		Tests:  []tests{{Pkg: "cronx", Run: "^TestMarkersSentTogetherCheckFewKeysInAnyOrder$"}},
+		Tests:  []tests{{Pkg: "internal/leasepool", Run: "^TestALeaseTakesKeysWhileEveryPutChecksFewerThanOpen$"}, {Pkg: "cronx", Run: "^TestMarkersSentTogetherCheckFewKeysInAnyOrder$"}},
 	},
 	{
 		Name:   "manual-markers-on-any-lease",
