@@ -133,7 +133,7 @@ func (pb *publisher) planStarts(ctx context.Context, jobs []string) ([]startAsk,
 	cli := co.conn.etcd()
 	gets := make([]clientv3.Op, len(jobs))
 	for i, job := range jobs {
-		gets[i] = clientv3.OpGet(co.keys.started(job))
+		gets[i] = clientv3.OpGet(co.keys.Started(job))
 	}
 	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
@@ -150,12 +150,12 @@ func (pb *publisher) planStarts(ctx context.Context, jobs []string) ([]startAsk,
 		if slices.Contains(ran, co.release) { // mutation:at-start-again
 			continue
 		}
-		key := co.keys.started(job)
+		key := co.keys.Started(job)
 		asks = append(asks, startAsk{job: job, at: at, op: clientv3.OpTxn(
 			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, // mutation:at-start-unchecked
 			[]clientv3.Op{
 				clientv3.OpPut(key, encodeStarted(ran, co.release)),
-				clientv3.OpPut(co.keys.trigger(job, triggerID(at, rand.Uint32())), encodeStartTrigger(by, at, co.release)),
+				clientv3.OpPut(co.keys.Trigger(job, triggerID(at, rand.Uint32())), encodeStartTrigger(by, at, co.release)),
 			}, nil)})
 	}
 	return asks, nil

@@ -75,7 +75,7 @@ func (sc *startCluster) settled(id string) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if _, ok := c.coord.publishing(); ok {
-			resp, err := sc.cli.Get(context.Background(), c.coord.keys.byDir("migrate"), clientv3.WithPrefix())
+			resp, err := sc.cli.Get(context.Background(), c.coord.keys.ByDir("migrate"), clientv3.WithPrefix())
 			if err != nil {
 				sc.t.Fatal(err)
 			}
@@ -98,7 +98,7 @@ func (sc *startCluster) settled(id string) {
 func (sc *startCluster) releases() ([]string, int64) {
 	sc.t.Helper()
 	c := sc.anyUp()
-	resp, err := sc.cli.Get(context.Background(), c.coord.keys.started("migrate"))
+	resp, err := sc.cli.Get(context.Background(), c.coord.keys.Started("migrate"))
 	if err != nil {
 		sc.t.Fatal(err)
 	}
@@ -243,14 +243,14 @@ func TestRunAtStartRacingReplicasAskOnce(t *testing.T) {
 		}
 	}
 	k := pbs[0].co.keys
-	resp, err := cli.Get(ctx, k.triggers(), clientv3.WithPrefix())
+	resp, err := cli.Get(ctx, k.Triggers(), clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(resp.Kvs) != 1 || !strings.Contains(string(resp.Kvs[0].Value), "release r7") {
 		t.Fatalf("requests %v, want one, of release r7", resp.Kvs)
 	}
-	st, err := cli.Get(ctx, k.started("migrate"))
+	st, err := cli.Get(ctx, k.Started("migrate"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,9 +292,9 @@ func TestRunAtStartIsLeftToItsRelease(t *testing.T) {
 	sc.settled("a")
 	k := sc.up["a"].coord.keys
 	ctx := context.Background()
-	r9 := k.trigger("migrate", triggerID(t0, 1))
+	r9 := k.Trigger("migrate", triggerID(t0, 1))
 	// As a replica of r9 that led for a moment would have asked.
-	if _, err := sc.cli.Txn(ctx).Then(clientv3.OpPut(k.started("migrate"), encodeStarted([]string{"r1"}, "r9")),
+	if _, err := sc.cli.Txn(ctx).Then(clientv3.OpPut(k.Started("migrate"), encodeStarted([]string{"r1"}, "r9")),
 		clientv3.OpPut(r9, encodeStartTrigger("the start of release r9", t0, "r9"))).Commit(); err != nil {
 		t.Fatal(err)
 	}

@@ -235,7 +235,7 @@ func (k *Control) Backfills(ctx context.Context, job string) ([]Backfill, error)
 	if err := checkJobName(job); err != nil {
 		return nil, err
 	}
-	resp, err := k.client.Get(ctx, k.keys.backfillsOf(job), clientv3.WithPrefix())
+	resp, err := k.client.Get(ctx, k.keys.BackfillsOf(job), clientv3.WithPrefix())
 	if err != nil {
 		return nil, fmt.Errorf("cronx: backfills of %q: %w", job, err)
 	}
@@ -251,10 +251,10 @@ func (k *Control) Backfills(ctx context.Context, job string) ([]Backfill, error)
 // by deleting the oldest finished ones. ticks is the count, 0 when not
 // known here.
 func (k *Control) requestBackfill(ctx context.Context, job string, from, to time.Time, max int, by string, ticks int, now time.Time) (Backfill, error) {
-	key := k.keys.backfill(job, backfillID(from, to))
+	key := k.keys.Backfill(job, backfillID(from, to))
 	v := backfillValue{From: from.UnixNano(), To: to.UnixNano(), Max: max, Ticks: ticks, By: by, At: now.UnixNano()}
 	for range 3 {
-		resp, err := k.client.Get(ctx, k.keys.backfillsOf(job), clientv3.WithPrefix())
+		resp, err := k.client.Get(ctx, k.keys.BackfillsOf(job), clientv3.WithPrefix())
 		if err != nil {
 			return Backfill{}, fmt.Errorf("cronx: backfill %q: %w", job, err)
 		}

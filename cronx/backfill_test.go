@@ -13,6 +13,7 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -426,7 +427,7 @@ func TestBackfillClaimGivenBackAtStopRunsOnTheSuccessor(t *testing.T) {
 	}
 	// The claim of the second tick commits, and comes back to a well after
 	// Stop, called at once, stopped waiting for it.
-	marker := a.cron.coord.keys.backfillMarker("hourly", ticks[1].UnixNano())
+	marker := a.cron.coord.keys.BackfillMarker("hourly", ticks[1].UnixNano())
 	slow.slow.Store(marker)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -436,7 +437,7 @@ func TestBackfillClaimGivenBackAtStopRunsOnTheSuccessor(t *testing.T) {
 		select {
 		case wr := <-w:
 			for _, ev := range wr.Events {
-				claimed = claimed || markerHolder(string(ev.Kv.Value)) == "a"
+				claimed = claimed || jobkeys.MarkerHolder(string(ev.Kv.Value)) == "a"
 			}
 		case <-time.After(15 * time.Second):
 			t.Fatal("a did not claim the second backfilled tick within 15s")

@@ -71,7 +71,7 @@ func (co *coordinator) watchBackfills(ctx context.Context, ts *termState) {
 // starts, then each one written.
 func (b *backfiller) watch() {
 	co := b.co
-	prefix := co.keys.backfills()
+	prefix := co.keys.Backfills()
 	cli := co.conn.etcd()
 	for b.ctx.Err() == nil {
 		resp, err := cli.Get(b.ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
@@ -80,7 +80,7 @@ func (b *backfiller) watch() {
 			continue
 		}
 		for _, kv := range resp.Kvs {
-			b.kick(co.keys.backfillJob(string(kv.Key)))
+			b.kick(co.keys.BackfillJob(string(kv.Key)))
 		}
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(b.ctx))
 		for wr := range cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterDelete()) {
@@ -88,7 +88,7 @@ func (b *backfiller) watch() {
 				break
 			}
 			for _, ev := range wr.Events {
-				b.kick(co.keys.backfillJob(string(ev.Kv.Key)))
+				b.kick(co.keys.BackfillJob(string(ev.Kv.Key)))
 			}
 		}
 		cancel()
@@ -137,7 +137,7 @@ func (b *backfiller) runRequests(job string) {
 	if _, ok := co.host.entryByName(job); !ok {
 		return // another version of the app may have it
 	}
-	resp, err := co.conn.etcd().Get(b.ctx, co.keys.backfillsOf(job), clientv3.WithPrefix(),
+	resp, err := co.conn.etcd().Get(b.ctx, co.keys.BackfillsOf(job), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err != nil {
 		b.mu.Lock()
@@ -251,7 +251,7 @@ func (cl *claimer) claimBackfill(r *run) (held, error) {
 	// A try sent and not answered may have claimed the tick (unanswered.go).
 	unanswered := false
 	seq := r.tick.UnixNano()
-	marker := co.keys.backfillMarker(job, seq)
+	marker := co.keys.BackfillMarker(job, seq)
 	giveUp := func(err error) (held, error) {
 		cl.releaseIfUnanswered(r, unanswered, marker, seq, 0, 0)
 		return held{}, err
@@ -281,7 +281,7 @@ func (cl *claimer) claimBackfill(r *run) (held, error) {
 				continue
 			case errors.Is(err, ErrPaused):
 				co.rep.refusals.accepted()
-				if err := awaitDeleted(r, co.keys.paused(job), rev); err != nil {
+				if err := awaitDeleted(r, co.keys.Paused(job), rev); err != nil {
 					return held{}, err
 				}
 				backoff = retryBackoff
@@ -334,8 +334,8 @@ func (cl *claimer) sendBackfill(r *run, sess *election.Session) (held, int64, er
 		return held{}, 0, errNotSent
 	}
 	bf.sent, bf.next = string(kv.Value), next
-	marker := co.keys.backfillMarker(job, seq)
-	paused, busy := co.keys.paused(job), backfillGuard(co.keys, r)
+	marker := co.keys.BackfillMarker(job, seq)
+	paused, busy := co.keys.Paused(job), backfillGuard(co.keys, r)
 	conds := []clientv3.Cmp{
 		clientv3.Compare(clientv3.ModRevision(bf.key), "=", kv.ModRevision), // mutation:backfill-once
 		clientv3.Compare(clientv3.CreateRevision(paused), "=", 0),           // mutation:backfill-pause
@@ -382,9 +382,9 @@ func (cl *claimer) sendBackfill(r *run, sess *election.Session) (held, int64, er
 // that follow one another.
 func backfillGuard(keys layout, r *run) string {
 	if r.job.policy.overlap != Allow {
-		return keys.running(r.job.name)
+		return keys.Running(r.job.name)
 	}
-	return keys.backfillMarkers(r.job.name) // mutation:backfill-alone
+	return keys.BackfillMarkers(r.job.name) // mutation:backfill-alone
 }
 
 // giveBackBackfill gives back the claim of a backfilled tick whose run

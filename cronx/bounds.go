@@ -134,7 +134,7 @@ func (sc *scope) runsCounter(job string, p boundsPolicy) claimcond.Counter {
 		limit = int64(p.maxRuns)
 	}
 	v, _ := json.Marshal(runsValue{Max: p.maxRuns, Start: p.start, End: p.end})
-	return claimcond.Counter{Key: sc.keys.runs(job), Max: limit, Value: string(v), Err: ErrMaxRuns}
+	return claimcond.Counter{Key: sc.keys.Runs(job), Max: limit, Value: string(v), Err: ErrMaxRuns}
 }
 
 // parseRuns reads a runs key's value.

@@ -107,7 +107,7 @@ func bufferTurn(keys layout, job jobRef) []election.ClaimOption {
 	if !buffering(job.policy.overlap) {
 		return nil
 	}
-	return []election.ClaimOption{claims.Exclusive(keys.running(job.name)), claims.Exclusive(keys.buffer(job.name))}
+	return []election.ClaimOption{claims.Exclusive(keys.Running(job.name)), claims.Exclusive(keys.Buffer(job.name))}
 }
 
 // bufferTick buffers r, whose claim found its job busy, and then claims its
@@ -118,8 +118,8 @@ func (cl *claimer) bufferTick(r *run) (held, error) {
 	co := cl.co
 	job := r.job.name
 	seq := r.tick.UnixNano()
-	last, dir, paused := co.keys.last(job), co.keys.buffer(job), co.keys.paused(job)
-	key := co.keys.bufferEntry(job, seq)
+	last, dir, paused := co.keys.Last(job), co.keys.Buffer(job), co.keys.Paused(job)
+	key := co.keys.BufferEntry(job, seq)
 	val := claimcond.Value(seq, co.identity)
 	r.rs.unsend(r) // waiting again: etcd, then its turn
 	latest := co.deadline(r)
@@ -217,7 +217,7 @@ func (cl *claimer) joinBuffered(r *run, claimed error) (held, error) {
 	if r.term != nil || !errors.As(claimed, &ce) || ce.Seq != ce.Want {
 		return held{}, claimed
 	}
-	key := co.keys.bufferEntry(r.job.name, r.tick.UnixNano())
+	key := co.keys.BufferEntry(r.job.name, r.tick.UnixNano())
 	ctx, cancel := context.WithTimeout(r.ctx, etcdTimeout)
 	resp, err := co.conn.etcd().Get(ctx, key, clientv3.WithKeysOnly())
 	cancel()
@@ -240,8 +240,8 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 	co := cl.co
 	job := r.job.name
 	seq := r.tick.UnixNano()
-	marker := co.keys.tickMarker(job, seq)
-	running, dir, paused := co.keys.running(job), co.keys.buffer(job), co.keys.paused(job)
+	marker := co.keys.TickMarker(job, seq)
+	running, dir, paused := co.keys.Running(job), co.keys.Buffer(job), co.keys.Paused(job)
 	val := claimcond.Value(seq, co.identity)
 	backoff := retryBackoff
 	// A try sent and not answered may have committed (unanswered.go): its
@@ -403,7 +403,7 @@ func (r *run) termKey() string {
 	if r.term != nil {
 		return r.term.term.Key
 	}
-	return r.co.keys.last(r.job.name)
+	return r.co.keys.Last(r.job.name)
 }
 
 // termHolds reports whether the last read of a failed transaction, of the
@@ -435,7 +435,7 @@ func (co *coordinator) resumeBuffers(ctx context.Context, ts *termState) {
 			batch := refs[:min(len(refs), bufferReadBatch)]
 			gets := make([]clientv3.Op, len(batch))
 			for i, ref := range batch {
-				gets[i] = clientv3.OpGet(co.keys.buffer(ref.name), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+				gets[i] = clientv3.OpGet(co.keys.Buffer(ref.name), clientv3.WithPrefix(), clientv3.WithKeysOnly())
 			}
 			rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 			resp, err := cli.Txn(rctx).Then(gets...).Commit()
@@ -447,7 +447,7 @@ func (co *coordinator) resumeBuffers(ctx context.Context, ts *termState) {
 			refs = refs[len(batch):]
 			for i, ref := range batch {
 				for _, kv := range resp.Responses[i].GetResponseRange().Kvs {
-					seq, ok := co.keys.bufferSeq(string(kv.Key))
+					seq, ok := co.keys.BufferSeq(string(kv.Key))
 					if !ok {
 						continue
 					}

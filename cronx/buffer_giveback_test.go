@@ -27,7 +27,7 @@ func TestBufferedTurnGivenBackStillHasItsWaiters(t *testing.T) {
 	co := c.coord
 	ctx := context.Background()
 	tick := time.Date(2026, 3, 2, 10, 1, 0, 0, time.UTC)
-	key := co.keys.bufferEntry("slow", tick.UnixNano())
+	key := co.keys.BufferEntry("slow", tick.UnixNano())
 	put, err := cli.Put(ctx, key, "x")
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestBufferedTurnGivenBackStillHasItsWaiters(t *testing.T) {
 	if err := co.claims.takeBuffered(second, res.c); err != nil {
 		t.Fatalf("the second run's start: %v", err)
 	}
-	resp, err := cli.Get(ctx, co.keys.buffer("slow"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := cli.Get(ctx, co.keys.Buffer("slow"), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

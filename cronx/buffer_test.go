@@ -10,6 +10,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 )
 
 // heldJob is a job whose runs each wait for a token on release (or their
@@ -303,11 +304,11 @@ func TestBufferInClaimModeRunsTheWaitingTickOnce(t *testing.T) {
 	second := tick.Add(time.Minute)
 	pc.next(second)
 	pc.waitBuffered("slow", second)
-	resp, err := pc.cli.Get(context.Background(), newLayout(election.DefaultPrefix, pc.name).bufferEntry("slow", second.UnixNano()))
+	resp, err := pc.cli.Get(context.Background(), jobkeys.New(election.DefaultPrefix, pc.name).BufferEntry("slow", second.UnixNano()))
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("read the buffered tick: %v", err)
 	}
-	by := markerHolder(string(resp.Kvs[0].Value))
+	by := jobkeys.MarkerHolder(string(resp.Kvs[0].Value))
 	// Stopping the replica that buffered the tick gives up its wait; the
 	// first run, wherever it is, goes on.
 	var stopped context.Context
@@ -434,7 +435,7 @@ func TestBufferedTickIsNotCountedAsRunnerLost(t *testing.T) {
 		return TickNotRun{}
 	}
 	buffered := at.Add(time.Minute)
-	if _, err := cli.Put(context.Background(), co.keys.bufferEntry("slow", buffered.UnixNano()), "x"); err != nil {
+	if _, err := cli.Put(context.Background(), co.keys.BufferEntry("slow", buffered.UnixNano()), "x"); err != nil {
 		t.Fatal(err)
 	}
 	read(at)

@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 )
 
 // The tests of a job that never ran against the time it was first
@@ -68,13 +69,13 @@ func TestNeverRunJobsTicksSincePublicationAreCountedAfterAGap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	tick := time.Now().UTC().Truncate(10 * time.Second) // Status counts by the wall clock
-	keys := newLayout(election.DefaultPrefix, "since-gap")
+	keys := jobkeys.New(election.DefaultPrefix, "since-gap")
 	// Published by a leader lost since: "early" at its tick, "late" after it.
 	for job, at := range map[string]time.Time{"early": tick, "late": tick.Add(5 * time.Second)} {
-		if _, err := cli.Put(ctx, keys.spec(job), "*/10 * * * * *"); err != nil {
+		if _, err := cli.Put(ctx, keys.Spec(job), "*/10 * * * * *"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := cli.Put(ctx, keys.since(job), claimcond.Value(at.UnixNano(), "lost")); err != nil {
+		if _, err := cli.Put(ctx, keys.Since(job), claimcond.Value(at.UnixNano(), "lost")); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/batonhq/baton/internal/claims"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -61,10 +62,10 @@ func (l *tickLedger) ranOnce(t *testing.T, d time.Duration, tick time.Time, jobs
 // waitPublished waits until the spec of each of jobs is in etcd.
 func waitPublished(t *testing.T, cli *clientv3.Client, scheduler string, jobs ...string) {
 	t.Helper()
-	keys := newLayout(election.DefaultPrefix, scheduler)
+	keys := jobkeys.New(election.DefaultPrefix, scheduler)
 	eventually(t, 15*time.Second, func() (bool, string) {
 		for _, j := range jobs {
-			resp, err := cli.Get(context.Background(), keys.spec(j), clientv3.WithCountOnly())
+			resp, err := cli.Get(context.Background(), keys.Spec(j), clientv3.WithCountOnly())
 			if err != nil || resp.Count == 0 {
 				return false, fmt.Sprintf("%s's spec not published (%v)", j, err)
 			}
@@ -134,7 +135,7 @@ func TestTicksALostLeaderClaimedAreCountedNotRun(t *testing.T) {
 	}
 	// Near the wall clock: Status counts the last day's ticks by it.
 	tick := time.Now().UTC().Truncate(10 * time.Second)
-	keys := newLayout(election.DefaultPrefix, "lost")
+	keys := jobkeys.New(election.DefaultPrefix, "lost")
 	// The lost leader's claims, on its runner's lease, which lapses once
 	// the successor has started, as after a crash (revoked then: a TTL
 	// short enough to wait out could lapse before the claims are made).
@@ -144,8 +145,8 @@ func TestTicksALostLeaderClaimedAreCountedNotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range names {
-		c, err := election.ClaimSeq(ctx, cli, keys.last(name), tick.UnixNano(), election.ClaimedBy("lost"),
-			claims.WithMarker(keys.tickMarker(name, tick.UnixNano()), lease.ID))
+		c, err := election.ClaimSeq(ctx, cli, keys.Last(name), tick.UnixNano(), election.ClaimedBy("lost"),
+			claims.WithMarker(keys.TickMarker(name, tick.UnixNano()), lease.ID))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +154,7 @@ func TestTicksALostLeaderClaimedAreCountedNotRun(t *testing.T) {
 			if err := claims.Release(ctx, cli, c); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := cli.Put(ctx, keys.history(name), encodeHistory(nil, Record{Tick: tick, Instance: "lost", Start: tick})); err != nil {
+			if _, err := cli.Put(ctx, keys.History(name), encodeHistory(nil, Record{Tick: tick, Instance: "lost", Start: tick})); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -206,9 +207,9 @@ func TestNeverRunJobsTickInAGapIsCountedUnderSkip(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	tick := time.Now().UTC().Truncate(10 * time.Second) // Status counts by the wall clock
-	keys := newLayout(election.DefaultPrefix, "fresh-skip")
+	keys := jobkeys.New(election.DefaultPrefix, "fresh-skip")
 	// The spec a lost leader published; "unpublished" has none.
-	if _, err := cli.Put(ctx, keys.spec("fresh"), "*/10 * * * * *"); err != nil {
+	if _, err := cli.Put(ctx, keys.Spec("fresh"), "*/10 * * * * *"); err != nil {
 		t.Fatal(err)
 	}
 	l := newEventLog()

@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 )
 
 // countingSchedule counts the calls of its schedule's Next.
@@ -343,11 +344,11 @@ func TestCatchUpWindowAfterAnEtcdOutage(t *testing.T) {
 	checkCaughtUp(t, &l, events, leader, first, missed, who)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := srv.Client(t).Get(ctx, newLayout(election.DefaultPrefix, "catch-up-etcd").last("one-hour"))
+	resp, err := srv.Client(t).Get(ctx, jobkeys.New(election.DefaultPrefix, "catch-up-etcd").Last("one-hour"))
 	if err != nil || len(resp.Kvs) == 0 {
 		t.Fatalf("one-hour's last claim: %v, %v", resp, err)
 	}
-	if seq, _, err := parseLast(string(resp.Kvs[0].Value)); err != nil || seq != first.UnixNano() {
+	if seq, _, err := jobkeys.ParseLast(string(resp.Kvs[0].Value)); err != nil || seq != first.UnixNano() {
 		t.Errorf("one-hour's last claim is %d (%v), want the first night's %d", seq, err, first.UnixNano())
 	}
 }

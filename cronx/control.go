@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/jobkeys"
+	"github.com/batonhq/baton/internal/notrun"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -52,7 +54,7 @@ func NewControl(client *clientv3.Client, prefix, scheduler string) (*Control, er
 		return nil, err
 	}
 	p := settings.Prefix
-	return &Control{client: client, prefix: p, scheduler: scheduler, keys: newLayout(p, scheduler)}, nil
+	return &Control{client: client, prefix: p, scheduler: scheduler, keys: jobkeys.New(p, scheduler)}, nil
 }
 
 // Pause stops every replica from starting job until Resume. Runs in progress
@@ -64,7 +66,7 @@ func (k *Control) Pause(ctx context.Context, job, by string) error {
 	if err := k.known(ctx, job); err != nil {
 		return err
 	}
-	if _, err := k.client.Put(ctx, k.keys.paused(job), by); err != nil {
+	if _, err := k.client.Put(ctx, k.keys.Paused(job), by); err != nil {
 		return fmt.Errorf("cronx: pause %q: %w", job, err)
 	}
 	return nil
@@ -75,7 +77,7 @@ func (k *Control) Resume(ctx context.Context, job string) error {
 	if err := checkJobName(job); err != nil {
 		return err
 	}
-	if _, err := k.client.Delete(ctx, k.keys.paused(job)); err != nil {
+	if _, err := k.client.Delete(ctx, k.keys.Paused(job)); err != nil {
 		return fmt.Errorf("cronx: resume %q: %w", job, err)
 	}
 	return nil
@@ -100,7 +102,7 @@ func (k *Control) Trigger(ctx context.Context, job, by string) error {
 		return err
 	}
 	at := time.Now()
-	if _, err := k.client.Put(ctx, k.keys.trigger(job, triggerID(at, rand.Uint32())), encodeTrigger(by, at)); err != nil {
+	if _, err := k.client.Put(ctx, k.keys.Trigger(job, triggerID(at, rand.Uint32())), encodeTrigger(by, at)); err != nil {
 		return fmt.Errorf("cronx: trigger %q: %w", job, err)
 	}
 	return nil
@@ -108,7 +110,7 @@ func (k *Control) Trigger(ctx context.Context, job, by string) error {
 
 // known checks that a live replica has job: a registration of it exists.
 func (k *Control) known(ctx context.Context, job string) error {
-	resp, err := k.client.Get(ctx, k.keys.byDir(job), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := k.client.Get(ctx, k.keys.ByDir(job), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		return fmt.Errorf("cronx: job %q: %w", job, err)
 	}
@@ -223,7 +225,7 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 	case !errors.Is(err, election.ErrNoLeader):
 		return st, fmt.Errorf("cronx: status: %w", err)
 	}
-	resp, err := k.client.Get(ctx, k.keys.jobs, clientv3.WithPrefix())
+	resp, err := k.client.Get(ctx, k.keys.Dir(), clientv3.WithPrefix())
 	if err != nil {
 		return st, fmt.Errorf("cronx: status: %w", err)
 	}
@@ -237,20 +239,20 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 		return jobs[name]
 	}
 	for _, kv := range resp.Kvs {
-		if key := string(kv.Key); strings.HasPrefix(key, k.keys.backfills()) {
-			if name := k.keys.backfillJob(key); checkJobName(name) == nil {
+		if key := string(kv.Key); strings.HasPrefix(key, k.keys.Backfills()) {
+			if name := k.keys.BackfillJob(key); checkJobName(name) == nil {
 				j := get(name)
 				j.Backfills = append(j.Backfills, parseBackfill(kv.Value).public(name))
 			}
 			continue
 		}
-		name, leaf, ok := k.keys.jobKey(string(kv.Key))
-		if !ok && strings.HasPrefix(string(kv.Key), k.keys.roster()) {
+		name, leaf, ok := k.keys.JobKey(string(kv.Key))
+		if !ok && strings.HasPrefix(string(kv.Key), k.keys.Roster()) {
 			ros.read(k.keys, kv)
 			continue
 		}
 		if !ok {
-			if dir, why := k.keys.stray(string(kv.Key)); why != "" {
+			if dir, why := k.keys.Stray(string(kv.Key)); why != "" {
 				st.Ignored = ignore(st.Ignored, string(kv.Key), dir, why)
 			}
 			continue
@@ -265,7 +267,7 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 			j.Paused = true
 			j.PausedBy, j.PausedReason = parsePaused(kv.Value)
 		case leaf == "last":
-			if seq, by, err := parseLast(string(kv.Value)); err == nil {
+			if seq, by, err := jobkeys.ParseLast(string(kv.Value)); err == nil {
 				j.LastTick, j.LastBy = time.Unix(0, seq), by
 			}
 		case leaf == "history":
@@ -274,16 +276,16 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 			o := parseOutcome(kv.Value)
 			j.LastSuccess, j.LastFailure, j.ConsecutiveFailures = o.LastSuccess, o.LastFailure, o.Failures
 		case leaf == "notrun":
-			v, now := parseNotRun(kv.Value), time.Now()
-			j.NotRun, j.NotRunHours = v.counts(now), v.hours(now)
+			v, now := notrun.Parse(kv.Value), time.Now()
+			j.NotRun, j.NotRunHours = notRunCounts(v, now)
 		case strings.HasPrefix(leaf, "buffer/"):
-			if seq, ok := k.keys.bufferSeq(string(kv.Key)); ok {
+			if seq, ok := k.keys.BufferSeq(string(kv.Key)); ok {
 				j.Buffered = append(j.Buffered, time.Unix(0, seq))
 			}
 		case leaf == "started":
 			j.Started = parseStarted(kv.Value)
 		case strings.HasPrefix(leaf, "running/"):
-			j.Running = append(j.Running, markerHolder(string(kv.Value)))
+			j.Running = append(j.Running, jobkeys.MarkerHolder(string(kv.Value)))
 		case leaf == "runs":
 			if rv, err := parseRuns(kv.Value); err == nil {
 				j.Runs, j.MaxRuns, j.StartAt, j.EndAt = kv.Version, rv.Max, rv.Start, rv.End

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -193,7 +194,7 @@ func newCoordinator(c *Cron, cfg *coordConfig) (*coordinator, error) {
 	sc.identity = settings.Identity
 	sc.ttl = settings.TTL
 	sc.prefix = settings.Prefix
-	sc.keys = newLayout(sc.prefix, sc.name)
+	sc.keys = jobkeys.New(sc.prefix, sc.name)
 	co.rep = &reporter{sc: sc, obs: c.observers, emptyCheck: make(chan struct{}, 1)}
 	co.rep.tally = newNotRunTally(co)
 	if c.flushEvery > 0 {

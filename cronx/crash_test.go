@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -140,7 +141,7 @@ func TestLeaderKilledAfterACrowdedTickLosesNoTick(t *testing.T) {
 		t.Fatal(err)
 	}
 	// From the revision before the tick, so no claim comes before the watch.
-	claimed := cli.Watch(wctx, newLayout(election.DefaultPrefix, spec.scheduler).jobs, clientv3.WithPrefix(),
+	claimed := cli.Watch(wctx, jobkeys.New(election.DefaultPrefix, spec.scheduler).Dir(), clientv3.WithPrefix(),
 		clientv3.WithRev(now.Header.Revision+1))
 	after := 20*time.Millisecond + rand.N(60*time.Millisecond)
 	a.set(tick)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/claims"
+	"github.com/batonhq/baton/internal/jobkeys"
+	"github.com/batonhq/baton/internal/notrun"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -18,7 +20,7 @@ import (
 // job, the ticks after its last claimed tick and up to the term's start,
 // within a day, except the one it catches up (catchup.go); for a job
 // that never ran but a term before published, those after its publication
-// mark (keys.go), or, published by a version that wrote none, those within
+// mark (internal/jobkeys), or, published by a version that wrote none, those within
 // the TTL and its expiry check before the term.
 //
 // The last claims are read at the revision at which the term's leadership
@@ -67,12 +69,12 @@ func (g *gapReport) read(ctx context.Context, start time.Time, rev int64) {
 		entries = entries[n:]
 		gets := make([]clientv3.Op, 0, 3*len(batch)+1)
 		for _, e := range batch {
-			gets = append(gets, clientv3.OpGet(g.keys.last(e.name), clientv3.WithRev(rev)),
-				clientv3.OpGet(g.keys.spec(e.name), clientv3.WithRev(rev), clientv3.WithCountOnly()),
-				clientv3.OpGet(g.keys.since(e.name), clientv3.WithRev(rev)))
+			gets = append(gets, clientv3.OpGet(g.keys.Last(e.name), clientv3.WithRev(rev)),
+				clientv3.OpGet(g.keys.Spec(e.name), clientv3.WithRev(rev), clientv3.WithCountOnly()),
+				clientv3.OpGet(g.keys.Since(e.name), clientv3.WithRev(rev)))
 		}
 		if recorded == nil {
-			gets = append(gets, clientv3.OpGet(g.keys.tickRecords(), clientv3.WithPrefix(), clientv3.WithRev(rev)))
+			gets = append(gets, clientv3.OpGet(g.keys.TickRecords(), clientv3.WithPrefix(), clientv3.WithRev(rev)))
 		}
 		resp, err := g.readBatch(ctx, gets)
 		if err != nil {
@@ -100,7 +102,7 @@ func (g *gapReport) read(ctx context.Context, start time.Time, rev int64) {
 				}
 				continue
 			}
-			seq, _, err := parseLast(string(kvs[0].Value))
+			seq, _, err := jobkeys.ParseLast(string(kvs[0].Value))
 			if err != nil {
 				continue
 			}
@@ -111,7 +113,7 @@ func (g *gapReport) read(ctx context.Context, start time.Time, rev int64) {
 
 // lastBefore reports whether a claim key's value holds a tick before seq.
 func lastBefore(value []byte, seq int64) bool {
-	last, _, err := parseLast(string(value))
+	last, _, err := jobkeys.ParseLast(string(value))
 	return err != nil || last < seq
 }
 
@@ -132,7 +134,7 @@ func (g *gapReport) readBatch(ctx context.Context, gets []clientv3.Op) (*clientv
 }
 
 // publishedAt is when a job that never ran was published, from the read
-// of its mark (keys.go): a tick at that time came due with the job in the
+// of its mark (internal/jobkeys): a tick at that time came due with the job in the
 // cluster, one before it did not. A job published by a version that wrote
 // no mark is taken as published a lost leader's gap before start.
 func (g *gapReport) publishedAt(mark []*mvccpb.KeyValue, start time.Time) time.Time {
@@ -152,7 +154,7 @@ func (g *gapReport) reportOf(e Entry, last, start time.Time) {
 		caughtUp = latestTick(e.Schedule, start, window)
 	}
 	from := last
-	if day := start.Add(-notRunWindow); day.After(from) {
+	if day := start.Add(-notrun.Window); day.After(from) {
 		from = day
 	}
 	var ticks []time.Time // the latest maxGapTicks

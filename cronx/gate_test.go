@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -80,9 +81,9 @@ func TestACrowdedTakeoverHoldsAFewGoroutines(t *testing.T) {
 	// a publishes every job before the tick, and is gone before it; b's
 	// clock is past it.
 	a := replica("a", clock.NewFake(tick.Add(-5*time.Second)))
-	keys := newLayout(election.DefaultPrefix, name)
+	keys := jobkeys.New(election.DefaultPrefix, name)
 	eventually(t, time.Minute, func() (bool, string) { // other packages' tests may load the machine
-		resp, err := cli.Get(context.Background(), keys.jobs, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		resp, err := cli.Get(context.Background(), keys.Dir(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
 		if err != nil {
 			return false, err.Error()
 		}

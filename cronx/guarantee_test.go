@@ -10,6 +10,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -330,7 +331,7 @@ func TestDeposedLeadersClaimIsRefused(t *testing.T) {
 	defer cancel()
 	for wr := range cli.Watch(wctx, key, clientv3.WithRev(deposed+1)) {
 		for _, ev := range wr.Events {
-			if _, by, _ := parseLast(string(ev.Kv.Value)); by == "a" {
+			if _, by, _ := jobkeys.ParseLast(string(ev.Kv.Value)); by == "a" {
 				t.Errorf("a, deposed at revision %d, wrote the claim %q at revision %d", deposed, ev.Kv.Value, ev.Kv.ModRevision)
 			}
 			if ev.Kv.ModRevision >= upto {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/jobkeys"
 )
 
 // TestJitterIsTheSameOnEveryReplicaAndBounded checks the delay's
@@ -133,14 +134,14 @@ func TestJitterDelaysTheClaimNotTheTick(t *testing.T) {
 // lastClaimed reads job's last claimed tick from etcd.
 func (pc *policyCluster) lastClaimed(job string) time.Time {
 	pc.t.Helper()
-	resp, err := pc.cli.Get(context.Background(), newLayout(election.DefaultPrefix, pc.name).last(job))
+	resp, err := pc.cli.Get(context.Background(), jobkeys.New(election.DefaultPrefix, pc.name).Last(job))
 	if err != nil {
 		pc.t.Fatal(err)
 	}
 	if len(resp.Kvs) == 0 {
 		return time.Time{}
 	}
-	seq, _, err := parseLast(string(resp.Kvs[0].Value))
+	seq, _, err := jobkeys.ParseLast(string(resp.Kvs[0].Value))
 	if err != nil {
 		pc.t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/internal/claims"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -175,7 +176,7 @@ func claimedAt(t *testing.T, cli *clientv3.Client, scheduler string, tick time.T
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := cli.Get(ctx, newLayout(election.DefaultPrefix, scheduler).jobs, clientv3.WithPrefix())
+	resp, err := cli.Get(ctx, jobkeys.New(election.DefaultPrefix, scheduler).Dir(), clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
 	}

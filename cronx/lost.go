@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -163,17 +164,17 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 			continue
 		}
 		at[i] = len(gets)
-		gets = append(gets, clientv3.OpGet(co.keys.tickMarker(l.job, l.tick.UnixNano()), clientv3.WithCountOnly()),
-			clientv3.OpGet(co.keys.history(l.job)),
+		gets = append(gets, clientv3.OpGet(co.keys.TickMarker(l.job, l.tick.UnixNano()), clientv3.WithCountOnly()),
+			clientv3.OpGet(co.keys.History(l.job)),
 			// A tick buffered behind a run (buffer.go) was claimed into the
 			// buffer: it is not lost, and the new term runs it.
-			clientv3.OpGet(co.keys.bufferEntry(l.job, l.tick.UnixNano()), clientv3.WithCountOnly()))
+			clientv3.OpGet(co.keys.BufferEntry(l.job, l.tick.UnixNano()), clientv3.WithCountOnly()))
 	}
 	records := map[int64]int{} // a tick → the read of its records' markers
 	for _, l := range batch {
 		if _, ok := records[l.tick.UnixNano()]; !ok {
 			records[l.tick.UnixNano()] = len(gets)
-			gets = append(gets, clientv3.OpGet(co.keys.tickRunsOfTick(l.tick.UnixNano()), clientv3.WithPrefix()))
+			gets = append(gets, clientv3.OpGet(co.keys.TickRunsOfTick(l.tick.UnixNano()), clientv3.WithPrefix()))
 		}
 	}
 	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
@@ -187,7 +188,7 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 	for i, l := range batch {
 		byRecord := false
 		for _, kv := range resp.Responses[records[l.tick.UnixNano()]].GetResponseRange().Kvs {
-			byRecord = byRecord || markerHolder(string(kv.Value)) == l.holder // mutation:lost-record-marker
+			byRecord = byRecord || jobkeys.MarkerHolder(string(kv.Value)) == l.holder // mutation:lost-record-marker
 		}
 		if l.onRecord {
 			l.onRecord = byRecord // once gone, read in full

@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -224,14 +225,14 @@ func ranLatest(b *testing.B, cfg clientv3.Config, within func(*clientv3.Client) 
 	}
 	defer raw.Close()
 	cli := within(raw)
-	keys := newLayout(election.DefaultPrefix, name)
+	keys := jobkeys.New(election.DefaultPrefix, name)
 	var puts []clientv3.Op
 	for i := range n {
 		tick := start.Truncate(time.Minute).Add(time.Duration(i%60) * time.Second)
 		if tick.After(start) {
 			tick = tick.Add(-time.Minute)
 		}
-		puts = append(puts, clientv3.OpPut(keys.last(fmt.Sprintf("job-%d", i)), claimcond.Value(tick.UnixNano(), "a")))
+		puts = append(puts, clientv3.OpPut(keys.Last(fmt.Sprintf("job-%d", i)), claimcond.Value(tick.UnixNano(), "a")))
 	}
 	for len(puts) > 0 {
 		k := min(len(puts), maxTxnOps)

@@ -7,11 +7,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton/internal/jobkeys"
+	"github.com/batonhq/baton/internal/notrun"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // A tick that nobody in the cluster ran is counted in its job's notrun key
-// (keys.go), so that Status shows the counts from any machine. A tick that
+// (internal/notrun), so that Status shows the counts from any machine. A tick that
 // runs costs nothing: only ticks not run are written, and not one by one.
 // Each replica keeps the ticks it did not run in memory and writes them
 // every notRunFlush, for many jobs in one pair of transactions: one reads
@@ -29,7 +31,7 @@ import (
 //     a tick this replica alone could not claim (misfire, overtaken, etcd
 //     unavailable) counts only when no replica has claimed it or a later
 //     tick of its job;
-//   - within a day: hours older than notRunWindow are pruned at each write
+//   - within a day: hours older than notrun.Window are pruned at each write
 //     and ignored by readers.
 //
 // Ticks not written because etcd does not answer are kept, up to
@@ -169,7 +171,7 @@ func (t *notRunTally) add1(job string, entries []notRunEntry) {
 func (t *notRunTally) write(ctx context.Context, cli *clientv3.Client, batch []string, todo map[string][]notRunEntry) error {
 	gets := make([]clientv3.Op, 0, 3*len(batch))
 	for _, job := range batch {
-		gets = append(gets, clientv3.OpGet(t.keys.notRun(job)), clientv3.OpGet(t.keys.last(job)), clientv3.OpGet(t.keys.history(job)))
+		gets = append(gets, clientv3.OpGet(t.keys.NotRun(job)), clientv3.OpGet(t.keys.Last(job)), clientv3.OpGet(t.keys.History(job)))
 	}
 	read, err := cli.Txn(ctx).Then(gets...).Commit()
 	if err != nil {
@@ -180,14 +182,14 @@ func (t *notRunTally) write(ctx context.Context, cli *clientv3.Client, batch []s
 	var wrote []string
 	for i, job := range batch {
 		kvs := read.Responses[3*i].GetResponseRange().Kvs
-		var v notRunValue
+		var v notrun.Value
 		var rev int64
 		if len(kvs) > 0 {
-			v, rev = parseNotRun(kvs[0].Value), kvs[0].ModRevision
+			v, rev = notrun.Parse(kvs[0].Value), kvs[0].ModRevision
 		}
 		last := int64(-1)
 		if kvs := read.Responses[3*i+1].GetResponseRange().Kvs; len(kvs) > 0 {
-			if seq, _, err := parseLast(string(kvs[0].Value)); err == nil {
+			if seq, _, err := jobkeys.ParseLast(string(kvs[0].Value)); err == nil {
 				last = seq
 			}
 		}
@@ -195,10 +197,10 @@ func (t *notRunTally) write(ctx context.Context, cli *clientv3.Client, batch []s
 		if !mergeNotRun(&v, todo[job], last, hist, now) {
 			continue
 		}
-		key := t.keys.notRun(job)
+		key := t.keys.NotRun(job)
 		ops = append(ops, clientv3.OpTxn(
 			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)},
-			[]clientv3.Op{clientv3.OpPut(key, encodeNotRun(v))}, nil))
+			[]clientv3.Op{clientv3.OpPut(key, v.Encode())}, nil))
 		wrote = append(wrote, job)
 	}
 	if len(ops) == 0 {
@@ -219,7 +221,7 @@ func (t *notRunTally) write(ctx context.Context, cli *clientv3.Client, batch []s
 // mergeNotRun counts entries in v, each tick once and only if it did not
 // run, given the job's last claimed tick and history, and prunes what fell
 // out of the window. It reports whether v changed.
-func mergeNotRun(v *notRunValue, entries []notRunEntry, last int64, hist []Record, now time.Time) bool {
+func mergeNotRun(v *notrun.Value, entries []notRunEntry, last int64, hist []Record, now time.Time) bool {
 	ran := make(map[int64]bool, len(hist))
 	for _, h := range hist {
 		if !h.Triggered && !h.Backfill {
@@ -238,20 +240,20 @@ func mergeNotRun(v *notRunValue, entries []notRunEntry, last int64, hist []Recor
 		switch {
 		case lost && ran[e.tick]:
 		case lost:
-			v.add(e.hour, e.reason, e.n)
+			v.Add(e.hour, e.reason.String(), e.n)
 			v.Upto = max(v.Upto, e.tick)
 			changed = true
 		case e.tick <= v.Upto:
 		case e.n == 1 && (e.tick == last || ran[e.tick]):
 		case e.strict && last >= e.tick:
 		default:
-			v.add(e.hour, e.reason, e.n)
+			v.Add(e.hour, e.reason.String(), e.n)
 			v.Upto = e.tick
 			changed = true
 		}
 	}
 	n := len(v.Hours)
-	v.prune(now)
+	v.Prune(now)
 	return changed || len(v.Hours) != n
 }
 

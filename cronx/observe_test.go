@@ -11,6 +11,8 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
+	"github.com/batonhq/baton/internal/notrun"
 )
 
 // eventLog is an Observer that keeps every event and hands each to the
@@ -181,7 +183,7 @@ func TestPausedTicksAreReportedAndCountedOnce(t *testing.T) {
 	// reported by several counts once. (Read from the job's key: with no
 	// replica left, Status no longer lists the job.)
 	cli := srv.Client(t)
-	key := newLayout(election.DefaultPrefix, "test").notRun("tick")
+	key := jobkeys.New(election.DefaultPrefix, "test").NotRun("tick")
 	// A tick that a loaded machine's etcd held up past the next
 	// (ReasonOvertaken) may be counted too, if a replica reported it.
 	eventually(t, 15*time.Second, func() (bool, string) {
@@ -201,7 +203,7 @@ func TestPausedTicksAreReportedAndCountedOnce(t *testing.T) {
 		}
 		var counts map[Reason]int
 		if len(resp.Kvs) > 0 {
-			counts = parseNotRun(resp.Kvs[0].Value).counts(time.Now())
+			counts, _ = notRunCounts(notrun.Parse(resp.Kvs[0].Value), time.Now())
 		}
 		ok := counts[ReasonPaused] == reported[ReasonPaused]
 		for reason, n := range counts {
@@ -404,7 +406,7 @@ func TestMergeNotRunCountsEachTickOnceAndOnlyIfNobodyRanIt(t *testing.T) {
 	one := func(d time.Duration, r Reason, strict bool) notRunEntry {
 		return notRunEntry{tick: at(d), hour: hourOf(now.Add(d)), reason: r, n: 1, strict: strict}
 	}
-	old := notRunValue{Upto: at(-2 * time.Minute), Hours: []notRunHour{
+	old := notrun.Value{Upto: at(-2 * time.Minute), Hours: []notrun.Hour{
 		{Hour: hourOf(now.Add(-30 * time.Hour)), Counts: map[string]int{"paused": 7}},
 		{Hour: hourOf(now), Counts: map[string]int{"paused": 1}},
 	}}
@@ -425,9 +427,9 @@ func TestMergeNotRunCountsEachTickOnceAndOnlyIfNobodyRanIt(t *testing.T) {
 		{"the same tick twice counts once", []notRunEntry{one(-time.Minute, ReasonPaused, false), one(-time.Minute, ReasonPaused, false)}, -1, map[Reason]int{ReasonPaused: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := parseNotRun([]byte(encodeNotRun(old)))
+			v := notrun.Parse([]byte(old.Encode()))
 			mergeNotRun(&v, tc.entries, tc.last, ran, now)
-			if got := v.counts(now); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			if got, _ := notRunCounts(v, now); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("counts %v, want %v", got, tc.want)
 			}
 			if len(v.Hours) != 1 {

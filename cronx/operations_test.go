@@ -15,6 +15,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -903,7 +904,7 @@ func TestALeaderOfLongNamedJobsPublishesEverySpec(t *testing.T) {
 		}
 	}
 	opsReplica(t, cli, scheduler, "a", LeaderMode, newLedger(), add)
-	dir := newLayout(election.DefaultPrefix, scheduler).jobs
+	dir := jobkeys.New(election.DefaultPrefix, scheduler).Dir()
 	eventually(t, 90*time.Second, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -987,10 +988,10 @@ func TestManyRunsOnOneTickAreAllRecorded(t *testing.T) {
 
 	// Read from the keys: once the Cron has stopped, no live replica
 	// registers the jobs, and Status no longer lists them.
-	keys := newLayout(election.DefaultPrefix, "many")
+	keys := jobkeys.New(election.DefaultPrefix, "many")
 	for i := range jobs {
 		name := fmt.Sprintf("job-%02d", i)
-		resp, err := cli.Get(context.Background(), keys.history(name))
+		resp, err := cli.Get(context.Background(), keys.History(name))
 		if err != nil {
 			t.Fatal(err)
 		}

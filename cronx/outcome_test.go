@@ -9,6 +9,7 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 )
 
 // TestOutcomeOutlivesTheHistory: a job that last succeeded 200 runs ago
@@ -23,7 +24,7 @@ func TestOutcomeOutlivesTheHistory(t *testing.T) {
 	cli := srv.Client(t)
 	prefix := srv.BatonPrefix("/baton")
 	told := make(chan JobOutcome, 512)
-	sc := &scope{name: "outcome", identity: "web-1", keys: newLayout(prefix, "outcome"), logger: testLogger{t, "web-1"}}
+	sc := &scope{name: "outcome", identity: "web-1", keys: jobkeys.New(prefix, "outcome"), logger: testLogger{t, "web-1"}}
 	co := &coordinator{scope: sc, writes: writes{sc}, conn: &connection{sc: sc, client: cli},
 		rep: &reporter{sc: sc, obs: observers{newObserverQueue(Observer{OnJobOutcome: func(o JobOutcome) { told <- o }})}}}
 	rc := newRecorder(co, &runs{})

@@ -36,7 +36,7 @@ func pauseOps(sc *scope, it finishItem, o outcome) []clientv3.Op {
 	if n == 0 || o.Failures < n { // mutation:pause-after
 		return nil
 	}
-	key := sc.keys.paused(it.job)
+	key := sc.keys.Paused(it.job)
 	reason := fmt.Sprintf("%d consecutive failures; the last: %s", o.Failures, boundedError(it.err.Error()))
 	return []clientv3.Op{clientv3.OpTxn(
 		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}, // mutation:pause-after-kept

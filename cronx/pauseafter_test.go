@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 )
 
 // TestPauseAfterFailures: a job of three replicas that fails every tick,
@@ -89,7 +90,7 @@ func TestPauseAfterKeepsAPauseByHand(t *testing.T) {
 	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	prefix := srv.BatonPrefix("/baton")
-	sc := &scope{name: "kept", identity: "web-2", keys: newLayout(prefix, "kept"), logger: testLogger{t, "web-2"}}
+	sc := &scope{name: "kept", identity: "web-2", keys: jobkeys.New(prefix, "kept"), logger: testLogger{t, "web-2"}}
 	rc := newRecorder(&coordinator{scope: sc, writes: writes{sc}, conn: &connection{sc: sc, client: cli}, rep: &reporter{sc: sc}}, &runs{})
 	policy := &jobPolicy{pauseAfter: 2}
 	base := time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC)
@@ -102,7 +103,7 @@ func TestPauseAfterKeepsAPauseByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cli.Put(ctx, sc.keys.paused("by-hand"), "alice"); err != nil {
+	if _, err := cli.Put(ctx, sc.keys.Paused("by-hand"), "alice"); err != nil {
 		t.Fatal(err)
 	}
 	rc.appendHistory(ctx, fail("by-hand", 1))

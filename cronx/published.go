@@ -22,13 +22,13 @@ func Schedulers(ctx context.Context, client *clientv3.Client, prefix string) ([]
 // Jobs returns the names of the scheduler's jobs that a live replica
 // registers, sorted (see Status). One read of keys only.
 func (k *Control) Jobs(ctx context.Context) ([]string, error) {
-	resp, err := k.client.Get(ctx, k.keys.jobs, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	resp, err := k.client.Get(ctx, k.keys.Dir(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
-		return nil, fmt.Errorf("cronx: read %s: %w", k.keys.jobs, err)
+		return nil, fmt.Errorf("cronx: read %s: %w", k.keys.Dir(), err)
 	}
 	var jobs []string
 	for _, kv := range resp.Kvs {
-		if job, leaf, ok := k.keys.jobKey(string(kv.Key)); ok && strings.HasPrefix(leaf, "by/") && (len(jobs) == 0 || jobs[len(jobs)-1] != job) {
+		if job, leaf, ok := k.keys.JobKey(string(kv.Key)); ok && strings.HasPrefix(leaf, "by/") && (len(jobs) == 0 || jobs[len(jobs)-1] != job) {
 			jobs = append(jobs, job)
 		}
 	}
@@ -39,7 +39,7 @@ func (k *Control) Jobs(ctx context.Context) ([]string, error) {
 // Paused reports whether job is paused, and who paused it as Pause
 // recorded it.
 func (k *Control) Paused(ctx context.Context, job string) (by string, paused bool, err error) {
-	resp, err := k.client.Get(ctx, k.keys.paused(job))
+	resp, err := k.client.Get(ctx, k.keys.Paused(job))
 	if err != nil {
 		return "", false, fmt.Errorf("cronx: job %q: %w", job, err)
 	}

@@ -62,11 +62,11 @@ func recordsInTransactions(t *testing.T, long bool) {
 				hist = append(hist, Record{Tick: t0.Add(-time.Duration(historyLen-k) * time.Minute), Instance: "b",
 					Error: strings.Repeat("x", maxRecordedError)})
 			}
-			if _, err := cli.Put(ctx, co.keys.history(job), encodeHistory(hist[:historyLen-1], hist[historyLen-1])); err != nil {
+			if _, err := cli.Put(ctx, co.keys.History(job), encodeHistory(hist[:historyLen-1], hist[historyLen-1])); err != nil {
 				t.Fatal(err)
 			}
 		}
-		marker := co.keys.tickMarker(job, t0.UnixNano())
+		marker := co.keys.TickMarker(job, t0.UnixNano())
 		put, err := cli.Put(ctx, marker, "a")
 		if err != nil {
 			t.Fatal(err)
@@ -94,7 +94,7 @@ func recordsInTransactions(t *testing.T, long bool) {
 	rc.record()
 
 	for _, it := range batch {
-		resp, err := cli.Get(ctx, co.keys.history(it.job))
+		resp, err := cli.Get(ctx, co.keys.History(it.job))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +103,7 @@ func recordsInTransactions(t *testing.T, long bool) {
 			t.Fatalf("%s: the run of %s is not the latest of its history (%d records)", it.job, t0, len(hist))
 		}
 	}
-	markers, err := cli.Get(ctx, co.keys.jobs, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	markers, err := cli.Get(ctx, co.keys.Dir(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

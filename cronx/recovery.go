@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/claims"
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -121,11 +122,11 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		return true, nil
 	}
 	seq := tick.UnixNano()
-	marker, key, hist, last := co.keys.tickMarker(job, seq), co.keys.recovered(job), co.keys.history(job), co.keys.last(job)
+	marker, key, hist, last := co.keys.TickMarker(job, seq), co.keys.Recovered(job), co.keys.History(job), co.keys.Last(job)
 	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
 	read, err := co.conn.etcd().Txn(rctx).Then(clientv3.OpGet(key), clientv3.OpGet(hist),
-		clientv3.OpGet(co.keys.outcome(job)), clientv3.OpGet(last)).Commit()
+		clientv3.OpGet(co.keys.Outcome(job)), clientv3.OpGet(last)).Commit()
 	if err != nil {
 		return false, err
 	}
@@ -138,7 +139,7 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 	lastRev, claimed := int64(0), int64(0)
 	if kvs := read.Responses[3].GetResponseRange().Kvs; len(kvs) > 0 {
 		lastRev = kvs[0].ModRevision
-		claimed, _, _ = parseLast(string(kvs[0].Value))
+		claimed, _, _ = jobkeys.ParseLast(string(kvs[0].Value))
 	}
 	// A later tick claimed, and maybe recorded since: the tick is
 	// overtaken, unless the history shows it ran.
@@ -170,7 +171,7 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		clientv3.Compare(clientv3.ModRevision(hist), "=", histRev),
 		clientv3.Compare(clientv3.ModRevision(last), "=", lastRev),
 		clientv3.Compare(clientv3.CreateRevision(marker), "=", 0),
-		clientv3.Compare(clientv3.CreateRevision(co.keys.paused(job)), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(co.keys.Paused(job)), "=", 0),
 	}
 	conds = append(conds, refusal.overlapConds()...)
 	resp, err := co.conn.etcd().Txn(rctx).If(conds...).Then(
@@ -258,7 +259,7 @@ func (rv recovery) termStarted(ctx context.Context) {
 			jobs = jobs[len(batch):]
 			gets := make([]clientv3.Op, len(batch))
 			for i, e := range batch {
-				gets[i] = clientv3.OpGet(co.keys.last(e.name))
+				gets[i] = clientv3.OpGet(co.keys.Last(e.name))
 			}
 			rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 			resp, err := co.conn.etcd().Txn(rctx).Then(gets...).Commit()
@@ -272,7 +273,7 @@ func (rv recovery) termStarted(ctx context.Context) {
 				if len(kvs) == 0 {
 					continue // never claimed
 				}
-				seq, holder, err := parseLast(string(kvs[0].Value))
+				seq, holder, err := jobkeys.ParseLast(string(kvs[0].Value))
 				if err != nil {
 					continue
 				}

@@ -9,6 +9,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 )
 
 // TestRecoveryLeavesATickWhoseRecordLeftTheHistory: a tick that ran and
@@ -50,9 +51,9 @@ func TestRecoveryLeavesATickWhoseRecordLeftTheHistory(t *testing.T) {
 			t.Fatalf("not a backfill run: %+v", r)
 		}
 	}
-	keys := newLayout(election.DefaultPrefix, "recover-evicted")
+	keys := jobkeys.New(election.DefaultPrefix, "recover-evicted")
 	eventually(t, 20*time.Second, func() (bool, string) {
-		resp, err := srv.Client(t).Get(context.Background(), keys.history("hourly"))
+		resp, err := srv.Client(t).Get(context.Background(), keys.History("hourly"))
 		if err != nil {
 			return false, err.Error()
 		}

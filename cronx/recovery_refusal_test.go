@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -24,11 +25,11 @@ func lostTickState(t *testing.T, cli *clientv3.Client, keys layout, job, spec st
 	t.Helper()
 	seq := tick.UnixNano()
 	ops := []clientv3.Op{
-		clientv3.OpPut(keys.last(job), claimcond.Value(seq, "a")),
-		clientv3.OpPut(keys.spec(job), spec),
+		clientv3.OpPut(keys.Last(job), claimcond.Value(seq, "a")),
+		clientv3.OpPut(keys.Spec(job), spec),
 	}
 	if lease != 0 {
-		ops = append(ops, clientv3.OpPut(keys.tickMarker(job, seq), claimcond.Value(seq, "a"), clientv3.WithLease(lease)))
+		ops = append(ops, clientv3.OpPut(keys.TickMarker(job, seq), claimcond.Value(seq, "a"), clientv3.WithLease(lease)))
 	}
 	if _, err := cli.Txn(context.Background()).Then(ops...).Commit(); err != nil {
 		t.Fatal(err)
@@ -73,9 +74,9 @@ func TestRecoveryWaitsForNoOtherRun(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			scheduler := "recover-busy-" + name
-			keys := newLayout(election.DefaultPrefix, scheduler)
+			keys := jobkeys.New(election.DefaultPrefix, scheduler)
 			lostTickState(t, cli, keys, "hourly", "0 0 * * * *", T, 0)
-			other := keys.triggerMarker("hourly", 1)
+			other := keys.TriggerMarker("hourly", 1)
 			if _, err := cli.Put(context.Background(), other, claimcond.Value(0, "c"), clientv3.WithLease(grant(t, cli, 60))); err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +107,7 @@ func TestRecoveryLeavesATickOvertaken(t *testing.T) {
 	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	T := time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC)
-	keys := newLayout(election.DefaultPrefix, "recover-overtaken")
+	keys := jobkeys.New(election.DefaultPrefix, "recover-overtaken")
 	lease := grant(t, cli, 60)
 	lostTickState(t, cli, keys, "tens", "*/10 * * * * *", T, lease)
 	// b's catch-up finds T claimed by a term before, and then reads T's
@@ -114,7 +115,7 @@ func TestRecoveryLeavesATickOvertaken(t *testing.T) {
 	// catch-up's claim would find that tick's rather than T's.
 	cfg := srv.ClientConfig()
 	polled := make(chan struct{}, 1)
-	marker := keys.tickMarker("tens", T.UnixNano())
+	marker := keys.TickMarker("tens", T.UnixNano())
 	etcdtest.ObserveCalls(&cfg, func(_ string, req, _ any) {
 		txn, _ := req.(*etcdserverpb.TxnRequest)
 		for _, op := range txn.GetSuccess() {

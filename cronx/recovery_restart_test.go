@@ -9,6 +9,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 )
 
 // TestRecoveryRunsATickAgainAcrossAnEtcdRestart: the leader that takes
@@ -24,7 +25,7 @@ func TestRecoveryRunsATickAgainAcrossAnEtcdRestart(t *testing.T) {
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
 	T := time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC)
-	keys := newLayout(election.DefaultPrefix, "recover-restart")
+	keys := jobkeys.New(election.DefaultPrefix, "recover-restart")
 	// The dead runner's lease, which nobody keeps alive.
 	lostTickState(t, cli, keys, "hourly", "0 0 * * * *", T, grant(t, cli, 4))
 	l := newEventLog()
@@ -52,7 +53,7 @@ func TestALostTickCheckedTwiceRunsAgainOnce(t *testing.T) {
 	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
 	T := time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC)
-	keys := newLayout(election.DefaultPrefix, "recover-twice")
+	keys := jobkeys.New(election.DefaultPrefix, "recover-twice")
 	lease := grant(t, cli, 60)
 	lostTickState(t, cli, keys, "hourly", "0 0 * * * *", T, lease)
 	l := newEventLog()

@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 )
 
 // TestWithRecoveryTakesACountOfZeroOrMore: a negative count is an error
@@ -68,9 +69,9 @@ func killMidRun(t *testing.T, srv *etcdtest.Space, spec childSpec, tick time.Tim
 // waitRecorded waits until job's history holds tick.
 func waitRecorded(t *testing.T, srv *etcdtest.Space, scheduler, job string, tick time.Time) {
 	t.Helper()
-	keys := newLayout(election.DefaultPrefix, scheduler)
+	keys := jobkeys.New(election.DefaultPrefix, scheduler)
 	eventually(t, 15*time.Second, func() (bool, string) {
-		resp, err := srv.Client(t).Get(context.Background(), keys.history(job))
+		resp, err := srv.Client(t).Get(context.Background(), keys.History(job))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -258,9 +259,9 @@ func TestRecoveryLeavesATickOlderThanTheLatest(t *testing.T) {
 	cli := srv.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	keys := newLayout(election.DefaultPrefix, "recover-old")
+	keys := jobkeys.New(election.DefaultPrefix, "recover-old")
 	for job, tick := range map[string]time.Time{"minutely": t0.Add(-3 * time.Minute), "uncaught": t0.Add(-3 * time.Minute), "hourly": t0} {
-		if _, err := election.ClaimSeq(ctx, cli, keys.last(job), tick.UnixNano(), election.ClaimedBy("gone")); err != nil {
+		if _, err := election.ClaimSeq(ctx, cli, keys.Last(job), tick.UnixNano(), election.ClaimedBy("gone")); err != nil {
 			t.Fatal(err)
 		}
 	}

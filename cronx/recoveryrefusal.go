@@ -39,9 +39,9 @@ func (rf recoveryRefusal) overlapConds() []clientv3.Cmp {
 	if rf.overlap == Allow { // mutation:recovery-overlap
 		return nil
 	}
-	conds := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(rf.co.keys.running(rf.job)), "=", 0).WithPrefix()}
+	conds := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(rf.co.keys.Running(rf.job)), "=", 0).WithPrefix()}
 	if buffering(rf.overlap) {
-		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(rf.co.keys.buffer(rf.job)), "=", 0).WithPrefix())
+		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(rf.co.keys.Buffer(rf.job)), "=", 0).WithPrefix())
 	}
 	return conds
 }
@@ -51,13 +51,13 @@ func (rf recoveryRefusal) overlapConds() []clientv3.Cmp {
 func (rf recoveryRefusal) reads() []clientv3.Op {
 	k, job := rf.co.keys, rf.job
 	return []clientv3.Op{
-		clientv3.OpGet(k.recovered(job), clientv3.WithKeysOnly()),
-		clientv3.OpGet(k.history(job), clientv3.WithKeysOnly()),
-		clientv3.OpGet(k.last(job), clientv3.WithKeysOnly()),
-		clientv3.OpGet(k.tickMarker(job, rf.tick.UnixNano()), clientv3.WithCountOnly()),
-		clientv3.OpGet(k.paused(job), clientv3.WithCountOnly()),
-		clientv3.OpGet(k.running(job), clientv3.WithPrefix(), clientv3.WithCountOnly()),
-		clientv3.OpGet(k.buffer(job), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		clientv3.OpGet(k.Recovered(job), clientv3.WithKeysOnly()),
+		clientv3.OpGet(k.History(job), clientv3.WithKeysOnly()),
+		clientv3.OpGet(k.Last(job), clientv3.WithKeysOnly()),
+		clientv3.OpGet(k.TickMarker(job, rf.tick.UnixNano()), clientv3.WithCountOnly()),
+		clientv3.OpGet(k.Paused(job), clientv3.WithCountOnly()),
+		clientv3.OpGet(k.Running(job), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		clientv3.OpGet(k.Buffer(job), clientv3.WithPrefix(), clientv3.WithCountOnly()),
 	}
 }
 

@@ -39,7 +39,7 @@ func TestReplaceRunThatLosesItsClaimWhileWaitingIsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	running := c.coord.keys.running("long")
+	running := c.coord.keys.Running("long")
 	if _, err := cli.Put(ctx, running+"gone", "b", clientv3.WithLease(lease.ID)); err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func TestReplaceWatchSurvivesCompaction(t *testing.T) {
 	c := New(WithEtcd(cli), WithName("compact"), WithLogger(DiscardLogger))
 	co := c.coord
 	ctx := context.Background()
-	key := co.keys.last("long")
+	key := co.keys.Last("long")
 	resp, err := cli.Put(ctx, key, "claim of the run")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -112,7 +113,7 @@ func (pc *policyCluster) waitDue(fake *clock.Fake, at time.Time, what string) {
 // markers counts job's in-progress markers.
 func (pc *policyCluster) markers(job string) int64 {
 	pc.t.Helper()
-	resp, err := pc.cli.Get(context.Background(), newLayout(election.DefaultPrefix, pc.name).running(job), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := pc.cli.Get(context.Background(), jobkeys.New(election.DefaultPrefix, pc.name).Running(job), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		pc.t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func (co *coordinator) markStopped() (wait func()) {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		cli.Put(ctx, co.keys.rosterStopped(), string(v)) // mutation:stop-unmarked
+		cli.Put(ctx, co.keys.RosterStopped(), string(v)) // mutation:stop-unmarked
 	}()
 	return func() { <-done }
 }
@@ -106,7 +106,7 @@ type roster struct {
 // read takes the value of a roster key.
 func (r *roster) read(k layout, kv *mvccpb.KeyValue) {
 	switch string(kv.Key) {
-	case k.rosterJobs():
+	case k.RosterJobs():
 		var v rosterValue
 		if json.Unmarshal(kv.Value, &v) == nil {
 			r.jobs = map[string]bool{}
@@ -115,7 +115,7 @@ func (r *roster) read(k layout, kv *mvccpb.KeyValue) {
 			}
 			r.heard(v.At)
 		}
-	case k.rosterStopped():
+	case k.RosterStopped():
 		var v stoppedValue
 		if json.Unmarshal(kv.Value, &v) == nil {
 			r.heard(v.At)

@@ -49,7 +49,7 @@ func TestStatusListsTheJobsWhenNoReplicaRuns(t *testing.T) {
 				deadline := time.Now().Add(15 * time.Second)
 				for {
 					if _, ok := c.coord.publishing(); ok && specsWritten(c) {
-						resp, err := cli.Get(context.Background(), c.coord.keys.roster(), clientv3.WithPrefix())
+						resp, err := cli.Get(context.Background(), c.coord.keys.Roster(), clientv3.WithPrefix())
 						if err == nil && len(resp.Kvs) > 0 {
 							return
 						}
@@ -79,7 +79,7 @@ func TestStatusListsTheJobsWhenNoReplicaRuns(t *testing.T) {
 			}
 			rosterRev := func() int64 {
 				t.Helper()
-				resp, err := cli.Get(ctx, k.keys.rosterJobs())
+				resp, err := cli.Get(ctx, k.keys.RosterJobs())
 				if err != nil || len(resp.Kvs) != 1 {
 					t.Fatalf("the roster: %v, %v", resp, err)
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -107,7 +108,7 @@ func TestStopGivesBackAClaimThatComesBackLate(t *testing.T) {
 		WithElection(election.WithIdentity("b"), election.WithTTL(stallTTL)))
 	b.AddJob("* * * * * *", Named("tick", job("b")))
 	b.Start()
-	last := newLayout(election.DefaultPrefix, "late").last("tick")
+	last := jobkeys.New(election.DefaultPrefix, "late").Last("tick")
 	eventually(t, 15*time.Second, func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -485,7 +486,7 @@ func TestCrowdedTickOfACrashedLeaderRunsOnItsSuccessor(t *testing.T) {
 	// A scheduler that claimed a crowded tick ahead of it would have those
 	// claims land before the cut-off: give them the time a round trip
 	// takes, so that such claims are in etcd when the leader is lost.
-	last := newLayout(election.DefaultPrefix, "crowded").last("job-000")
+	last := jobkeys.New(election.DefaultPrefix, "crowded").Last("job-000")
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if seq, _, ok, err := election.LastClaim(context.Background(), srv.Client(t), last); err == nil && ok && seq == tick.UnixNano() {
 			break
@@ -570,7 +571,7 @@ func TestNoRunStartsPastItsSessionsDeadline(t *testing.T) {
 		t.Fatalf("the job ran tick %v under a session past its safe deadline", got)
 	default:
 	}
-	seq, _, _, err := election.LastClaim(context.Background(), srv.Client(t), newLayout(election.DefaultPrefix, "pastdeadline").last("tick"))
+	seq, _, _, err := election.LastClaim(context.Background(), srv.Client(t), jobkeys.New(election.DefaultPrefix, "pastdeadline").Last("tick"))
 	if err != nil || seq != first.UnixNano() {
 		t.Errorf("the job's claim key holds %d (%v), want the tick not run given back to the first, %d", seq, err, first.UnixNano())
 	}
@@ -688,11 +689,11 @@ func TestBurstOfTriggersOfAReplaceJobCostsItsRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	layout := newLayout(election.DefaultPrefix, "burst")
+	layout := jobkeys.New(election.DefaultPrefix, "burst")
 	eventually(t, 30*time.Second, func() (bool, string) {
 		resp, err := cli.Txn(context.Background()).Then(
 			clientv3.OpGet(jobs+".trigger/", clientv3.WithPrefix(), clientv3.WithCountOnly()),
-			clientv3.OpGet(layout.running("job"), clientv3.WithPrefix(), clientv3.WithCountOnly())).Commit()
+			clientv3.OpGet(layout.Running("job"), clientv3.WithPrefix(), clientv3.WithCountOnly())).Commit()
 		if err != nil {
 			return false, err.Error()
 		}

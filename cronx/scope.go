@@ -5,7 +5,11 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
+	"github.com/batonhq/baton/internal/jobkeys"
 )
+
+// layout names the etcd keys of one scheduler's jobs (internal/jobkeys).
+type layout = jobkeys.Layout
 
 // scope is what every part of a scheduler's coordination knows of it: its
 // name, mode and misfire policy, this replica's identity, its keys, clock

@@ -12,6 +12,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -276,7 +277,7 @@ func TestShutdownPastItsContextReleasesTheMarkers(t *testing.T) {
 	if err := c.Shutdown(ended); !errors.Is(err, context.Canceled) {
 		t.Errorf("Shutdown = %v, want its context's error", err)
 	}
-	marker := newLayout(election.DefaultPrefix, "shutmarker").tickMarker("slow", tick.UnixNano())
+	marker := jobkeys.New(election.DefaultPrefix, "shutmarker").TickMarker("slow", tick.UnixNano())
 	resp, err := srv.Client(t).Get(context.Background(), marker)
 	if err != nil {
 		t.Fatal(err)

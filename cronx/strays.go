@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -57,7 +58,7 @@ func ListSchedulers(ctx context.Context, client *clientv3.Client, prefix string)
 		}
 		prefix = s.Prefix
 	}
-	dir := schedulersDir(prefix)
+	dir := jobkeys.SchedulersDir(prefix)
 	resp, err := client.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		return nil, nil, fmt.Errorf("cronx: read %s: %w", dir, err)
@@ -82,22 +83,4 @@ func ListSchedulers(ctx context.Context, client *clientv3.Client, prefix string)
 	}
 	slices.Sort(names) // "a-b/" is before "a/" in etcd's order
 	return names, ignored, nil
-}
-
-// stray says why key, under the scheduler's directory and of no job, is
-// no key of the scheduler: it is in no job's directory, or its job's name,
-// whose directory is dir, is not valid. why is "" for the scheduler's own
-// keys (.trigger/<job>).
-func (l layout) stray(key string) (dir, why string) {
-	job, _, ok := strings.Cut(strings.TrimPrefix(key, l.jobs), "/")
-	switch {
-	case strings.HasPrefix(job, "."):
-		return "", ""
-	case !ok:
-		return "", "in no job's directory"
-	}
-	if err := election.CheckName("job", job); err != nil {
-		return l.jobs + job + "/", err.Error()
-	}
-	return "", ""
 }

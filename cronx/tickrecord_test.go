@@ -16,6 +16,7 @@ import (
 	"github.com/batonhq/baton/internal/claims"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -122,7 +123,7 @@ func TestACrowdedTickIsClaimedByAFewRecords(t *testing.T) {
 		eventually(t, wait, func() (bool, string) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			left, err := cli.Get(ctx, newLayout(election.DefaultPrefix, "records").jobs+".tick", clientv3.WithPrefix(), clientv3.WithCountOnly())
+			left, err := cli.Get(ctx, jobkeys.New(election.DefaultPrefix, "records").Dir()+".tick", clientv3.WithPrefix(), clientv3.WithCountOnly())
 			if err != nil {
 				return false, err.Error()
 			}
@@ -188,11 +189,11 @@ func TestATicksRecordLeftByADeadLeaderIsSettledByItsSuccessor(t *testing.T) {
 // lapsed.
 func leaveRecord(ctx context.Context, t *testing.T, cli *clientv3.Client, name string, tick time.Time, jobs, recorded []string) {
 	t.Helper()
-	keys := newLayout(election.DefaultPrefix, name)
+	keys := jobkeys.New(election.DefaultPrefix, name)
 	w := writes{sc: &scope{keys: keys}}
 	for _, n := range jobs {
 		// Each ran the tick before: its catch-up claims by the key's value.
-		if _, err := cli.Put(ctx, keys.last(n), fmt.Sprintf("%020d dead", tick.Add(-time.Second).UnixNano())); err != nil {
+		if _, err := cli.Put(ctx, keys.Last(n), fmt.Sprintf("%020d dead", tick.Add(-time.Second).UnixNano())); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -204,7 +205,7 @@ func leaveRecord(ctx context.Context, t *testing.T, cli *clientv3.Client, name s
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := claims.Tick{Record: keys.tickRecord(tick.UnixNano(), "dead"), Marker: keys.tickRuns(tick.UnixNano(), "dead"),
+	rec := claims.Tick{Record: keys.TickRecord(tick.UnixNano(), "dead"), Marker: keys.TickRuns(tick.UnixNano(), "dead"),
 		Lease: lease.ID, Seq: tick.UnixNano(), Holder: "dead"}
 	for _, n := range recorded {
 		rec.Jobs = append(rec.Jobs, w.tickJob(n))
@@ -603,12 +604,12 @@ func TestATickWithoutItsMarkerWaitsForItsClaimersRecordsOfTheTick(t *testing.T) 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tick := t0.Add(time.Minute)
-	keys := newLayout(election.DefaultPrefix, "record-outlives")
-	if _, err := cli.Put(ctx, keys.last("k"), claimcond.Value(tick.UnixNano(), "x")); err != nil {
+	keys := jobkeys.New(election.DefaultPrefix, "record-outlives")
+	if _, err := cli.Put(ctx, keys.Last("k"), claimcond.Value(tick.UnixNano(), "x")); err != nil {
 		t.Fatal(err)
 	}
 	lease := grant(t, cli, 60)
-	if _, err := cli.Put(ctx, keys.tickRuns(tick.UnixNano(), "x-1"), claimcond.Value(tick.UnixNano(), "x"), clientv3.WithLease(lease)); err != nil {
+	if _, err := cli.Put(ctx, keys.TickRuns(tick.UnixNano(), "x-1"), claimcond.Value(tick.UnixNano(), "x"), clientv3.WithLease(lease)); err != nil {
 		t.Fatal(err)
 	}
 	seen := readsOfRecordMarkers(t, sp)
@@ -752,7 +753,7 @@ func TestAClaimOfAKeyARecordHoldsWaitsUntilItIsSettled(t *testing.T) {
 		defer bt.mu.Unlock()
 		return len(bt.busy) == 0 && bt.flushers == 0, fmt.Sprintf("keys in flight: %v; flushers going: %d", bt.busy, bt.flushers)
 	})
-	heldKey := c.coord.keys.last("held")
+	heldKey := c.coord.keys.Last("held")
 	bt.mu.Lock()
 	bt.busy[heldKey] = true // a record of "held" not yet settled
 	bt.mu.Unlock()

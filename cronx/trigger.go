@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/batonhq/baton/election"
@@ -76,8 +75,8 @@ var errTriggerTaken = errors.New("the trigger was taken by another replica")
 func (cl *claimer) claimTrigger(r *run) (held, error) {
 	co := cl.co
 	job := r.job.name
-	marker := co.keys.triggerMarker(job, r.trig.rev)
-	running := co.keys.running(job)
+	marker := co.keys.TriggerMarker(job, r.trig.rev)
+	running := co.keys.Running(job)
 	// A buffering job's trigger waits for the run in progress too.
 	forbid := r.job.policy.overlap == Forbid || buffering(r.job.policy.overlap) // mutation:buffer-trigger
 	latest := co.clock.Now().Add(max(co.grace, skipTolerance))
@@ -151,7 +150,7 @@ func (cl *claimer) sendTrigger(r *run, sess *election.Session, marker, running s
 	resp, err := co.conn.etcd().Txn(ctx).If(conds...).Then(
 		clientv3.OpDelete(r.trig.key),
 		clientv3.OpPut(marker, val, clientv3.WithLease(sess.Lease())),
-		clientv3.OpPut(co.keys.triggered(r.job.name), val),
+		clientv3.OpPut(co.keys.Triggered(r.job.name), val),
 	).Else(orElse...).Commit()
 	if err == nil && resp.Succeeded {
 		rev := resp.Header.Revision
@@ -208,18 +207,11 @@ func triggerID(at time.Time, random uint32) string {
 	return fmt.Sprintf("%020d-%08x", at.UnixNano(), random)
 }
 
-// splitTrigger returns the job of a request key's remainder under the
-// trigger directory: <job>/<id>, or <job> alone for an older version's.
-func splitTrigger(rest string) string {
-	job, _, _ := strings.Cut(rest, "/")
-	return job
-}
-
 // watchTriggers fires a run for each request of a job this replica has
 // until ctx ends: those waiting when it starts, then each new one. ts is
 // the term it watches under in leader mode, nil in claim mode.
 func (co *coordinator) watchTriggers(ctx context.Context, ts *termState) {
-	prefix := co.keys.triggers()
+	prefix := co.keys.Triggers()
 	cli := co.conn.etcd()
 	for ctx.Err() == nil {
 		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix())
@@ -247,7 +239,7 @@ func (co *coordinator) watchTriggers(ctx context.Context, ts *termState) {
 
 // fireTrigger fires a run of the request kv, if this replica has its job.
 func (co *coordinator) fireTrigger(kv *mvccpb.KeyValue, ts *termState) {
-	name := co.keys.triggerJob(string(kv.Key))
+	name := co.keys.TriggerJob(string(kv.Key))
 	e, ok := co.host.entryByName(name)
 	if !ok {
 		return // another version of the app may have it

@@ -12,6 +12,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -316,7 +317,7 @@ func TestARecoverysClaimWhoseReplyWasLostRuns(t *testing.T) {
 			lose.CompareAndSwap(true, false)
 	})
 	T := time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC)
-	keys := newLayout(election.DefaultPrefix, "recover-lostreply")
+	keys := jobkeys.New(election.DefaultPrefix, "recover-lostreply")
 	lostTickState(t, cli, keys, "hourly", "0 0 * * * *", T, 0)
 	l := newEventLog()
 	var ran tickLedger

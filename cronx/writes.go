@@ -23,7 +23,7 @@ type writes struct{ sc *scope }
 // sequence and its in-progress marker.
 func (w writes) tick(r *run) (key string, seq int64, marker string) {
 	seq = r.tick.UnixNano()
-	return w.sc.keys.last(r.job.name), seq, w.sc.keys.tickMarker(r.job.name, seq)
+	return w.sc.keys.Last(r.job.name), seq, w.sc.keys.TickMarker(r.job.name, seq)
 }
 
 // tickClaim is the conditions of the claim of tick r, in leader mode
@@ -40,7 +40,7 @@ func (w writes) tickClaim(r *run, ts *termState, resumed bool) []election.ClaimO
 	keys := w.sc.keys
 	opts := []election.ClaimOption{
 		election.ClaimedBy(w.sc.identity),
-		claims.UnlessExists(keys.paused(r.job.name), ErrPaused), // mutation:pause
+		claims.UnlessExists(keys.Paused(r.job.name), ErrPaused), // mutation:pause
 	}
 	if ts != nil {
 		opts = append(opts, election.UnderTerm(ts.term.Fence)) // mutation:under-term
@@ -49,7 +49,7 @@ func (w writes) tickClaim(r *run, ts *termState, resumed bool) []election.ClaimO
 		opts = append(opts, w.sc.countedClaim(r.job.name, b))
 	}
 	if r.job.policy.overlap == Forbid { // mutation:forbid
-		opts = append(opts, claims.Exclusive(keys.running(r.job.name)))
+		opts = append(opts, claims.Exclusive(keys.Running(r.job.name)))
 	}
 	opts = append(opts, bufferTurn(keys, r.job)...) // mutation:buffer-overlap
 	switch {
@@ -57,7 +57,7 @@ func (w writes) tickClaim(r *run, ts *termState, resumed bool) []election.ClaimO
 		// A job that never ran is caught up too if a term before this
 		// one published it, by the tick: the tick came due with nobody
 		// to run it.
-		opts = append(opts, claims.IfClaimedOrKnownBefore(keys.since(r.job.name), ts.term.Fence.Revision))
+		opts = append(opts, claims.IfClaimedOrKnownBefore(keys.Since(r.job.name), ts.term.Fence.Revision))
 	case r.catchUp || resumed:
 		opts = append(opts, claims.IfClaimedBefore())
 	}
@@ -77,7 +77,7 @@ func (w writes) tickClaim(r *run, ts *termState, resumed bool) []election.ClaimO
 func (w writes) tickRecord(runs []*run, id string, lease clientv3.LeaseID) claims.Tick {
 	keys := w.sc.keys
 	seq := runs[0].tick.UnixNano()
-	t := claims.Tick{Record: keys.tickRecord(seq, id), Marker: keys.tickRuns(seq, id), Lease: lease, Seq: seq,
+	t := claims.Tick{Record: keys.TickRecord(seq, id), Marker: keys.TickRuns(seq, id), Lease: lease, Seq: seq,
 		Holder: w.sc.identity, Jobs: make([]claims.TickJob, len(runs))}
 	for i, r := range runs {
 		t.Jobs[i] = w.tickJob(r.job.name)
@@ -87,13 +87,13 @@ func (w writes) tickRecord(runs []*run, id string, lease clientv3.LeaseID) claim
 
 // tickJob is job's place in a tick's record: its claim and pause keys.
 func (w writes) tickJob(job string) claims.TickJob {
-	return claims.TickJob{Name: job, Last: w.sc.keys.last(job), Pause: w.sc.keys.paused(job)}
+	return claims.TickJob{Name: job, Last: w.sc.keys.Last(job), Pause: w.sc.keys.Paused(job)}
 }
 
 // tickKeys derive the keys of a record that was read, as this replica's
 // client sees them.
 func (w writes) tickKeys() claims.TickKeys {
-	return claims.TickKeys{Marker: w.sc.keys.tickRunsOf, Job: w.tickJob}
+	return claims.TickKeys{Marker: w.sc.keys.TickRunsOf, Job: w.tickJob}
 }
 
 // withdrawTick gives back the claim c of tick r, whose run did not start:
@@ -101,7 +101,7 @@ func (w writes) tickKeys() claims.TickKeys {
 // transaction of two writes, or a second that deletes the marker alone
 // when a later claim moved the key on.
 func (w writes) withdrawTick(ctx context.Context, cli *clientv3.Client, r *run, c election.Claim) error {
-	err := claims.Withdraw(ctx, cli, w.sc.keys.last(r.job.name), c, r.prev, w.sc.identity)
+	err := claims.Withdraw(ctx, cli, w.sc.keys.Last(r.job.name), c, r.prev, w.sc.identity)
 	if errors.Is(err, claims.ErrNotWithdrawn) {
 		// A later claim moved the key on (it replaced this run, or ran
 		// on a successor): only the marker is this run's to delete.
@@ -115,8 +115,8 @@ func (w writes) withdrawTick(ctx context.Context, cli *clientv3.Client, r *run, 
 func (w writes) runEndReads(batch []finishItem) []clientv3.Op {
 	gets := make([]clientv3.Op, 2*len(batch))
 	for i, it := range batch {
-		gets[i] = clientv3.OpGet(w.sc.keys.history(it.job))
-		gets[len(batch)+i] = clientv3.OpGet(w.sc.keys.outcome(it.job))
+		gets[i] = clientv3.OpGet(w.sc.keys.History(it.job))
+		gets[len(batch)+i] = clientv3.OpGet(w.sc.keys.Outcome(it.job))
 	}
 	return gets
 }
@@ -125,7 +125,7 @@ func (w writes) runEndReads(batch []finishItem) []clientv3.Op {
 func (w writes) outcomeGets(jobs []string) []clientv3.Op {
 	gets := make([]clientv3.Op, len(jobs))
 	for i, job := range jobs {
-		gets[i] = clientv3.OpGet(w.sc.keys.outcome(job))
+		gets[i] = clientv3.OpGet(w.sc.keys.Outcome(job))
 	}
 	return gets
 }
@@ -144,7 +144,7 @@ func (w writes) outcomeGets(jobs []string) []clientv3.Op {
 // its marker deleted. A recorder writes recordBatch of them in two
 // transactions (record.go).
 func (w writes) runEnd(it finishItem, rec Record, hist []Record, rev int64, outRead *etcdserverpb.ResponseOp, release bool) (op clientv3.Op, next outcome) {
-	key := w.sc.keys.history(it.job)
+	key := w.sc.keys.History(it.job)
 	next, also := w.outcomeOps(it, outRead)
 	write := append([]clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, rec))}, also...)
 	if f := it.claim.Fence; release && f.Key != "" && !it.keep {
@@ -161,7 +161,7 @@ func (w writes) runEnd(it finishItem, rec Record, hist []Record, rev int64, outR
 func (w writes) outcomeOps(it finishItem, read *etcdserverpb.ResponseOp) (next outcome, ops []clientv3.Op) {
 	prev := decodeOutcome(read.GetResponseRange().GetKvs())
 	seen := prev.withTick(it)
-	key := w.sc.keys.outcome(it.job)
+	key := w.sc.keys.Outcome(it.job)
 	if it.keep {
 		if seen == prev {
 			return outcome{}, nil
@@ -180,9 +180,9 @@ func (w writes) outcomeOps(it finishItem, read *etcdserverpb.ResponseOp) (next o
 // its since key's creation compared.
 func (w writes) termSpecs(names []string, specs map[string]string, since string) (cmps []clientv3.Cmp, same, changed []clientv3.Op) {
 	for _, name := range names {
-		cmps = append(cmps, clientv3.Compare(clientv3.Value(w.sc.keys.spec(name)), "=", specs[name]))
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(w.sc.keys.Spec(name)), "=", specs[name]))
 		same = append(same, w.markSince(name, since))
-		changed = append(changed, clientv3.OpTxn(nil, []clientv3.Op{clientv3.OpPut(w.sc.keys.spec(name), specs[name]), w.markSince(name, since)}, nil))
+		changed = append(changed, clientv3.OpTxn(nil, []clientv3.Op{clientv3.OpPut(w.sc.keys.Spec(name), specs[name]), w.markSince(name, since)}, nil))
 	}
 	return cmps, same, changed
 }
@@ -198,7 +198,7 @@ func (w writes) specsHeld(names []string, specs map[string]string) []clientv3.Op
 		n := min(len(names), specCheckJobs)
 		cmps := make([]clientv3.Cmp, 0, 2*n)
 		for _, name := range names[:n] {
-			spec, mark := clientv3.Compare(clientv3.Value(w.sc.keys.spec(name)), "=", specs[name]), clientv3.Compare(clientv3.CreateRevision(w.sc.keys.since(name)), ">", 0)
+			spec, mark := clientv3.Compare(clientv3.Value(w.sc.keys.Spec(name)), "=", specs[name]), clientv3.Compare(clientv3.CreateRevision(w.sc.keys.Since(name)), ">", 0)
 			cmps = append(cmps, spec, mark) // mutation:spec-check-mark
 		}
 		groups = append(groups, clientv3.OpTxn(cmps, nil, nil))
@@ -215,7 +215,7 @@ func (w writes) termBatch(names []string, specs map[string]string) int {
 	n := min(len(names), regBatch)
 	bytes := 0
 	for i, name := range names[:n] {
-		bytes += len(w.sc.keys.spec(name)) + len(specs[name]) + len(w.sc.keys.since(name)) + len(w.sc.keys.by(name, 0)) + len(w.sc.identity) + 64
+		bytes += len(w.sc.keys.Spec(name)) + len(specs[name]) + len(w.sc.keys.Since(name)) + len(w.sc.keys.By(name, 0)) + len(w.sc.identity) + 64
 		if i > 0 && bytes > publishBytes { // mutation:term-batch-unbounded
 			return i
 		}
@@ -230,7 +230,7 @@ func (w writes) termBatch(names []string, specs map[string]string) int {
 func (w writes) registrations(jobs []string, lease clientv3.LeaseID) []clientv3.Op {
 	ops := make([]clientv3.Op, len(jobs))
 	for i, job := range jobs {
-		ops[i] = clientv3.OpPut(w.sc.keys.by(job, lease), w.sc.identity, clientv3.WithLease(lease))
+		ops[i] = clientv3.OpPut(w.sc.keys.By(job, lease), w.sc.identity, clientv3.WithLease(lease))
 	}
 	return ops
 }
@@ -242,15 +242,15 @@ func (w writes) registrations(jobs []string, lease clientv3.LeaseID) []clientv3.
 // lease if it has one. Cost: one key compared, up to two put or three
 // deleted.
 func (w writes) specChange(name string, ch specChange, since string, lease clientv3.LeaseID, registered bool) []clientv3.Op {
-	key := w.sc.keys.spec(name)
+	key := w.sc.keys.Spec(name)
 	same := []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", ch.spec)}
 	if !ch.removed {
 		mark := w.markSince(name, since)
 		return []clientv3.Op{clientv3.OpTxn(same, []clientv3.Op{mark}, []clientv3.Op{clientv3.OpPut(key, ch.spec), mark})}
 	}
-	ops := []clientv3.Op{clientv3.OpTxn(same, []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(w.sc.keys.since(name))}, nil)}
+	ops := []clientv3.Op{clientv3.OpTxn(same, []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(w.sc.keys.Since(name))}, nil)}
 	if registered {
-		ops = append(ops, clientv3.OpDelete(w.sc.keys.by(name, lease)))
+		ops = append(ops, clientv3.OpDelete(w.sc.keys.By(name, lease)))
 	}
 	return ops
 }
@@ -260,7 +260,7 @@ func (w writes) specChange(name string, ch specChange, since string, lease clien
 // (catchup.go, gap.go), and a tick before it, which came due before the
 // cluster had the job, is neither. The mark goes with the spec.
 func (w writes) markSince(job, since string) clientv3.Op {
-	key := w.sc.keys.since(job)
+	key := w.sc.keys.Since(job)
 	return clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}, []clientv3.Op{clientv3.OpPut(key, since)}, nil)
 }
 
@@ -269,6 +269,6 @@ func (w writes) markSince(job, since string) clientv3.Op {
 // jobs changed.
 func (w writes) roster(sum, jobs string) (clientv3.Cmp, []clientv3.Op) {
 	keys := w.sc.keys
-	return clientv3.Compare(clientv3.Value(keys.rosterSum()), "=", sum), // mutation:roster-rewritten
-		[]clientv3.Op{clientv3.OpPut(keys.rosterSum(), sum), clientv3.OpPut(keys.rosterJobs(), jobs)}
+	return clientv3.Compare(clientv3.Value(keys.RosterSum()), "=", sum), // mutation:roster-rewritten
+		[]clientv3.Op{clientv3.OpPut(keys.RosterSum(), sum), clientv3.OpPut(keys.RosterJobs(), jobs)}
 }

@@ -21,8 +21,8 @@ func TestTheSchedulersFilesNameNoKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
-			// The layout is the scope's keys, as in co.keys.last(job),
-			// rc.co.keys.history(job) or bufferTurn(co.keys, job).
+			// The layout is the scope's keys, as in co.keys.Last(job),
+			// rc.co.keys.History(job) or bufferTurn(co.keys, job).
 			if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "keys" && scopeOf(sel.X) {
 				t.Errorf("%s names etcd keys (%s.keys); build the write in writes.go", fset.Position(sel.Pos()), types.ExprString(sel.X))
 			}

@@ -38,7 +38,7 @@ var mutations = []mutation{
 	{
 		Name:   "pause-ignored",
 		Breaks: "a paused job keeps running",
-		Edits:  []edit{{Marker: "pause", Old: "claims.UnlessExists(keys.paused(r.job.name), ErrPaused),", New: ""}},
+		Edits:  []edit{{Marker: "pause", Old: "claims.UnlessExists(keys.Paused(r.job.name), ErrPaused),", New: ""}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestPauseResumeTriggerStatus$"}},
 	},
 	{
@@ -80,7 +80,7 @@ var mutations = []mutation{
 	{
 		Name:   "stop-unmarked",
 		Breaks: "with every replica stopped, a job is shown not scheduled since before the last replica stopped",
-		Edits:  []edit{{Marker: "stop-unmarked", Old: "cli.Put(ctx, co.keys.rosterStopped(), string(v))", New: "_, _ = ctx, v"}},
+		Edits:  []edit{{Marker: "stop-unmarked", Old: "cli.Put(ctx, co.keys.RosterStopped(), string(v))", New: "_, _ = ctx, v"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestStatusListsTheJobsWhenNoReplicaRuns$"}},
 	},
 	{
@@ -333,7 +333,7 @@ var mutations = []mutation{
 	{
 		Name:   "connect-without-probe",
 		Breaks: "G6: a Cron whose BATON_ETCD_ENDPOINTS nobody answers logs nothing and Status does not say ErrEtcdUnreachable",
-		Edits:  []edit{{Marker: "connect-probe", Old: "_, err := cli.Get(pctx, cn.sc.keys.jobs, clientv3.WithCountOnly(), clientv3.WithLimit(1))", New: "err := pctx.Err()"}},
+		Edits:  []edit{{Marker: "connect-probe", Old: "_, err := cli.Get(pctx, cn.sc.keys.Dir(), clientv3.WithCountOnly(), clientv3.WithLimit(1))", New: "err := pctx.Err()"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestUnansweredEndpointIsLoggedAndReported$"}},
 	},
 	{
@@ -405,7 +405,7 @@ var mutations = []mutation{
 	{
 		Name:   "lost-record-marker-unread",
 		Breaks: "G4's report: a leader that steps down while the runs of a tick it claimed by a record go on has each of them reported runner_lost by its successor, which looks for a marker of the run's own",
-		Edits:  []edit{{Marker: "lost-record-marker", Old: "markerHolder(string(kv.Value)) == l.holder", New: "kv == nil"}},
+		Edits:  []edit{{Marker: "lost-record-marker", Old: "jobkeys.MarkerHolder(string(kv.Value)) == l.holder", New: `jobkeys.MarkerHolder("") == "" && kv == nil`}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestARecordsRunsGoingAtAHandoverAreNotReportedLost$"}},
 	},
 	{

@@ -70,14 +70,14 @@ var queueMutations = []mutation{
 		Breaks: "backfill: the claim of a backfilled tick compares neither its progress nor the runs in progress, and replicas in claim mode each run the tick",
 		Edits: []edit{
 			{Marker: "backfill-once", Old: `clientv3.Compare(clientv3.ModRevision(bf.key), "=", kv.ModRevision)`, New: `clientv3.Compare(clientv3.ModRevision(bf.key), ">", 0)`},
-			{Marker: "backfill-alone", Old: "return keys.backfillMarkers(r.job.name)", New: `return keys.backfillMarkers(r.job.name) + "-"`},
+			{Marker: "backfill-alone", Old: "return keys.BackfillMarkers(r.job.name)", New: `return keys.BackfillMarkers(r.job.name) + "-"`},
 		},
 		Tests: []tests{{Pkg: "cronx", Run: "^TestBackfillInClaimModeRunsEachTickOnceAndAlone$"}},
 	},
 	{
 		Name:   "backfill-runs-overlap",
 		Breaks: "backfill: the backfilled runs of an Allow job overlap when replicas in claim mode drive the backfill",
-		Edits:  []edit{{Marker: "backfill-alone", Old: "return keys.backfillMarkers(r.job.name)", New: `return keys.backfillMarkers(r.job.name) + "-"`}},
+		Edits:  []edit{{Marker: "backfill-alone", Old: "return keys.BackfillMarkers(r.job.name)", New: `return keys.BackfillMarkers(r.job.name) + "-"`}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestBackfillInClaimModeRunsEachTickOnceAndAlone$"}},
 	},
 	{
