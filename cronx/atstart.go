@@ -2,7 +2,6 @@ package cronx
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -23,17 +22,12 @@ import (
 // policy. A replica that restarts, or another replica of the release, finds
 // the release in the key and asks for nothing; a replica of an older
 // release still running while a newer one rolls out finds its own release
-// there too (the key keeps the last startedReleases of them), so it does
-// not run the job again when it leads.
+// there too (the key keeps the last jobkeys.StartedReleases of them), so it
+// does not run the job again when it leads.
 
 // releaseEnv is the variable a replica's release is read from when
 // WithRelease is not given: Convox sets it in every process of an app.
 const releaseEnv = "RELEASE"
-
-// startedReleases bounds the releases a started key remembers: a replica
-// of a release older than the last startedReleases that comes back runs
-// the job again.
-const startedReleases = 16
 
 // WithRunAtStart runs the job once when a new release of the app starts,
 // cluster-wide: however many replicas of the release start, and not again
@@ -146,7 +140,7 @@ func (pb *publisher) planStarts(ctx context.Context, jobs []string) ([]startAsk,
 	var asks []startAsk
 	for i, job := range jobs {
 		kvs := resp.Responses[i].GetResponseRange().Kvs
-		ran, rev := decodeStarted(kvs)
+		ran, rev := jobkeys.DecodeStarted(kvs)
 		if slices.Contains(ran, co.release) { // mutation:at-start-again
 			continue
 		}
@@ -154,8 +148,8 @@ func (pb *publisher) planStarts(ctx context.Context, jobs []string) ([]startAsk,
 		asks = append(asks, startAsk{job: job, at: at, op: clientv3.OpTxn(
 			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, // mutation:at-start-unchecked
 			[]clientv3.Op{
-				clientv3.OpPut(key, encodeStarted(ran, co.release)),
-				clientv3.OpPut(co.keys.Trigger(job, triggerID(at, rand.Uint32())), encodeStartTrigger(by, at, co.release)),
+				clientv3.OpPut(key, jobkeys.EncodeStarted(ran, co.release)),
+				clientv3.OpPut(co.keys.Trigger(job, triggerID(at, rand.Uint32())), jobkeys.EncodeTrigger(by, at, co.release)),
 			}, nil)})
 	}
 	return asks, nil
@@ -216,12 +210,6 @@ type StartAsked struct {
 	Time time.Time
 }
 
-// encodeStartTrigger is the request of a run at the start of release.
-func encodeStartTrigger(by string, at time.Time, release string) string {
-	b, _ := json.Marshal(triggerRequest{By: by, At: at.UnixNano(), Release: release})
-	return string(b)
-}
-
 // mayRunStart reports whether this replica may run the request t: any
 // request but a run at the start of another release, which the replicas
 // of that release run, so that a release's start runs its own code. An
@@ -229,33 +217,4 @@ func encodeStartTrigger(by string, at time.Time, release string) string {
 // first replica of the release that leads.
 func (co *coordinator) mayRunStart(t trigger) bool {
 	return t.release == "" || t.release == co.release // mutation:at-start-other-release
-}
-
-// A started key's value is the releases that ran the job at start, a JSON
-// array, oldest first, at most startedReleases of them.
-
-// decodeStarted reads a started key's releases and revision (0 if absent),
-// as much of them as decodes: a damaged value is replaced at the next
-// release.
-func decodeStarted(kvs []*mvccpb.KeyValue) ([]string, int64) {
-	if len(kvs) == 0 {
-		return nil, 0
-	}
-	return parseStarted(kvs[0].Value), kvs[0].ModRevision
-}
-
-func parseStarted(v []byte) []string {
-	var ran []string
-	json.Unmarshal(v, &ran)
-	return ran
-}
-
-// encodeStarted appends release to ran and keeps the last startedReleases.
-func encodeStarted(ran []string, release string) string {
-	ran = append(slices.Clone(ran), release)
-	if len(ran) > startedReleases {
-		ran = ran[len(ran)-startedReleases:]
-	}
-	b, _ := json.Marshal(ran)
-	return string(b)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
+	"github.com/batonhq/baton/internal/jobkeys"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -102,7 +103,7 @@ func (sc *startCluster) releases() ([]string, int64) {
 	if err != nil {
 		sc.t.Fatal(err)
 	}
-	return decodeStarted(resp.Kvs)
+	return jobkeys.DecodeStarted(resp.Kvs)
 }
 
 func (sc *startCluster) anyUp() *Cron {
@@ -254,7 +255,7 @@ func TestRunAtStartRacingReplicasAskOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ran, _ := decodeStarted(st.Kvs); !slices.Equal(ran, []string{"r7"}) {
+	if ran, _ := jobkeys.DecodeStarted(st.Kvs); !slices.Equal(ran, []string{"r7"}) {
 		t.Errorf("started %v, want [r7]", ran)
 	}
 }
@@ -294,8 +295,8 @@ func TestRunAtStartIsLeftToItsRelease(t *testing.T) {
 	ctx := context.Background()
 	r9 := k.Trigger("migrate", triggerID(t0, 1))
 	// As a replica of r9 that led for a moment would have asked.
-	if _, err := sc.cli.Txn(ctx).Then(clientv3.OpPut(k.Started("migrate"), encodeStarted([]string{"r1"}, "r9")),
-		clientv3.OpPut(r9, encodeStartTrigger("the start of release r9", t0, "r9"))).Commit(); err != nil {
+	if _, err := sc.cli.Txn(ctx).Then(clientv3.OpPut(k.Started("migrate"), jobkeys.EncodeStarted([]string{"r1"}, "r9")),
+		clientv3.OpPut(r9, jobkeys.EncodeTrigger("the start of release r9", t0, "r9"))).Commit(); err != nil {
 		t.Fatal(err)
 	}
 	if err := sc.up["a"].Trigger(ctx, "migrate"); err != nil {

@@ -2,12 +2,12 @@ package cronx
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"time"
 
+	"github.com/batonhq/baton/internal/jobkeys"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -53,36 +53,8 @@ type Backfill struct {
 // finished nor refused.
 func (b Backfill) Pending() bool { return !b.Finished && b.Refused == "" }
 
-// backfillValue is the value of a backfill's key: the request and its
-// progress.
-type backfillValue struct {
-	From  int64 `json:"from"` // Unix nanoseconds
-	To    int64 `json:"to"`
-	Max   int   `json:"max"`
-	Ticks int   `json:"ticks,omitempty"` // 0: not counted yet
-	Done  int   `json:"done,omitempty"`
-	// Last is the last tick claimed, in Unix nanoseconds; 0 before the first.
-	Last     int64  `json:"last,omitempty"`
-	Finished bool   `json:"finished,omitempty"`
-	Refused  string `json:"refused,omitempty"`
-	By       string `json:"by,omitempty"`
-	At       int64  `json:"at,omitempty"`
-}
-
-// parseBackfill reads a backfill's value, as much of it as decodes.
-func parseBackfill(v []byte) backfillValue {
-	var b backfillValue
-	json.Unmarshal(v, &b)
-	return b
-}
-
-func encodeBackfill(v backfillValue) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-// public is v as Backfill tells it.
-func (v backfillValue) public(job string) Backfill {
+// publicBackfill is job's backfill of value v, as Backfill tells it.
+func publicBackfill(job string, v jobkeys.Backfill) Backfill {
 	return Backfill{Job: job, From: time.Unix(0, v.From), To: time.Unix(0, v.To), Max: v.Max, Ticks: v.Ticks, Done: v.Done,
 		Finished: v.Finished, Refused: v.Refused, By: v.By, At: time.Unix(0, v.At)}
 }
@@ -147,7 +119,7 @@ func countTicks(sched Schedule, from, to time.Time, limit int) (n int, over bool
 // nextBackfillTick is the tick of sched that v claims next, in loc: the
 // first at or after From, then the one after the last claimed; and the tick
 // after it. A zero tick means none is left.
-func nextBackfillTick(sched Schedule, v backfillValue, loc *time.Location) (tick, following time.Time) {
+func nextBackfillTick(sched Schedule, v jobkeys.Backfill, loc *time.Location) (tick, following time.Time) {
 	after := time.Unix(0, v.From).In(loc).Add(-time.Nanosecond)
 	if v.Last != 0 {
 		after = time.Unix(0, v.Last).In(loc) // mutation:backfill-resume
@@ -241,7 +213,7 @@ func (k *Control) Backfills(ctx context.Context, job string) ([]Backfill, error)
 	}
 	var out []Backfill
 	for _, kv := range resp.Kvs {
-		out = append(out, parseBackfill(kv.Value).public(job))
+		out = append(out, publicBackfill(job, jobkeys.ParseBackfill(kv.Value)))
 	}
 	return out, nil
 }
@@ -252,7 +224,7 @@ func (k *Control) Backfills(ctx context.Context, job string) ([]Backfill, error)
 // known here.
 func (k *Control) requestBackfill(ctx context.Context, job string, from, to time.Time, max int, by string, ticks int, now time.Time) (Backfill, error) {
 	key := k.keys.Backfill(job, backfillID(from, to))
-	v := backfillValue{From: from.UnixNano(), To: to.UnixNano(), Max: max, Ticks: ticks, By: by, At: now.UnixNano()}
+	v := jobkeys.Backfill{From: from.UnixNano(), To: to.UnixNano(), Max: max, Ticks: ticks, By: by, At: now.UnixNano()}
 	for range 3 {
 		resp, err := k.client.Get(ctx, k.keys.BackfillsOf(job), clientv3.WithPrefix())
 		if err != nil {
@@ -262,7 +234,7 @@ func (k *Control) requestBackfill(ctx context.Context, job string, from, to time
 		var ended []*mvccpb.KeyValue
 		pending := 0
 		for _, kv := range resp.Kvs {
-			ov := parseBackfill(kv.Value)
+			ov := jobkeys.ParseBackfill(kv.Value)
 			switch {
 			case string(kv.Key) == key:
 				same = kv
@@ -273,8 +245,8 @@ func (k *Control) requestBackfill(ctx context.Context, job string, from, to time
 			}
 		}
 		if same != nil {
-			if ov := parseBackfill(same.Value); ov.Refused == "" {
-				b := ov.public(job)
+			if ov := jobkeys.ParseBackfill(same.Value); ov.Refused == "" {
+				b := publicBackfill(job, ov)
 				b.Existing = true
 				return b, nil
 			}
@@ -287,7 +259,7 @@ func (k *Control) requestBackfill(ctx context.Context, job string, from, to time
 			cond = clientv3.Compare(clientv3.ModRevision(key), "=", same.ModRevision)
 		}
 		conds := []clientv3.Cmp{cond}
-		ops := []clientv3.Op{clientv3.OpPut(key, encodeBackfill(v))}
+		ops := []clientv3.Op{clientv3.OpPut(key, v.Encode())}
 		sort.Slice(ended, func(a, b int) bool { return ended[a].CreateRevision < ended[b].CreateRevision })
 		kept := len(ended) + pending
 		for i := 0; same == nil && kept+1 > maxBackfills && i < len(ended); i++ {
@@ -300,7 +272,7 @@ func (k *Control) requestBackfill(ctx context.Context, job string, from, to time
 			return Backfill{}, fmt.Errorf("cronx: backfill %q: %w", job, err)
 		}
 		if tr.Succeeded {
-			return v.public(job), nil
+			return publicBackfill(job, v), nil
 		}
 	}
 	return Backfill{}, fmt.Errorf("cronx: backfill %q: %w", job, errBackfillsChanging)

@@ -594,7 +594,7 @@ func TestBackfillTicksOfARange(t *testing.T) {
 	if n, over := countTicks(hourly, h, h.Add(24*time.Hour), 10); !over || n != 10 {
 		t.Errorf("a day of an hourly job counted up to 10: %d, over %v", n, over)
 	}
-	v := backfillValue{From: h.UnixNano(), To: h.Add(3 * time.Hour).UnixNano()}
+	v := jobkeys.Backfill{From: h.UnixNano(), To: h.Add(3 * time.Hour).UnixNano()}
 	var got []time.Time
 	for {
 		tick, _ := nextBackfillTick(hourly, v, time.UTC)

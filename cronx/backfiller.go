@@ -9,6 +9,7 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claimcond"
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -37,7 +38,7 @@ type backfillClaim struct {
 	// the one that claim wrote: what a claim whose reply was lost had
 	// done, if it committed (unanswered.go).
 	sent string
-	next backfillValue
+	next jobkeys.Backfill
 }
 
 // errBackfillMoved is the outcome of a claim of a backfill's tick whose
@@ -168,7 +169,7 @@ func (b *backfiller) runRequest(job, key string) bool {
 			return true // removed by hand
 		}
 		kv := resp.Kvs[0]
-		v := parseBackfill(kv.Value)
+		v := jobkeys.ParseBackfill(kv.Value)
 		if v.Finished || v.Refused != "" {
 			return true
 		}
@@ -219,7 +220,7 @@ func (b *backfiller) runRequest(job, key string) bool {
 // update writes v, the request key's value read at rev, unless the request
 // changed since (or, in leader mode, the term ended), and tells the
 // observers.
-func (b *backfiller) update(job, key string, rev int64, v backfillValue) {
+func (b *backfiller) update(job, key string, rev int64, v jobkeys.Backfill) {
 	co := b.co
 	conds := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}
 	if b.ts != nil {
@@ -227,7 +228,7 @@ func (b *backfiller) update(job, key string, rev int64, v backfillValue) {
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, etcdTimeout)
 	defer cancel()
-	tr, err := co.conn.etcd().Txn(ctx).If(conds...).Then(clientv3.OpPut(key, encodeBackfill(v))).Commit()
+	tr, err := co.conn.etcd().Txn(ctx).If(conds...).Then(clientv3.OpPut(key, v.Encode())).Commit()
 	if err != nil {
 		sleep(b.ctx, retryBackoff)
 		return
@@ -321,7 +322,7 @@ func (cl *claimer) sendBackfill(r *run, sess *election.Session) (held, int64, er
 		return held{}, 0, errBackfillMoved
 	}
 	kv := resp.Kvs[0]
-	v := parseBackfill(kv.Value)
+	v := jobkeys.ParseBackfill(kv.Value)
 	seq := r.tick.UnixNano()
 	if v.Finished || v.Refused != "" || v.Last != bf.base {
 		return held{}, 0, errBackfillMoved
@@ -350,7 +351,7 @@ func (cl *claimer) sendBackfill(r *run, sess *election.Session) (held, int64, er
 		conds = append(conds, r.term.term.Cmp())
 	}
 	tr, err := co.conn.etcd().Txn(ctx).If(conds...).Then(
-		clientv3.OpPut(bf.key, encodeBackfill(next)),
+		clientv3.OpPut(bf.key, next.Encode()),
 		clientv3.OpPut(marker, claimcond.Value(seq, co.identity), clientv3.WithLease(sess.Lease())),
 	).Else(orElse...).Commit()
 	if err == nil && tr.Succeeded {
@@ -402,7 +403,7 @@ func (cl *claimer) giveBackBackfill(ctx context.Context, r *run, c held) error {
 		return fmt.Errorf("give back the backfilled tick %s of %s: %w", stamp(r.tick), bf.key, err)
 	}
 	if tr.Succeeded {
-		cl.co.rep.backfillProgressed(r.job.name, parseBackfill([]byte(bf.prev)))
+		cl.co.rep.backfillProgressed(r.job.name, jobkeys.ParseBackfill([]byte(bf.prev)))
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package cronx
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +10,7 @@ import (
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/claims"
+	"github.com/batonhq/baton/internal/jobkeys"
 )
 
 // boundsPolicy is a job's WithStartAt, WithEndAt and WithMaxRuns.
@@ -111,14 +111,6 @@ func boundsOf(s Schedule) *boundedSchedule {
 	return b
 }
 
-// runsValue is the value a bounded job's claims put at its runs key, for
-// Status: the job's bounds.
-type runsValue struct {
-	Max   int       `json:"max,omitempty"`
-	Start time.Time `json:"start,omitzero"`
-	End   time.Time `json:"end,omitzero"`
-}
-
 // countedClaim is the claim option that counts a run of a bounded job in
 // its runs key, and refuses it once the job has run WithMaxRuns times.
 func (sc *scope) countedClaim(job string, p boundsPolicy) election.ClaimOption {
@@ -133,15 +125,8 @@ func (sc *scope) runsCounter(job string, p boundsPolicy) claimcond.Counter {
 	if p.maxRuns > 0 {
 		limit = int64(p.maxRuns)
 	}
-	v, _ := json.Marshal(runsValue{Max: p.maxRuns, Start: p.start, End: p.end})
-	return claimcond.Counter{Key: sc.keys.Runs(job), Max: limit, Value: string(v), Err: ErrMaxRuns}
-}
-
-// parseRuns reads a runs key's value.
-func parseRuns(v []byte) (runsValue, error) {
-	var rv runsValue
-	err := json.Unmarshal(v, &rv)
-	return rv, err
+	v := jobkeys.Runs{Max: p.maxRuns, Start: p.start, End: p.end}
+	return claimcond.Counter{Key: sc.keys.Runs(job), Max: limit, Value: v.Encode(), Err: ErrMaxRuns}
 }
 
 // reachedMaxRuns ends the ticks of r's job on this replica: its claim found

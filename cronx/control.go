@@ -102,7 +102,7 @@ func (k *Control) Trigger(ctx context.Context, job, by string) error {
 		return err
 	}
 	at := time.Now()
-	if _, err := k.client.Put(ctx, k.keys.Trigger(job, triggerID(at, rand.Uint32())), encodeTrigger(by, at)); err != nil {
+	if _, err := k.client.Put(ctx, k.keys.Trigger(job, triggerID(at, rand.Uint32())), jobkeys.EncodeTrigger(by, at, "")); err != nil {
 		return fmt.Errorf("cronx: trigger %q: %w", job, err)
 	}
 	return nil
@@ -242,7 +242,7 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 		if key := string(kv.Key); strings.HasPrefix(key, k.keys.Backfills()) {
 			if name := k.keys.BackfillJob(key); checkJobName(name) == nil {
 				j := get(name)
-				j.Backfills = append(j.Backfills, parseBackfill(kv.Value).public(name))
+				j.Backfills = append(j.Backfills, publicBackfill(name, jobkeys.ParseBackfill(kv.Value)))
 			}
 			continue
 		}
@@ -265,7 +265,7 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 			j.Spec = string(kv.Value)
 		case leaf == "paused":
 			j.Paused = true
-			j.PausedBy, j.PausedReason = parsePaused(kv.Value)
+			j.PausedBy, j.PausedReason = jobkeys.ParsePaused(kv.Value)
 		case leaf == "last":
 			if seq, by, err := jobkeys.ParseLast(string(kv.Value)); err == nil {
 				j.LastTick, j.LastBy = time.Unix(0, seq), by
@@ -273,7 +273,7 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 		case leaf == "history":
 			j.History = parseHistory(kv.Value)
 		case leaf == "outcome":
-			o := parseOutcome(kv.Value)
+			o := jobkeys.ParseOutcome(kv.Value)
 			j.LastSuccess, j.LastFailure, j.ConsecutiveFailures = o.LastSuccess, o.LastFailure, o.Failures
 		case leaf == "notrun":
 			v, now := notrun.Parse(kv.Value), time.Now()
@@ -283,11 +283,11 @@ func (k *Control) status(ctx context.Context, liveOnly bool) (Status, error) {
 				j.Buffered = append(j.Buffered, time.Unix(0, seq))
 			}
 		case leaf == "started":
-			j.Started = parseStarted(kv.Value)
+			j.Started = jobkeys.ParseStarted(kv.Value)
 		case strings.HasPrefix(leaf, "running/"):
 			j.Running = append(j.Running, jobkeys.MarkerHolder(string(kv.Value)))
 		case leaf == "runs":
-			if rv, err := parseRuns(kv.Value); err == nil {
+			if rv, err := jobkeys.ParseRuns(kv.Value); err == nil {
 				j.Runs, j.MaxRuns, j.StartAt, j.EndAt = kv.Version, rv.Max, rv.Start, rv.End
 			}
 		}

@@ -2,11 +2,10 @@ package cronx
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
+	"github.com/batonhq/baton/internal/jobkeys"
 )
 
 // A job's outcome key (<job>/outcome) holds what its history, bounded to
@@ -15,22 +14,12 @@ import (
 // it in the transaction that appends the run to the history, under the
 // same condition (the history's revision, read with the outcome), so the
 // two never disagree and a run is counted once: whichever replica ran the
-// job, the key is the cluster's (writes.runEnd).
+// job, the key is the cluster's (writes.runEnd). It holds too the latest
+// scheduled tick whose run was recorded: the history forgets it, and
+// WithRecovery must not run it again (recovery.go).
 //
 // Only a run's last attempt counts: an attempt that is retried is neither
 // a success nor a failure of the run (WithRetries).
-
-// outcome is a job's outcome key.
-type outcome struct {
-	LastSuccess time.Time `json:"last_success,omitzero"`
-	LastFailure time.Time `json:"last_failure,omitzero"`
-	// Failures is the number of runs that failed since the last success.
-	Failures int `json:"failures,omitempty"`
-	// Tick is the latest scheduled tick (Unix nanoseconds) whose run was
-	// recorded, however many records came after it: the history forgets
-	// it, and WithRecovery must not run it again (recovery.go).
-	Tick int64 `json:"tick,omitempty"`
-}
 
 // JobOutcome is a job's last success, last failure and consecutive
 // failures, cluster-wide, as this replica wrote them in etcd with a run it
@@ -48,30 +37,9 @@ type JobOutcome struct {
 	ConsecutiveFailures int
 }
 
-// parseOutcome reads an outcome value, as much of it as decodes: a damaged
-// value is replaced by the next run's write.
-func parseOutcome(v []byte) outcome {
-	var o outcome
-	json.Unmarshal(v, &o)
-	return o
-}
-
-// decodeOutcome reads an outcome key's value; the zero outcome if absent.
-func decodeOutcome(kvs []*mvccpb.KeyValue) outcome {
-	if len(kvs) == 0 {
-		return outcome{}
-	}
-	return parseOutcome(kvs[0].Value)
-}
-
-func encodeOutcome(o outcome) string {
-	b, _ := json.Marshal(o)
-	return string(b)
-}
-
-// after is o once the run of it has ended; an attempt that is retried
-// (it.keep) changes nothing.
-func (o outcome) after(it finishItem) outcome {
+// outcomeAfter is o once the run of it has ended; an attempt that is
+// retried (it.keep) changes nothing.
+func outcomeAfter(o jobkeys.Outcome, it finishItem) jobkeys.Outcome {
 	switch {
 	case it.keep:
 	case it.err == nil:
@@ -85,7 +53,7 @@ func (o outcome) after(it finishItem) outcome {
 
 // outcomeRecorded tells the observers the outcome that the record of it
 // wrote at revision rev.
-func (rc *recorder) outcomeRecorded(it finishItem, o outcome, rev int64) {
+func (rc *recorder) outcomeRecorded(it finishItem, o jobkeys.Outcome, rev int64) {
 	if it.keep || !rc.co.rep.observed() {
 		return
 	}
@@ -123,7 +91,7 @@ func (co *coordinator) loadOutcomes(names func() []string) {
 			}
 			for i, job := range batch {
 				if kvs := resp.Responses[i].GetResponseRange().GetKvs(); len(kvs) > 0 {
-					co.rep.outcomes.tell(co.rep, job, decodeOutcome(kvs), kvs[0].ModRevision)
+					co.rep.outcomes.tell(co.rep, job, jobkeys.DecodeOutcome(kvs), kvs[0].ModRevision)
 				}
 			}
 		}
@@ -140,7 +108,7 @@ type outcomesTold struct {
 
 // tell tells the observers of rp job's outcome o, written at revision rev,
 // unless a later one was told.
-func (t *outcomesTold) tell(rp *reporter, job string, o outcome, rev int64) {
+func (t *outcomesTold) tell(rp *reporter, job string, o jobkeys.Outcome, rev int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if rev < t.rev[job] {

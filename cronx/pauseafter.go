@@ -2,8 +2,8 @@ package cronx
 
 import (
 	"fmt"
-	"strings"
 
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -28,7 +28,7 @@ func WithPauseAfter(n int) JobOption {
 
 // pauseOps are the writes that pause the job of it once its outcome o
 // reaches its policy's failures: the pause key, unless it is there already.
-func pauseOps(sc *scope, it finishItem, o outcome) []clientv3.Op {
+func pauseOps(sc *scope, it finishItem, o jobkeys.Outcome) []clientv3.Op {
 	n := 0
 	if it.policy != nil {
 		n = it.policy.pauseAfter
@@ -40,22 +40,5 @@ func pauseOps(sc *scope, it finishItem, o outcome) []clientv3.Op {
 	reason := fmt.Sprintf("%d consecutive failures; the last: %s", o.Failures, boundedError(it.err.Error()))
 	return []clientv3.Op{clientv3.OpTxn(
 		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}, // mutation:pause-after-kept
-		[]clientv3.Op{clientv3.OpPut(key, encodePaused(sc.identity, reason))}, nil)}
-}
-
-// A pause key's value is who paused the job, then, for a job that paused
-// itself (WithPauseAfter), a newline and why. Pause, by hand, writes who
-// alone.
-func encodePaused(by, reason string) string {
-	if reason == "" {
-		return by
-	}
-	return by + "\n" + reason
-}
-
-// parsePaused reads a pause key's value: who paused the job, and why when
-// it says.
-func parsePaused(v []byte) (by, reason string) {
-	by, reason, _ = strings.Cut(string(v), "\n")
-	return by, reason
+		[]clientv3.Op{clientv3.OpPut(key, jobkeys.EncodePaused(sc.identity, reason))}, nil)}
 }

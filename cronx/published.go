@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -46,6 +47,6 @@ func (k *Control) Paused(ctx context.Context, job string) (by string, paused boo
 	if len(resp.Kvs) == 0 {
 		return "", false, nil
 	}
-	by, _ = parsePaused(resp.Kvs[0].Value)
+	by, _ = jobkeys.ParsePaused(resp.Kvs[0].Value)
 	return by, true, nil
 }

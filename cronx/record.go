@@ -9,6 +9,7 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claims"
+	"github.com/batonhq/baton/internal/jobkeys"
 	"github.com/batonhq/baton/internal/nested"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -162,7 +163,7 @@ func (rc *recorder) recordAll(batch []finishItem) {
 	}
 	reads := nested.Responses(read.Responses)
 	ops := make([]clientv3.Op, len(batch))
-	outcomes := make([]outcome, len(batch))
+	outcomes := make([]jobkeys.Outcome, len(batch))
 	sizes := make([]int, len(batch))
 	for i, it := range batch {
 		hist, rev := decodeHistory(reads[i].GetResponseRange().Kvs)
@@ -182,7 +183,7 @@ func (rc *recorder) recordAll(batch []finishItem) {
 
 // writeRecords commits the record writes ops of batch, as recordAll made
 // them, in one transaction.
-func (rc *recorder) writeRecords(ctx context.Context, batch []finishItem, ops []clientv3.Op, outcomes []outcome) {
+func (rc *recorder) writeRecords(ctx context.Context, batch []finishItem, ops []clientv3.Op, outcomes []jobkeys.Outcome) {
 	wrote, err := rc.co.conn.etcd().Txn(ctx).Then(nested.Group(ops, recordWriteGroup)...).Commit()
 	if err != nil {
 		// It may have committed: releases are conditional.

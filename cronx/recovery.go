@@ -1,14 +1,9 @@
 package cronx
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/batonhq/baton/election"
@@ -61,42 +56,6 @@ func WithRecovery(n int) JobOption {
 // its recoveries are spent.
 var errRecoveredEnough = errors.New("its runner was lost again, and its recoveries are spent")
 
-// maxRecoveredTicks bounds the ticks a job's recovered key counts: each is
-// a tick whose runner died, and only the latest are caught up.
-const maxRecoveredTicks = 8
-
-// recoveredValue is a job's recovered key: for each of its latest ticks
-// run again, how many times, by the tick's Unix nanoseconds.
-type recoveredValue map[string]int
-
-func parseRecovered(v []byte) recoveredValue {
-	out := recoveredValue{}
-	json.Unmarshal(v, &out)
-	return out
-}
-
-// with counts one more recovery of seq, keeping the latest ticks.
-func (v recoveredValue) with(seq int64) (string, int) {
-	next := maps.Clone(v)
-	if next == nil {
-		next = recoveredValue{}
-	}
-	key := strconv.FormatInt(seq, 10)
-	next[key]++
-	if len(next) > maxRecoveredTicks {
-		ticks := slices.SortedFunc(maps.Keys(next), func(a, b string) int {
-			x, _ := strconv.ParseInt(a, 10, 64)
-			y, _ := strconv.ParseInt(b, 10, 64)
-			return cmp.Compare(x, y)
-		})
-		for _, old := range ticks[:len(ticks)-maxRecoveredTicks] {
-			delete(next, old)
-		}
-	}
-	b, _ := json.Marshal(next)
-	return string(b), next[key]
-}
-
 // recovery decides, for a tick whose runner was lost (lost.go), whether it
 // runs again here: the one point of a run's life where WithRecovery acts.
 type recovery struct {
@@ -130,10 +89,10 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 	if err != nil {
 		return false, err
 	}
-	var seen recoveredValue
+	var seen jobkeys.Recovered
 	var rev int64
 	if kvs := read.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
-		seen, rev = parseRecovered(kvs[0].Value), kvs[0].ModRevision
+		seen, rev = jobkeys.ParseRecovered(kvs[0].Value), kvs[0].ModRevision
 	}
 	records, histRev := decodeHistory(read.Responses[1].GetResponseRange().Kvs)
 	lastRev, claimed := int64(0), int64(0)
@@ -147,7 +106,7 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		co.rep.notRun(job, tick, ReasonOvertaken, errRecoveryOvertaken)
 		return true, nil
 	}
-	if recordedTick(records, decodeOutcome(read.Responses[2].GetResponseRange().Kvs), tick) {
+	if recordedTick(records, jobkeys.DecodeOutcome(read.Responses[2].GetResponseRange().Kvs), tick) {
 		co.logger.Info("cronx: not run again: a run of the tick was recorded", "job", job, "tick", tick)
 		return true, nil
 	}
@@ -156,7 +115,7 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		co.logger.Info("cronx: recovery not claimed: the job's claim is not the tick's", "job", job, "tick", tick)
 		return true, nil
 	}
-	next, n := seen.with(seq)
+	next, n := seen.With(seq)
 	if n > e.policy.recovery { // mutation:recovery-bound
 		return false, errRecoveredEnough
 	}
@@ -216,14 +175,14 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 // or a later tick as the latest recorded (the history holds only the last
 // historyLen records, and backfills, triggers and retried attempts push a
 // tick's record out of it).
-func recordedTick(records []Record, o outcome, tick time.Time) bool {
+func recordedTick(records []Record, o jobkeys.Outcome, tick time.Time) bool {
 	return ranTick(records, tick) || o.Tick >= tick.UnixNano() // mutation:recovery-recorded
 }
 
-// withTick is o once the record of it is written: its tick, when it is a
-// run of a scheduled tick (not a trigger or a backfill), is the latest
-// recorded unless a later one was.
-func (o outcome) withTick(it finishItem) outcome {
+// outcomeWithTick is o once the record of it is written: its tick, when
+// it is a run of a scheduled tick (not a trigger or a backfill), is the
+// latest recorded unless a later one was.
+func outcomeWithTick(o jobkeys.Outcome, it finishItem) jobkeys.Outcome {
 	if seq := it.tick.UnixNano(); !it.triggered && !it.backfill && seq > o.Tick { // mutation:recovery-tick-kept
 		o.Tick = seq
 	}

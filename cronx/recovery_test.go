@@ -30,18 +30,18 @@ func TestWithRecoveryTakesACountOfZeroOrMore(t *testing.T) {
 // TestRecoveredValueKeepsTheLatestTicks: the recovered key counts each tick
 // and forgets the oldest beyond its bound.
 func TestRecoveredValueKeepsTheLatestTicks(t *testing.T) {
-	v := recoveredValue{}
-	for seq := int64(1); seq <= maxRecoveredTicks+2; seq++ {
-		enc, n := v.with(seq)
+	v := jobkeys.Recovered{}
+	for seq := int64(1); seq <= jobkeys.MaxRecoveredTicks+2; seq++ {
+		enc, n := v.With(seq)
 		if n != 1 {
 			t.Fatalf("tick %d recovered %d times, want 1", seq, n)
 		}
-		v = parseRecovered([]byte(enc))
+		v = jobkeys.ParseRecovered([]byte(enc))
 	}
-	if len(v) != maxRecoveredTicks || v["1"] != 0 || v["2"] != 0 || v[fmt.Sprint(maxRecoveredTicks+2)] != 1 {
-		t.Errorf("recovered: %v, want the latest %d ticks", v, maxRecoveredTicks)
+	if len(v) != jobkeys.MaxRecoveredTicks || v["1"] != 0 || v["2"] != 0 || v[fmt.Sprint(jobkeys.MaxRecoveredTicks+2)] != 1 {
+		t.Errorf("recovered: %v, want the latest %d ticks", v, jobkeys.MaxRecoveredTicks)
 	}
-	if _, n := v.with(maxRecoveredTicks + 2); n != 2 {
+	if _, n := v.With(jobkeys.MaxRecoveredTicks + 2); n != 2 {
 		t.Errorf("a tick recovered again: %d, want 2", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/emptyetcd"
+	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -49,7 +50,7 @@ func (rp *reporter) runStarted(r *run, claim election.Claim, claimLatency time.D
 }
 
 // backfillProgressed tells the observers that a backfill of job is at v.
-func (rp *reporter) backfillProgressed(job string, v backfillValue) {
+func (rp *reporter) backfillProgressed(job string, v jobkeys.Backfill) {
 	if !rp.observed() {
 		return
 	}

@@ -2,13 +2,13 @@ package cronx
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/batonhq/baton/internal/jobkeys"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -35,19 +35,6 @@ import (
 // with their replicas, as they did before there was a roster.
 const rosterLimit = 1 << 20
 
-// rosterValue is the value of .roster/jobs.
-type rosterValue struct {
-	Jobs []string  `json:"jobs"`
-	By   string    `json:"by"`
-	At   time.Time `json:"at"`
-}
-
-// stoppedValue is the value of .roster/stopped.
-type stoppedValue struct {
-	By string    `json:"by"`
-	At time.Time `json:"at"`
-}
-
 // writeRoster records the names of this replica's jobs unless the roster
 // holds them already.
 func (pb *publisher) writeRoster(ctx context.Context) error {
@@ -55,13 +42,13 @@ func (pb *publisher) writeRoster(ctx context.Context) error {
 	names := namesOf(co.host)
 	slices.Sort(names)
 	sum := rosterSum(names)
-	v, _ := json.Marshal(rosterValue{Jobs: names, By: co.identity, At: co.clock.Now()})
+	v := jobkeys.Roster{Jobs: names, By: co.identity, At: co.clock.Now()}.Encode()
 	if len(v) > rosterLimit {
 		return nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
-	same, write := co.writes.roster(sum, string(v))
+	same, write := co.writes.roster(sum, v)
 	_, err := co.conn.etcd().Txn(rctx).If(same).Else(write...).Commit()
 	if err != nil {
 		return fmt.Errorf("write the roster: %w", err)
@@ -86,13 +73,13 @@ func (co *coordinator) markStopped() (wait func()) {
 	if cli == nil {
 		return func() {}
 	}
-	v, _ := json.Marshal(stoppedValue{By: co.identity, At: co.clock.Now()})
+	v := jobkeys.Stopped{By: co.identity, At: co.clock.Now()}.Encode()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		cli.Put(ctx, co.keys.RosterStopped(), string(v)) // mutation:stop-unmarked
+		cli.Put(ctx, co.keys.RosterStopped(), v) // mutation:stop-unmarked
 	}()
 	return func() { <-done }
 }
@@ -107,8 +94,7 @@ type roster struct {
 func (r *roster) read(k layout, kv *mvccpb.KeyValue) {
 	switch string(kv.Key) {
 	case k.RosterJobs():
-		var v rosterValue
-		if json.Unmarshal(kv.Value, &v) == nil {
+		if v, err := jobkeys.ParseRoster(kv.Value); err == nil {
 			r.jobs = map[string]bool{}
 			for _, n := range v.Jobs {
 				r.jobs[n] = true
@@ -116,8 +102,7 @@ func (r *roster) read(k layout, kv *mvccpb.KeyValue) {
 			r.heard(v.At)
 		}
 	case k.RosterStopped():
-		var v stoppedValue
-		if json.Unmarshal(kv.Value, &v) == nil {
+		if v, err := jobkeys.ParseStopped(kv.Value); err == nil {
 			r.heard(v.At)
 		}
 	}

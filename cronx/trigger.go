@@ -2,13 +2,13 @@ package cronx
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claimcond"
+	"github.com/batonhq/baton/internal/jobkeys"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -36,27 +36,11 @@ type trigger struct {
 	release string    // a run at start's release; empty for any replica
 }
 
-// triggerRequest is the value of a request key.
-type triggerRequest struct {
-	By string `json:"by"`
-	At int64  `json:"at"` // Unix nanoseconds
-	// Release is, for a run at start (atstart.go), the release whose
-	// replicas alone may run it; empty for any replica.
-	Release string `json:"release,omitempty"`
-}
-
-// encodeTrigger is a request's value.
-func encodeTrigger(by string, at time.Time) string {
-	b, _ := json.Marshal(triggerRequest{By: by, At: at.UnixNano()})
-	return string(b)
-}
-
 // triggerOf reads a request. A request of an older version (.trigger/<job>,
 // whoever asked as its value) has the time it was seen.
 func triggerOf(kv *mvccpb.KeyValue, seen time.Time) trigger {
 	t := trigger{key: string(kv.Key), rev: kv.CreateRevision, at: seen, value: string(kv.Value)}
-	var req triggerRequest
-	if json.Unmarshal(kv.Value, &req) == nil && req.At > 0 {
+	if req, err := jobkeys.ParseTrigger(kv.Value); err == nil && req.At > 0 {
 		t.at, t.release = time.Unix(0, req.At), req.Release
 	}
 	return t

@@ -6,6 +6,7 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claims"
+	"github.com/batonhq/baton/internal/jobkeys"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -143,7 +144,7 @@ func (w writes) outcomeGets(jobs []string) []clientv3.Op {
 // Cost, per run: two keys read, its history and outcome compared and put,
 // its marker deleted. A recorder writes recordBatch of them in two
 // transactions (record.go).
-func (w writes) runEnd(it finishItem, rec Record, hist []Record, rev int64, outRead *etcdserverpb.ResponseOp, release bool) (op clientv3.Op, next outcome) {
+func (w writes) runEnd(it finishItem, rec Record, hist []Record, rev int64, outRead *etcdserverpb.ResponseOp, release bool) (op clientv3.Op, next jobkeys.Outcome) {
 	key := w.sc.keys.History(it.job)
 	next, also := w.outcomeOps(it, outRead)
 	write := append([]clientv3.Op{clientv3.OpPut(key, encodeHistory(hist, rec))}, also...)
@@ -156,20 +157,20 @@ func (w writes) runEnd(it finishItem, rec Record, hist []Record, rev int64, outR
 // outcomeOps are the writes that go with the history write of it, given
 // the outcome key as read with the history: the job's new outcome, and
 // its pause when its policy says so; for an attempt that is retried, only
-// the latest recorded tick (withTick), if it moves. next is the outcome
+// the latest recorded tick (outcomeWithTick), if it moves. next is the outcome
 // they write.
-func (w writes) outcomeOps(it finishItem, read *etcdserverpb.ResponseOp) (next outcome, ops []clientv3.Op) {
-	prev := decodeOutcome(read.GetResponseRange().GetKvs())
-	seen := prev.withTick(it)
+func (w writes) outcomeOps(it finishItem, read *etcdserverpb.ResponseOp) (next jobkeys.Outcome, ops []clientv3.Op) {
+	prev := jobkeys.DecodeOutcome(read.GetResponseRange().GetKvs())
+	seen := outcomeWithTick(prev, it)
 	key := w.sc.keys.Outcome(it.job)
 	if it.keep {
 		if seen == prev {
-			return outcome{}, nil
+			return jobkeys.Outcome{}, nil
 		}
-		return outcome{}, []clientv3.Op{clientv3.OpPut(key, encodeOutcome(seen))}
+		return jobkeys.Outcome{}, []clientv3.Op{clientv3.OpPut(key, seen.Encode())}
 	}
-	next = seen.after(it)
-	ops = []clientv3.Op{clientv3.OpPut(key, encodeOutcome(next))}
+	next = outcomeAfter(seen, it)
+	ops = []clientv3.Op{clientv3.OpPut(key, next.Encode())}
 	return next, append(ops, pauseOps(w.sc, it, next)...)
 }
 

@@ -1,5 +1,6 @@
 // Package jobkeys names the etcd keys of a coordinated scheduler's jobs:
-// where cronx and its Control read and write, written down once.
+// where cronx and its Control read and write, written down once; and it
+// encodes and reads the values they hold (values.go).
 package jobkeys
 
 import (
@@ -45,7 +46,7 @@ import (
 //	                     call: its time and who asked (cronx/trigger.go)
 //	.backfill/<job>/<id> a request to run every tick of [from, to), named
 //	                     after its range, with its progress: a JSON
-//	                     backfillValue (cronx/backfill.go); its runs' markers are
+//	                     Backfill (cronx/backfill.go); its runs' markers are
 //	                     <job>/running/b<seq>
 //	.roster/sum          a hash of the names of the publisher's jobs (cronx/roster.go)
 //	.roster/jobs         those names, for Status when no replica runs

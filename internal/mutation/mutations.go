@@ -80,7 +80,7 @@ var mutations = []mutation{
 	{
 		Name:   "stop-unmarked",
 		Breaks: "with every replica stopped, a job is shown not scheduled since before the last replica stopped",
-		Edits:  []edit{{Marker: "stop-unmarked", Old: "cli.Put(ctx, co.keys.RosterStopped(), string(v))", New: "_, _ = ctx, v"}},
+		Edits:  []edit{{Marker: "stop-unmarked", Old: "cli.Put(ctx, co.keys.RosterStopped(), v)", New: "_, _ = ctx, v"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestStatusListsTheJobsWhenNoReplicaRuns$"}},
 	},
 	{
