@@ -16,6 +16,20 @@ import (
 // array of cronx.Record) and notrun (internal/notrun): each is read as
 // much as it decodes, and a damaged value reads as its doc says.
 
+// encode is v as a key holds it, in JSON.
+func encode(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// parse reads a key's JSON value into a T: as much of it as decodes, and
+// the error if any of it did not.
+func parse[T any](v []byte) (T, error) {
+	var t T
+	err := json.Unmarshal(v, &t)
+	return t, err
+}
+
 // Outcome is the value of a job's outcome key: what its history, bounded,
 // forgets.
 type Outcome struct {
@@ -31,8 +45,7 @@ type Outcome struct {
 // ParseOutcome reads an outcome value, as much of it as decodes: a damaged
 // value is replaced by the next run's write.
 func ParseOutcome(v []byte) Outcome {
-	var o Outcome
-	json.Unmarshal(v, &o)
+	o, _ := parse[Outcome](v)
 	return o
 }
 
@@ -47,8 +60,7 @@ func DecodeOutcome(kvs []*mvccpb.KeyValue) Outcome {
 
 // Encode is o as the key holds it.
 func (o Outcome) Encode() string {
-	b, _ := json.Marshal(o)
-	return string(b)
+	return encode(o)
 }
 
 // Runs is the value a bounded job's claims put at its runs key, whose
@@ -60,16 +72,11 @@ type Runs struct {
 }
 
 // ParseRuns reads a runs key's value; a damaged value is an error.
-func ParseRuns(v []byte) (Runs, error) {
-	var r Runs
-	err := json.Unmarshal(v, &r)
-	return r, err
-}
+func ParseRuns(v []byte) (Runs, error) { return parse[Runs](v) }
 
 // Encode is r as the key holds it.
 func (r Runs) Encode() string {
-	b, _ := json.Marshal(r)
-	return string(b)
+	return encode(r)
 }
 
 // EncodePaused is a pause key's value: who paused the job, then, for a
@@ -125,8 +132,7 @@ func (v Recovered) With(seq int64) (string, int) {
 			delete(next, old)
 		}
 	}
-	b, _ := json.Marshal(next)
-	return string(b), next[key]
+	return encode(next), next[key]
 }
 
 // StartedReleases bounds the releases a started key remembers: a replica
@@ -149,8 +155,7 @@ func DecodeStarted(kvs []*mvccpb.KeyValue) ([]string, int64) {
 
 // ParseStarted reads a started key's value, as much of it as decodes.
 func ParseStarted(v []byte) []string {
-	var ran []string
-	json.Unmarshal(v, &ran)
+	ran, _ := parse[[]string](v)
 	return ran
 }
 
@@ -161,8 +166,7 @@ func EncodeStarted(ran []string, release string) string {
 	if len(ran) > StartedReleases {
 		ran = ran[len(ran)-StartedReleases:]
 	}
-	b, _ := json.Marshal(ran)
-	return string(b)
+	return encode(ran)
 }
 
 // Trigger is the value of a trigger's request key.
@@ -177,17 +181,12 @@ type Trigger struct {
 // EncodeTrigger is the value of a request of by, made at at, for the
 // replicas of release (empty: any replica).
 func EncodeTrigger(by string, at time.Time, release string) string {
-	b, _ := json.Marshal(Trigger{By: by, At: at.UnixNano(), Release: release})
-	return string(b)
+	return encode(Trigger{By: by, At: at.UnixNano(), Release: release})
 }
 
 // ParseTrigger reads a request's value; a damaged value, or an older
 // version's (whoever asked, as plain text), is an error.
-func ParseTrigger(v []byte) (Trigger, error) {
-	var t Trigger
-	err := json.Unmarshal(v, &t)
-	return t, err
-}
+func ParseTrigger(v []byte) (Trigger, error) { return parse[Trigger](v) }
 
 // Backfill is the value of a backfill's key: the request and its
 // progress.
@@ -207,15 +206,13 @@ type Backfill struct {
 
 // ParseBackfill reads a backfill's value, as much of it as decodes.
 func ParseBackfill(v []byte) Backfill {
-	var b Backfill
-	json.Unmarshal(v, &b)
+	b, _ := parse[Backfill](v)
 	return b
 }
 
 // Encode is b as the key holds it.
 func (b Backfill) Encode() string {
-	v, _ := json.Marshal(b)
-	return string(v)
+	return encode(b)
 }
 
 // Roster is the value of the roster's jobs key: the names of the
@@ -227,16 +224,11 @@ type Roster struct {
 }
 
 // ParseRoster reads the roster's jobs value; a damaged value is an error.
-func ParseRoster(v []byte) (Roster, error) {
-	var r Roster
-	err := json.Unmarshal(v, &r)
-	return r, err
-}
+func ParseRoster(v []byte) (Roster, error) { return parse[Roster](v) }
 
 // Encode is r as the key holds it.
 func (r Roster) Encode() string {
-	b, _ := json.Marshal(r)
-	return string(b)
+	return encode(r)
 }
 
 // Stopped is the value of the roster's stopped key: the last replica to
@@ -248,14 +240,9 @@ type Stopped struct {
 
 // ParseStopped reads the roster's stopped value; a damaged value is an
 // error.
-func ParseStopped(v []byte) (Stopped, error) {
-	var s Stopped
-	err := json.Unmarshal(v, &s)
-	return s, err
-}
+func ParseStopped(v []byte) (Stopped, error) { return parse[Stopped](v) }
 
 // Encode is s as the key holds it.
 func (s Stopped) Encode() string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	return encode(s)
 }
