@@ -13,7 +13,8 @@ import (
 )
 
 // hookLine is one line a command or a hook appended to the ledger:
-// what ("run", "on-failure", "on-success") job tick id fence exit pid error.
+// what ("run", "on-failure", "on-success", or "term": a hook told to stop)
+// job tick id fence exit pid error.
 type hookLine struct {
 	what, job, tick, id, fence, exit, err string
 	pid                                   int
@@ -45,8 +46,9 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) != syscall.ESRCH }
 // outlive their timeout or hold on through baton's stop. Each run's hook
 // runs once in the cluster, on the replica that ran it, with the run's
 // facts in its environment; one past its timeout is killed (SIGTERM, then
-// SIGKILL after --grace) and logged; and a hook's processes have ended when
-// the baton that started it exits.
+// SIGKILL after --grace) and logged; and a hook that holds on through
+// baton's stop is told to stop (SIGTERM) as the stop begins, and its
+// processes have ended when the baton that started it exits.
 func TestCrontabHooksRunOncePerRun(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -58,12 +60,17 @@ func TestCrontabHooksRunOncePerRun(t *testing.T) {
 	file := filepath.Join(dir, "crontab")
 	run := `echo "run|$BATON_JOB|$BATON_TICK|$BATON_ID|$BATON_FENCE||$$|" >> ` + ledger
 	hook := `echo "$BATON_HOOK|$BATON_JOB|$BATON_TICK|$BATON_ID|$BATON_FENCE|$BATON_EXIT|$$|$BATON_ERROR" >> ` + ledger
+	// linger's hook goes on after SIGTERM, noting it in the ledger.
+	linger := filepath.Join(dir, "linger.sh")
+	os.WriteFile(linger, []byte(`trap 'echo "term|$BATON_JOB|$BATON_TICK|$BATON_ID|$BATON_FENCE||$$|" >> `+ledger+`' TERM
+while :; do sleep 0.2; done
+`), 0o644)
 	os.WriteFile(file, []byte(strings.Join([]string{
 		`bad: */2 * * * * * ` + run + `; exit 3`,
 		`good: [on-success='` + hook + `'] */2 * * * * * ` + run,
 		`quiet: [on-failure=""] */2 * * * * * ` + run + `; exit 1`,
 		`hang: [hook-timeout=1s, on-failure='` + hook + `; exec sleep 30'] */2 * * * * * exit 1`,
-		`linger: [hook-timeout=1m on-failure='` + hook + `; trap "" TERM; sleep 30'] */2 * * * * * exit 1`,
+		`linger: [hook-timeout=1m on-failure='` + hook + `; exec sh ` + linger + `'] */2 * * * * * exit 1`,
 	}, "\n")+"\n"), 0o644)
 	replicas := map[string]*process{}
 	for _, id := range []string{"r1", "r2", "r3"} {
@@ -96,7 +103,7 @@ func TestCrontabHooksRunOncePerRun(t *testing.T) {
 	hooks := map[key][]hookLine{}
 	latest := map[string]string{}
 	for _, l := range lines {
-		if l.what != "run" {
+		if l.what != "run" && l.what != "term" {
 			hooks[key{l.job, l.tick}] = append(hooks[key{l.job, l.tick}], l)
 			latest[l.job] = max(latest[l.job], l.tick)
 		}
@@ -160,6 +167,13 @@ func TestCrontabHooksRunOncePerRun(t *testing.T) {
 	}
 	if alive(held.pid) {
 		t.Errorf("the hook of linger at %s (pid %d) outlived %s", held.tick, held.pid, held.id)
+	}
+	told := false
+	for _, l := range readHookLines(t, ledger) {
+		told = told || l.what == "term" && l.job == "linger" && l.tick == held.tick && l.pid == held.pid
+	}
+	if !told {
+		t.Errorf("the hook of linger at %s (pid %d) was not told to stop (SIGTERM) when %s stopped", held.tick, held.pid, held.id)
 	}
 	// baton waited for it: it logged the hook stopped before it exited,
 	// or, on a machine too loaded to reap it within a second of the
