@@ -107,8 +107,10 @@ type Recovered map[string]int
 // ParseRecovered reads a recovered key's value, as much of it as decodes;
 // never nil.
 func ParseRecovered(v []byte) Recovered {
-	out := Recovered{}
-	json.Unmarshal(v, &out)
+	out, _ := parse[Recovered](v)
+	if out == nil {
+		out = Recovered{}
+	}
 	return out
 }
 
