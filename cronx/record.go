@@ -66,7 +66,7 @@ type finishQueue struct {
 // finishLater queues an ended run for recording. Stop's context and the
 // etcd client wait for it.
 func (rc *recorder) finishLater(it finishItem) {
-	rc.rs.recording()
+	rc.rs.queued(1)
 	rc.co.work.add()
 	q := &rc.finishes
 	q.mu.Lock()
@@ -136,9 +136,9 @@ func (rc *recorder) record() {
 			delete(q.recording, it.job)
 		}
 		q.mu.Unlock()
+		rc.rs.queued(-len(batch))
 		for range batch {
 			rc.co.work.done()
-			rc.rs.recorded()
 		}
 	}
 }

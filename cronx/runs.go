@@ -59,7 +59,8 @@ type runs struct {
 	callers map[*run]int
 	unnamed int
 
-	changed chan struct{}
+	changed chan struct{}        // closed at the next change, once a wait has it (changes)
+	watched bool                 // changed was handed to a wait
 	idlers  []context.CancelFunc // contexts of Stop, done when nothing is left
 	// hooks are the contexts of the hooks being called (hooks.go), which
 	// Shutdown ends as it does the runs that started.
@@ -196,19 +197,16 @@ func (rs *runs) unindex(r *run) {
 	rs.ofEntry[r.job.entry] = of
 }
 
-// recording counts a record queued; recorded, one written.
-func (rs *runs) recording() {
+// queued counts the ended runs queued for their record (n > 0), and those
+// recorded (n < 0).
+func (rs *runs) queued(n int) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.records++
-}
-
-func (rs *runs) recorded() {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	rs.records--
-	rs.notify()
-	rs.wakeIdlers()
+	rs.records += n
+	if n < 0 {
+		rs.notify()
+		rs.wakeIdlers()
+	}
 }
 
 // begin marks r's job called, and reports false for a retry once Stop
@@ -284,7 +282,7 @@ func (rs *runs) count(match func(*run) bool) int {
 func (rs *runs) await(ctx context.Context, cond func() bool) bool {
 	for {
 		rs.mu.Lock()
-		ok, changed := cond(), rs.changed
+		ok, changed := cond(), rs.changes()
 		rs.mu.Unlock()
 		if ok {
 			return true
@@ -310,10 +308,20 @@ func (rs *runs) move(r *run, s stage) {
 	rs.notify()
 }
 
-// notify wakes Stop's wait for the runs that have not started.
+// notify wakes the waits on a change (changes); the caller holds mu. A
+// change nobody waits for, as most of a crowded tick's are, makes no
+// channel.
 func (rs *runs) notify() {
-	close(rs.changed)
-	rs.changed = make(chan struct{})
+	if rs.watched {
+		close(rs.changed)
+		rs.changed, rs.watched = make(chan struct{}), false
+	}
+}
+
+// changes returns the channel the next change closes; the caller holds mu.
+func (rs *runs) changes() <-chan struct{} {
+	rs.watched = true
+	return rs.changed
 }
 
 // stop gives up every run that has not started and waits, up to d or ctx's
@@ -341,7 +349,7 @@ func (rs *runs) stop(ctx context.Context, d time.Duration) {
 				pending++
 			}
 		}
-		changed := rs.changed
+		changed := rs.changes()
 		rs.mu.Unlock()
 		if pending == 0 {
 			break
@@ -419,16 +427,22 @@ func (rs *runs) removedTick(r *run) bool {
 // gave up is left: a job added again under its name (a reload) fires such a
 // tick again, and its claim must come after the given-up run has given its
 // claim back, or it would find the tick claimed, by this very replica.
+//
+// The deadline's timer is made at the first wait: a crowded tick's runs,
+// which wait for none, make none.
 func (rs *runs) awaitRemoved(r *run, d time.Duration) {
-	deadline := time.NewTimer(d) // real time: it waits for etcd
-	defer deadline.Stop()
+	var deadline *time.Timer
 	for {
 		rs.mu.Lock()
 		pending := rs.removing > 0 && rs.removedTick(r)
-		changed := rs.changed
+		changed := rs.changes()
 		rs.mu.Unlock()
 		if !pending {
 			return
+		}
+		if deadline == nil {
+			deadline = time.NewTimer(d) // real time: it waits for etcd
+			defer deadline.Stop()
 		}
 		select {
 		case <-changed:
