@@ -47,7 +47,10 @@ func runJobs(ctx context.Context, h *harness) (*report, error) {
 		if burst.Published < n {
 			r.note("%d jobs on one second: the leader had published %d%% of the specs when the second came; the publication went on beside the runs, and its requests are in the row.", n, 100*burst.Published/n)
 		}
-		h.logf("jobs: %d: steady %.0f requests/s, burst p99 %v, next tick p99 %v; the burst's requests: %s", n, w.Requests/w.Seconds, c.P99, nx.P99, bw.counts().describe(1))
+		// The ticks' times in Unix seconds, as `perf report --time` takes
+		// them from a `perf record -k CLOCK_REALTIME`.
+		h.logf("jobs: %d: steady %.0f requests/s, burst p99 %v (tick at %d), next tick p99 %v (at %d); the burst's requests: %s",
+			n, w.Requests/w.Seconds, c.P99, burst.At.Unix(), nx.P99, burst.NextAt.Unix(), bw.counts().describe(1))
 	}
 	if h.cfg.auth {
 		r.note("etcd as `baton etcd` ships it: auth on, the Cron's client logged in as the app's user, whose role may use the prefix only (not root).")
@@ -107,6 +110,7 @@ type jobsSpread struct {
 type jobsBurst struct {
 	Alone, Coordinated  lateness
 	Next                lateness      // the coordinated jobs' next tick, when measured
+	At, NextAt          time.Time     // the coordinated jobs' first and next tick
 	AllStarted, Drained time.Duration // after the second (the first tick's), and after the last tick
 	Window              span
 	Published           int            // jobs whose specs the leader had published by the second
@@ -388,6 +392,7 @@ func jobsBurstWorker(ctx context.Context, w *worker, p jobsParams) (jobsBurst, e
 	}
 	res.Window = spanOf(a, b)
 	res.Coordinated = rec.lateness(at, at.Add(time.Second))
+	res.At, res.NextAt = at, next
 	res.Runs, res.Ticks = rec.count(), rec.ticks()
 	res.Dropped = rec.droppedEvents()
 	for reason, n := range rec.lost() {
