@@ -428,18 +428,20 @@ func (rs *runs) removedTick(r *run) bool {
 // tick again, and its claim must come after the given-up run has given its
 // claim back, or it would find the tick claimed, by this very replica.
 //
-// The deadline's timer is made at the first wait: a crowded tick's runs,
-// which wait for none, make none.
+// The deadline's timer is made, and the change channel taken, at the first
+// wait: a crowded tick's runs, which wait for none, make no timer, and
+// leave the channel untaken, so that their stages' changes make no new one
+// (notify).
 func (rs *runs) awaitRemoved(r *run, d time.Duration) {
 	var deadline *time.Timer
 	for {
 		rs.mu.Lock()
-		pending := rs.removing > 0 && rs.removedTick(r)
-		changed := rs.changes()
-		rs.mu.Unlock()
-		if !pending {
+		if rs.removing == 0 || !rs.removedTick(r) {
+			rs.mu.Unlock()
 			return
 		}
+		changed := rs.changes()
+		rs.mu.Unlock()
 		if deadline == nil {
 			deadline = time.NewTimer(d) // real time: it waits for etcd
 			defer deadline.Stop()
