@@ -13,6 +13,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// markerLeaseTTL is the TTL, in seconds, of the lease that binds a test's
+// tick markers: no test here waits for it to lapse, and a loaded machine
+// has taken over 10 s to claim and settle 5000 jobs.
+const markerLeaseTTL = 60
+
 // tickJobs are n jobs under dir, named j0…, with their claim and pause keys.
 func tickJobs(dir string, n int) []TickJob {
 	jobs := make([]TickJob, n)
@@ -144,7 +149,7 @@ func TestATickThatComesRoundAgainRunsNoJobTwice(t *testing.T) {
 	ctx := deadlineCtx(t, 20*time.Second)
 	const dir = "/again/"
 	term := leaderTerm(t, cli, dir)
-	lease, err := cli.Grant(ctx, 5)
+	lease, err := cli.Grant(ctx, markerLeaseTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +189,7 @@ func TestATicksRecordUnderAnEndedTermIsRefused(t *testing.T) {
 	if _, err := cli.Delete(ctx, term.Key); err != nil {
 		t.Fatal(err)
 	}
-	lease, err := cli.Grant(ctx, 5)
+	lease, err := cli.Grant(ctx, markerLeaseTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +243,7 @@ func TestASuccessorSettlesARecordItsClaimerLeft(t *testing.T) {
 	if _, err := cli.Put(ctx, jobs[3].Last, claimcond.Value(9, "other")); err != nil {
 		t.Fatal(err)
 	}
-	lease, err := cli.Grant(ctx, 5)
+	lease, err := cli.Grant(ctx, markerLeaseTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +354,7 @@ func TestFullTicksRecordsAreWithinEtcdsLimits(t *testing.T) {
 		t.Fatalf("%d jobs in %d chunks, %d of them full; want all %d, in full chunks and chunks cut by size", n, len(chunks), full, len(jobs))
 	}
 	term := leaderTerm(t, cli, dir)
-	lease, err := cli.Grant(ctx, 10)
+	lease, err := cli.Grant(ctx, markerLeaseTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
