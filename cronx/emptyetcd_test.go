@@ -22,10 +22,14 @@ func TestClaimModeEtcdBackEmptyDoesNotRunATickAgain(t *testing.T) {
 	}
 	srv := etcdtest.Start(t)
 	l := newLedger()
-	// A tick every 10 s, so that no later tick's claim gets in first.
+	// A tick every 10 s, so that no later tick's claim gets in first. A
+	// session lives 5 s, so that the slow replica fires the tick well
+	// before its session, which etcd's death ends, is lost: with 2 s, it
+	// could be lost 0.3 s after the tick was due, and a loaded machine fired
+	// it later than that.
 	replica := func(cli *clientv3.Client, id string, skew time.Duration) *replica {
 		c := New(WithSeconds(), WithEtcd(cli), WithName("test"), WithMode(ClaimMode),
-			WithElection(election.WithIdentity(id), election.WithTTL(2*time.Second)), withClock(offsetClock{skew}))
+			WithElection(election.WithIdentity(id), election.WithTTL(5*time.Second)), withClock(offsetClock{skew}))
 		if _, err := c.AddJob("*/10 * * * * *", Named("tick", l.job(id, nil))); err != nil {
 			t.Fatal(err)
 		}
@@ -53,11 +57,12 @@ func TestClaimModeEtcdBackEmptyDoesNotRunATickAgain(t *testing.T) {
 	}
 	fast.stop(t)
 	// etcd dies just before the slow replica fires X, with its session still
-	// live, and comes back with no data once that session is lost, while the
+	// live (until 4.3 s after X at the earliest), and comes back with no
+	// data once that session is lost (6 s after X at the latest), while the
 	// claim of X is still being retried.
 	time.Sleep(time.Until(x.Add(1500 * time.Millisecond)))
 	srv.Kill()
-	time.Sleep(time.Until(x.Add(4500 * time.Millisecond)))
+	time.Sleep(time.Until(x.Add(7500 * time.Millisecond)))
 	srv.Wipe(t)
 
 	// The next tick runs, on the slow replica's new session; X did not run again.
