@@ -180,14 +180,19 @@ func newTerm(b *testing.B, cfg clientv3.Config, prefix, name string, n int) (spe
 		}
 		return c
 	}
+	cli, err := clientv3.New(cfg) // the benchmark's own, for what a leader leaves and the candidates
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cli.Close() })
 	leader := replica("a", false)
 	leader.Start()
 	awaitLeading(b, leader)
-	ranLatest(b, cfg, prefix, name, n, start)
+	ranLatest(b, cli, prefix, name, n, start)
 	follower := replica("b", true)
 	follower.Start()
 	defer func() { <-follower.Stop().Done() }()
-	awaitCandidates(b, func(c *clientv3.Client) *clientv3.Client { return c }, cfg, prefix, name, 2)
+	awaitCandidates(b, cli, prefix, name, 2)
 	b.ResetTimer()
 	<-leader.Stop().Done()
 	select {
@@ -222,12 +227,7 @@ func newTerm(b *testing.B, cfg clientv3.Config, prefix, name string, n int) (spe
 // ranLatest writes each of n jobs' claim key as the leader's claim of
 // its latest tick by start, as a leader that has run for a minute leaves
 // it: a handover's catch-up finds each tick claimed.
-func ranLatest(b *testing.B, cfg clientv3.Config, prefix, name string, n int, start time.Time) {
-	cli, err := clientv3.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cli.Close()
+func ranLatest(b *testing.B, cli *clientv3.Client, prefix, name string, n int, start time.Time) {
 	keys := jobkeys.New(prefix, name)
 	var puts []clientv3.Op
 	for i := range n {
@@ -270,14 +270,8 @@ func awaitLeading(b testing.TB, c *Cron) {
 }
 
 // awaitCandidates waits until the election of scheduler name, under the
-// key prefix prefix, has n candidates.
-func awaitCandidates(b testing.TB, within func(*clientv3.Client) *clientv3.Client, cfg clientv3.Config, prefix, name string, n int64) {
-	raw, err := clientv3.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer raw.Close()
-	cli := within(raw)
+// key prefix prefix, has n candidates, as cli reads it.
+func awaitCandidates(b testing.TB, cli *clientv3.Client, prefix, name string, n int64) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -472,7 +472,7 @@ func TestAHandoversCatchUpReadsTheTicksItsPredecessorRan(t *testing.T) {
 	}}))
 	b.Start()
 	t.Cleanup(func() { <-b.Stop().Done() })
-	awaitCandidates(t, sp.Within, sp.ClientConfig(), election.DefaultPrefix, "handover-catchup", 2)
+	awaitCandidates(t, sp.Client(t), election.DefaultPrefix, "handover-catchup", 2)
 	<-a.Stop().Done()
 	select {
 	case <-gained:
@@ -550,7 +550,7 @@ func TestARecordsRunsGoingAtAHandoverAreNotReportedLost(t *testing.T) {
 	b := replica("b", ran.job)
 	b.Start()
 	t.Cleanup(func() { <-b.Stop().Done() })
-	awaitCandidates(t, sp.Within, sp.ClientConfig(), election.DefaultPrefix, "record-going", 2)
+	awaitCandidates(t, sp.Client(t), election.DefaultPrefix, "record-going", 2)
 	stopped := a.Stop()
 	eventually(t, 20*time.Second, func() (bool, string) { return b.coord.scheduling(), "b does not lead" })
 	// b's catch-up finds each job's tick claimed, and reads whether its
