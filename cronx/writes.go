@@ -72,9 +72,10 @@ func (w writes) tickClaim(r *run, ts *termState, resumed bool) []election.ClaimO
 
 // tickRecord is the record of one tick for runs, recordable runs of one
 // tick of one term (tickrecord.go), with id unique to this process and
-// its marker on lease. Cost, per run: its job's claim key and pause read,
-// its name and both keys in the record, one transaction a record; then, at
-// the settle, its claim key compared and put.
+// its marker on lease. Cost, per run: its job's claim key and pause read
+// in one range (with its notrun and outcome, which lie between them), its
+// name and both keys in the record, one transaction a record; then, at the
+// settle, its claim key compared and put.
 func (w writes) tickRecord(runs []*run, id string, lease clientv3.LeaseID) claims.Tick {
 	keys := w.sc.keys
 	seq := runs[0].tick.UnixNano()

@@ -22,7 +22,9 @@ import (
 // at once), with the records' settle after it. Each on etcd with auth on
 // and a non-root user, as `baton etcd` ships it (a key space of the shared
 // member), and on a member without auth. Each iteration is the next tick
-// of the same jobs, every claim key written by the one before.
+// of the same jobs, every claim key written by the one before, and each
+// job has an outcome, as a job that has run has, which lies between its
+// claim key and its pause.
 func BenchmarkACrowdedTicksClaims(b *testing.B) {
 	n := 10000
 	if v, err := strconv.Atoi(os.Getenv("BATON_BENCH_JOBS")); err == nil {
@@ -51,6 +53,7 @@ func BenchmarkACrowdedTicksClaims(b *testing.B) {
 				}
 				term := election.Fence{Key: "/bench/leader", Revision: resp.Header.Revision}
 				jobs := tickJobs("/bench/", n)
+				withOutcomes(b, cli, "/bench/", jobs)
 				how.claim(b, cli, term, jobs, 1) // every claim key written
 				b.ResetTimer()
 				var claimed, settled time.Duration
@@ -128,4 +131,19 @@ func claimTickRecords(b *testing.B, cli *clientv3.Client, term election.Fence, j
 	}
 	wg.Wait()
 	return time.Since(start)
+}
+
+// withOutcomes puts an outcome under dir for each of jobs, 100 to a
+// transaction.
+func withOutcomes(b *testing.B, cli *clientv3.Client, dir string, jobs []TickJob) {
+	const outcome = `{"last_success":"2026-01-01T00:00:00.02Z","tick":1767225600000000000}`
+	for start := 0; start < len(jobs); start += 100 {
+		var puts []clientv3.Op
+		for _, j := range jobs[start:min(len(jobs), start+100)] {
+			puts = append(puts, clientv3.OpPut(dir+j.Name+"/outcome", outcome))
+		}
+		if _, err := cli.Txn(context.Background()).Then(puts...).Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -51,7 +51,8 @@ func leaderTerm(t *testing.T, cli *clientv3.Client, dir string) election.Fence {
 
 // TestATicksRecordRunsEachJobOnce: one claim of a tick for five jobs
 // commits with its record and its marker, tells the job paused before it
-// apart, and refuses a second claim of the tick; settled with one run given
+// apart (and a job's keys that lie between its claim key and its pause
+// from either), and refuses a second claim of the tick; settled with one run given
 // back, it moves the claim keys of the jobs that ran, and only theirs, so
 // that a claim of the tick by a job's key alone (a successor's catch-up)
 // is refused for those and commits for the one given back.
@@ -62,11 +63,19 @@ func TestATicksRecordRunsEachJobOnce(t *testing.T) {
 	const dir = "/tick/s/"
 	const seq = 100
 	jobs := tickJobs(dir, 5)
-	for k, v := range map[string]string{
+	keys := map[string]string{
 		jobs[1].Last:  claimcond.Value(seq-10, "before"), // an earlier tick claimed
 		jobs[2].Last:  claimcond.Value(seq+10, "later"),  // a later one
 		jobs[3].Pause: "paused",
-	} {
+		// Keys between a job's claim key and its pause, read with them
+		// and told apart: one that holds a later claim, and a job's
+		// outcome and notrun.
+		jobs[0].Last + "x": claimcond.Value(seq+10, "not its claim key"),
+	}
+	for _, j := range jobs {
+		keys[dir+j.Name+"/notrun"], keys[dir+j.Name+"/outcome"] = `{"upto":1}`, `{"tick":1}`
+	}
+	for k, v := range keys {
 		if _, err := cli.Put(ctx, k, v); err != nil {
 			t.Fatal(err)
 		}

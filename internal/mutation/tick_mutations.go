@@ -48,6 +48,12 @@ var tickMutations = []mutation{
 		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestATickThatComesRoundAgainRunsNoJobTwice$"}},
 	},
 	{
+		Name:   "tick-pause-unread",
+		Breaks: "a tick's record reads a job's claim key without its pause, so a paused job runs",
+		Edits:  []edit{{Marker: "tick-one-range", Old: `clientv3.WithRange(to+"\x00")`, New: "clientv3.WithRange(to)"}},
+		Tests:  []tests{{Pkg: "internal/claims", Run: "^TestATicksRecordRunsEachJobOnce$"}},
+	},
+	{
 		Name:   "tick-settles-unrun-jobs",
 		Breaks: "a settled record moves the claim key of a job paused at the claim or given back, so its tick is lost",
 		Edits:  []edit{{Marker: "tick-settles-unrun", Old: "!r.Runs(i) || ran != nil && !ran(i)", New: "i < 0"}},
