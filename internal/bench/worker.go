@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,6 +34,7 @@ type workerRequest struct {
 	Result   string
 	Auth     credentials
 	Params   json.RawMessage
+	Profile  string // the profiles' path, less .cpu and .block; empty: none
 }
 
 // workerKinds are the measurements a worker makes.
@@ -54,6 +57,14 @@ func runWorkerFromEnv() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if req.Profile != "" {
+		stop, err := startProfiles(req.Profile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench worker %s: %v\n", req.Kind, err)
+			return 1
+		}
+		defer stop()
+	}
 	out, err := runWorker(ctx, req)
 	if err == nil {
 		var b []byte
@@ -87,7 +98,15 @@ func (h *harness) runWorker(ctx context.Context, dir, kind string, etcd *etcdPro
 		return err
 	}
 	resFile := fmt.Sprintf("%s/%s-%d.json", dir, kind, time.Now().UnixNano())
-	req, err := json.Marshal(workerRequest{Kind: kind, Endpoint: etcd.endpoint, EtcdPID: etcd.pid(), Result: resFile, Auth: etcdAuth, Params: p})
+	var profile string
+	if h.cfg.profile != "" {
+		dir, err := filepath.Abs(h.cfg.profile)
+		if err != nil {
+			return err
+		}
+		profile = filepath.Join(dir, fmt.Sprintf("%s-%d", kind, time.Now().UnixNano()))
+	}
+	req, err := json.Marshal(workerRequest{Kind: kind, Endpoint: etcd.endpoint, EtcdPID: etcd.pid(), Result: resFile, Auth: etcdAuth, Params: p, Profile: profile})
 	if err != nil {
 		return err
 	}
@@ -336,4 +355,27 @@ func (s *specCounter) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return min(s.specs, s.regs)
+}
+
+// startProfiles starts the worker's CPU profile (path.cpu) and records
+// where goroutines block (path.block, every wait of 10 µs or more, which
+// shows a run or the loop waiting on a lock); stop writes both.
+func startProfiles(path string) (stop func(), err error) {
+	cpu, err := os.Create(path + ".cpu")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		cpu.Close()
+		return nil, err
+	}
+	runtime.SetBlockProfileRate(10000)
+	return func() {
+		pprof.StopCPUProfile()
+		cpu.Close()
+		if f, err := os.Create(path + ".block"); err == nil {
+			pprof.Lookup("block").WriteTo(f, 0)
+			f.Close()
+		}
+	}, nil
 }
