@@ -66,8 +66,8 @@ var ErrTickClaimed = errors.New("election: the tick's record exists")
 // TickJob is one job of a tick's record. Its claim key and pause are read
 // in one range, from the lesser to the greater, so a layout keeps few and
 // small keys between them (cronx's has a job's notrun and outcome): a
-// range costs etcd less than the two reads did, by a third at a tick's
-// claim (BENCHMARKS.md, "A tick's record").
+// range costs etcd less than the two reads did, a fifth to a third of a
+// tick's claim (BENCHMARKS.md, "A tick's record").
 type TickJob struct {
 	Name  string // as the claimer knows the job
 	Last  string // its claim key, moved on to the tick when settled

@@ -52,10 +52,10 @@ func leaderTerm(t *testing.T, cli *clientv3.Client, dir string) election.Fence {
 // TestATicksRecordRunsEachJobOnce: one claim of a tick for five jobs
 // commits with its record and its marker, tells the job paused before it
 // apart (and a job's keys that lie between its claim key and its pause
-// from either), and refuses a second claim of the tick; settled with one run given
-// back, it moves the claim keys of the jobs that ran, and only theirs, so
-// that a claim of the tick by a job's key alone (a successor's catch-up)
-// is refused for those and commits for the one given back.
+// from either), and refuses a second claim of the tick; settled with one
+// run given back, it moves the claim keys of the jobs that ran, and only
+// theirs, so that a claim of the tick by a job's key alone (a successor's
+// catch-up) is refused for those and commits for the one given back.
 func TestATicksRecordRunsEachJobOnce(t *testing.T) {
 	t.Parallel()
 	cli := etcdtest.Shared(t).Client(t)
