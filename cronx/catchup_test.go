@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/claims"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
@@ -193,6 +194,142 @@ func TestTicksALostLeaderClaimedAreCountedNotRun(t *testing.T) {
 	defer ran.mu.Unlock()
 	if len(ran.ran) != 0 {
 		t.Errorf("the successor ran ticks the lost leader claimed: %v", ran.ran)
+	}
+}
+
+// TestATickFoundClaimedAndGivenBackIsCaughtUp is G4 when the claim a new
+// term's catch-up finds is given back: the leader before claimed the tick
+// as its term ended, and gives the claim back, its run not started, only
+// after the successor's catch-up was refused. The successor, waiting for
+// the claim's marker to go, finds the claim given back, and runs the tick
+// once, late, rather than count its runner lost.
+func TestATickFoundClaimedAndGivenBackIsCaughtUp(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tick := time.Now().UTC().Truncate(10 * time.Second)
+	keys := jobkeys.New(election.DefaultPrefix, "givenback")
+	// The leader before ran the tick before, and claimed this one on its
+	// runner's lease, which lives on.
+	prev := tick.Add(-10 * time.Second).UnixNano()
+	if _, err := cli.Put(ctx, keys.Last("job"), claimcond.Value(prev, "a")); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := cli.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := election.ClaimSeq(ctx, cli, keys.Last("job"), tick.UnixNano(), election.ClaimedBy("a"),
+		claims.WithMarker(keys.TickMarker("job", tick.UnixNano()), lease.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newEventLog()
+	var ran tickLedger
+	fake := clock.NewFake(tick.Add(time.Second))
+	b := New(append(observed(l), WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(srv.Client(t)), WithName("givenback"),
+		WithElection(election.WithIdentity("b"), election.WithTTL(stallTTL)))...)
+	mustAdd(t, b, "*/10 * * * * *", Named("job", ran.job("job")))
+	b.Start()
+	t.Cleanup(func() { shutdown(t, b, "b") })
+	// b's catch-up is refused, and b waits for the claim's marker.
+	eventually(t, 20*time.Second, func() (bool, string) {
+		lc := b.coord.lost
+		lc.mu.Lock()
+		defer lc.mu.Unlock()
+		return lc.queued[lostKey{"job", tick.UnixNano()}], "b does not wait for the marker of the tick it found claimed"
+	})
+	if err := claims.Withdraw(ctx, cli, keys.Last("job"), c, prev, "a"); err != nil {
+		t.Fatal(err)
+	}
+	ran.ranOnce(t, 20*time.Second, tick, "job")
+	idleWithin(t, b, 10*time.Second, "b's catch-up")
+	if got := l.notRun("job", ReasonRunnerLost); len(got) != 0 {
+		t.Errorf("the tick given back, and run, was also reported not run: %v", got)
+	}
+	ran.ranOnce(t, time.Second, tick, "job")
+}
+
+// TestATickGivenBackAsItsTermLapsesRunsInTheNextTerm is G4 when a leader's
+// own session lapses (no keepalive acknowledged in time) while a tick it
+// claimed waits to start, and it leads again: the run is given back, its
+// claim's session holding, and the next term runs the tick once, late. It
+// is not counted as a tick whose claim was lost, which would leave it run
+// nowhere.
+func TestATickGivenBackAsItsTermLapsesRunsInTheNextTerm(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	cli := srv.Client(t)
+	// The campaign's client goes through a proxy, which cuts the term's
+	// session off alone: the runners' session is on cli.
+	proxy := etcdtest.NewProxy(t, srv.Addr())
+	elector, err := election.New(srv.NewClient(t, proxy.Endpoint()), "lapse", election.WithIdentity("a"), election.WithTTL(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type held struct {
+		tick    time.Time
+		ctx     context.Context
+		release chan struct{}
+	}
+	runs := make(chan held, 4)
+	events := newEventLog()
+	fake := clock.NewFake(t0)
+	c := New(append(observed(events), WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+		WithEtcd(cli), WithName("lapse"), WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))...)
+	c.coord.elector = elector
+	mustAdd(t, c, "*/10 * * * * *", Named("long", ContextFunc(func(ctx context.Context) error {
+		info, _ := InfoFrom(ctx)
+		h := held{info.Tick, ctx, make(chan struct{})}
+		runs <- h
+		<-h.release // replaced or not, it returns when the test says
+		return nil
+	}), WithOverlap(Replace)))
+	c.Start()
+	t.Cleanup(func() { shutdown(t, c, "a") })
+	waitPublished(t, cli, "lapse", "long")
+	next := func(what string) held {
+		t.Helper()
+		select {
+		case h := <-runs:
+			return h
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s did not start within 15s", what)
+			return held{}
+		}
+	}
+	first, second := t0.Add(10*time.Second), t0.Add(20*time.Second)
+	fireTick(t, fake, first)
+	a := next("the first tick's run")
+	fireTick(t, fake, second)
+	select {
+	case <-a.ctx.Done():
+	case <-time.After(15 * time.Second):
+		t.Fatal("the second tick did not replace the first tick's run within 15s")
+	}
+	// The second tick, claimed, waits for the first run to return; the
+	// term's session lapses, and the run is given back.
+	proxy.Blackhole()
+	waitFor(t, events, 15*time.Second, "the term lost", func(leadershipLost) bool { return true })
+	last := jobkeys.New(election.DefaultPrefix, "lapse").Last("long")
+	eventually(t, 15*time.Second, func() (bool, string) {
+		seq, _, _, err := election.LastClaim(context.Background(), cli, last)
+		return err == nil && seq == first.UnixNano(), fmt.Sprintf("the job's claim key holds %d (%v), want the second tick given back to the first, %d",
+			seq, err, first.UnixNano())
+	})
+	proxy.Pass()
+	close(a.release)
+	b := next("the second tick's run, caught up by the next term")
+	if !b.tick.Equal(second) {
+		t.Fatalf("the run of %v started, want %v", b.tick, second)
+	}
+	close(b.release)
+	idleWithin(t, c, 15*time.Second, "a's next term")
+	if got := events.notRun("long", ReasonEtcdUnavailable); len(got) != 0 {
+		t.Errorf("the tick given back, and run, was also reported not run: %v", got)
 	}
 }
 

@@ -232,10 +232,10 @@ const (
 
 // Ticks a lost leader claimed (see lost.go).
 const (
-	// lostBatch is the ticks whose marker, history and buffer key one read
-	// looks at, with the markers of their ticks' records: up to four reads
-	// a tick.
-	lostBatch = maxTxnOps / 4
+	// lostBatch is the ticks whose marker, history, buffer key and claim
+	// key one read looks at, with the markers of their ticks' records: up
+	// to five reads a tick.
+	lostBatch = maxTxnOps / 5
 	// lostRecheck is how often a marker still there is looked at again.
 	lostRecheck = 500 * time.Millisecond
 	// lostExpiry is how long past its TTL a lost runner's lease may take

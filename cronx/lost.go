@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/jobkeys"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -19,12 +20,13 @@ import (
 // history is reported as ReasonRunnerLost, so that OnTickNotRun and the
 // NotRun count say what happened to it; a job with WithRecovery has it run
 // again instead (recovery.go), and its marker is waited for however long
-// its run goes on.
+// its run goes on. A claim given back meanwhile (its term ended before its
+// run started: the claim key is back below the tick) is caught up again.
 //
 // Cost: only a new term's catch-ups that find their tick claimed by another
 // term, within two TTLs before (recent), are checked, lostBatch jobs to a
-// read of their markers and histories and of the markers of their ticks'
-// records; a marker still there is read again every lostRecheck until it
+// read of their markers, histories and claim keys and of the markers of
+// their ticks' records; a marker still there is read again every lostRecheck until it
 // lapses, within the TTL and its expiry check.
 
 // errRunnerLost is what a tick reported as ReasonRunnerLost says.
@@ -168,7 +170,8 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 			clientv3.OpGet(co.keys.History(l.job)),
 			// A tick buffered behind a run (buffer.go) was claimed into the
 			// buffer: it is not lost, and the new term runs it.
-			clientv3.OpGet(co.keys.BufferEntry(l.job, l.tick.UnixNano()), clientv3.WithCountOnly()))
+			clientv3.OpGet(co.keys.BufferEntry(l.job, l.tick.UnixNano()), clientv3.WithCountOnly()),
+			clientv3.OpGet(co.keys.Last(l.job)))
 	}
 	records := map[int64]int{} // a tick → the read of its records' markers
 	for _, l := range batch {
@@ -218,6 +221,9 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 		if ranTick(hist, l.tick) { // mutation:lost-recorded
 			continue
 		}
+		if givenBack(rs[3].GetResponseRange().Kvs, l.tick) && lc.catchUpAgain(l) { // mutation:lost-given-back
+			continue
+		}
 		again, why := false, errRunnerLost
 		if l.recovers {
 			again, why = (recovery{co}).lost(ctx, l.job, l.tick)
@@ -232,6 +238,33 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 		}
 	}
 	return left, nil
+}
+
+// givenBack reports whether last, the job's claim key as read, is below
+// tick: the claim the catch-up found was given back (its claimer's term
+// ended before its run started, claim.go), or lost with etcd's data, and
+// nobody runs the tick.
+func givenBack(last []*mvccpb.KeyValue, tick time.Time) bool {
+	seq := int64(0)
+	if len(last) > 0 {
+		seq, _, _ = jobkeys.ParseLast(string(last[0].Value))
+	}
+	return seq < tick.UnixNano()
+}
+
+// catchUpAgain fires l's tick again as a catch-up, if it is still in its
+// job's catch-up window: claimed and given back after this term's
+// catch-up found it claimed, it is caught up as a tick given up unclaimed
+// is. Not leading by now, this replica notes it for its next takeover.
+func (lc *lostClaims) catchUpAgain(l lostTick) bool {
+	co := lc.co
+	e, ok := co.host.entryByName(l.job)
+	if !ok || !l.tick.After(co.clock.Now().Add(-co.catchUpWindow(e.policy))) {
+		return false
+	}
+	co.logger.Info("cronx: a tick found claimed was given back; caught up again", "job", l.job, "tick", l.tick)
+	co.fireTick(newRun(co.runs, co, refOf(&e), l.tick), &e, true)
+	return true
 }
 
 // ranTick reports whether hist holds a run of tick (not a triggered run).

@@ -261,7 +261,10 @@ func (r *run) giveBack(c held, why error) {
 			co.claims.sessions.Put(c.sess) // mutation:replaced-uncounted
 		}
 		return
-	case c.sess.Context().Err() != nil, errors.Is(why, election.ErrSessionExpired):
+	case co.claims.sessions.Holds(c.sess) != nil: // mutation:given-back-by-term-session
+		// The claim's own session tells, not why: a term whose session
+		// lapsed gives its runs' claims back, which the runners' lease
+		// holds, for the next term to run.
 		co.logger.Error(why, "cronx: not run: its claim was lost before it started", "job", r.job.name, "tick", r.tick)
 		if r.scheduled() {
 			co.rep.notRun(r.job.name, r.tick, ReasonEtcdUnavailable, why)

@@ -93,6 +93,19 @@ var policyMutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^(TestTicksALostLeaderClaimedAreCountedNotRun|TestLeaderKilledAfterACrowdedTickLosesNoTick)$"}},
 	},
 	{
+		Name:   "lost-given-back-counted",
+		Breaks: "G4: a tick a new term found claimed, whose claim was then given back unrun, is counted runner_lost and run nowhere",
+		Edits:  []edit{{Marker: "lost-given-back", Old: "givenBack(rs[3].GetResponseRange().Kvs, l.tick) &&", New: "false &&"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestATickFoundClaimedAndGivenBackIsCaughtUp$"}},
+	},
+	{
+		Name:   "given-back-as-claim-lost",
+		Breaks: "G4: a tick claimed as its term's session lapsed, and given back unrun, is counted as its claim lost, and the next term does not run it",
+		Edits: []edit{{Marker: "given-back-by-term-session", Old: "co.claims.sessions.Holds(c.sess) != nil:",
+			New: "co.claims.sessions.Holds(c.sess) != nil, errors.Is(why, election.ErrSessionExpired):"}},
+		Tests: []tests{{Pkg: "cronx", Run: "^TestATickGivenBackAsItsTermLapsesRunsInTheNextTerm$"}},
+	},
+	{
 		Name:   "recovery-opt-in-ignored",
 		Breaks: "WithRecovery: a tick whose runner died mid-run is counted not run and never run again, whatever the job asks",
 		Edits:  []edit{{Marker: "recovery-opt-in", Old: "e.policy.recovery == 0", New: "e.policy.recovery >= 0"}},
