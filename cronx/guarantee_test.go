@@ -38,6 +38,7 @@ func TestCrashedLeadersMissedTickRunsOnceLate(t *testing.T) {
 			}
 			pc := &policyCluster{t: t, cli: srv.Client(t), name: "g4"}
 			events := newEventLog()
+			events.logOnFailure(t)
 			replica := func(id string, endpoint string) {
 				cli := srv.Client(t)
 				if endpoint != "" {

@@ -51,6 +51,21 @@ func (l *eventLog) observer() Observer {
 	}
 }
 
+// logOnFailure has t log every event l saw, if t fails: what the replicas
+// said happened, to read beside the failure.
+func (l *eventLog) logOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, ev := range l.all {
+			t.Logf("event %T %+v", ev, ev)
+		}
+	})
+}
+
 // notRun returns the ticks of job reported not run for reason so far.
 func (l *eventLog) notRun(job string, reason Reason) []TickNotRun {
 	l.mu.Lock()
