@@ -75,6 +75,18 @@ func waitPublished(t *testing.T, cli *clientv3.Client, scheduler string, jobs ..
 	})
 }
 
+// claimOnLease claims tick of job for holder, its marker on lease, as a
+// leader that claimed the tick and has not run it leaves it.
+func claimOnLease(t *testing.T, cli *clientv3.Client, keys jobkeys.Layout, job, holder string, tick time.Time, lease clientv3.LeaseID) election.Claim {
+	t.Helper()
+	c, err := election.ClaimSeq(context.Background(), cli, keys.Last(job), tick.UnixNano(), election.ClaimedBy(holder),
+		claims.WithMarker(keys.TickMarker(job, tick.UnixNano()), lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestNeverRunJobsTickStoppedInItsJitterRunsOnTheSuccessor is G3 for a job
 // that never ran: a Stop while its first tick waits for its jitter gives the
 // tick up, and the successor catches it up, as it would a job's that ran
@@ -146,11 +158,7 @@ func TestTicksALostLeaderClaimedAreCountedNotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range names {
-		c, err := election.ClaimSeq(ctx, cli, keys.Last(name), tick.UnixNano(), election.ClaimedBy("lost"),
-			claims.WithMarker(keys.TickMarker(name, tick.UnixNano()), lease.ID))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := claimOnLease(t, cli, keys, name, "lost", tick, lease.ID)
 		if name == "job-00" {
 			if err := claims.Release(ctx, cli, c); err != nil {
 				t.Fatal(err)
@@ -221,11 +229,7 @@ func TestATickFoundClaimedAndGivenBackIsCaughtUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := election.ClaimSeq(ctx, cli, keys.Last("job"), tick.UnixNano(), election.ClaimedBy("a"),
-		claims.WithMarker(keys.TickMarker("job", tick.UnixNano()), lease.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := claimOnLease(t, cli, keys, "job", "a", tick, lease.ID)
 	l := newEventLog()
 	var ran tickLedger
 	fake := clock.NewFake(tick.Add(time.Second))
@@ -270,40 +274,19 @@ func TestATickGivenBackAsItsTermLapsesRunsInTheNextTerm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type held struct {
-		tick    time.Time
-		ctx     context.Context
-		release chan struct{}
-	}
-	runs := make(chan held, 4)
+	runs := newHeldRuns()
 	events := newEventLog()
 	fake := clock.NewFake(t0)
 	c := New(append(observed(events), WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
 		WithEtcd(cli), WithName("lapse"), WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))...)
 	c.coord.elector = elector
-	mustAdd(t, c, "*/10 * * * * *", Named("long", ContextFunc(func(ctx context.Context) error {
-		info, _ := InfoFrom(ctx)
-		h := held{info.Tick, ctx, make(chan struct{})}
-		runs <- h
-		<-h.release // replaced or not, it returns when the test says
-		return nil
-	}), WithOverlap(Replace)))
+	mustAdd(t, c, "*/10 * * * * *", Named("long", runs.job(), WithOverlap(Replace)))
 	c.Start()
 	t.Cleanup(func() { shutdown(t, c, "a") })
 	waitPublished(t, cli, "lapse", "long")
-	next := func(what string) held {
-		t.Helper()
-		select {
-		case h := <-runs:
-			return h
-		case <-time.After(15 * time.Second):
-			t.Fatalf("%s did not start within 15s", what)
-			return held{}
-		}
-	}
 	first, second := t0.Add(10*time.Second), t0.Add(20*time.Second)
 	fireTick(t, fake, first)
-	a := next("the first tick's run")
+	a := runs.next(t, "the first tick's run")
 	fireTick(t, fake, second)
 	select {
 	case <-a.ctx.Done():
@@ -322,7 +305,7 @@ func TestATickGivenBackAsItsTermLapsesRunsInTheNextTerm(t *testing.T) {
 	})
 	proxy.Pass()
 	close(a.release)
-	b := next("the second tick's run, caught up by the next term")
+	b := runs.next(t, "the second tick's run, caught up by the next term")
 	if !b.tick.Equal(second) {
 		t.Fatalf("the run of %v started, want %v", b.tick, second)
 	}

@@ -342,6 +342,42 @@ func markersCounted(c *Cron) (keys, leases int) {
 	return c.coord.claims.sessions.Markers()
 }
 
+// heldRun is a run of a heldRuns job, which returns once release is
+// closed.
+type heldRun struct {
+	tick    time.Time
+	ctx     context.Context
+	release chan struct{}
+}
+
+// heldRuns is a job whose runs each tell the test they started, and wait
+// for it to release them, replaced or not.
+type heldRuns chan heldRun
+
+func newHeldRuns() heldRuns { return make(heldRuns, 4) }
+
+func (h heldRuns) job() Job {
+	return ContextFunc(func(ctx context.Context) error {
+		info, _ := InfoFrom(ctx)
+		r := heldRun{info.Tick, ctx, make(chan struct{})}
+		h <- r
+		<-r.release
+		return ctx.Err()
+	})
+}
+
+// next returns the next run that starts, or fails t after 15s.
+func (h heldRuns) next(t *testing.T, what string) heldRun {
+	t.Helper()
+	select {
+	case r := <-h:
+		return r
+	case <-time.After(15 * time.Second):
+		t.Fatalf("%s did not start within 15s", what)
+		return heldRun{}
+	}
+}
+
 // TestAReplacedRunThatNeverStartedGivesItsPlaceBack: a Replace job's run
 // that waits for the run it replaces to return, and is itself replaced by
 // the next tick before it starts, gives its marker's place on the lease
@@ -349,39 +385,18 @@ func markersCounted(c *Cron) (keys, leases int) {
 func TestAReplacedRunThatNeverStartedGivesItsPlaceBack(t *testing.T) {
 	t.Parallel()
 	cli := etcdtest.Shared(t).Client(t)
-	type held struct {
-		tick    time.Time
-		ctx     context.Context
-		release chan struct{}
-	}
-	runs := make(chan held, 4)
+	runs := newHeldRuns()
 	events := newEventLog()
 	fake := clock.NewFake(t0)
 	c := New(append(observed(events), WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
 		WithEtcd(cli), WithName("replace"), WithElection(election.WithIdentity("a"), election.WithTTL(stallTTL)))...)
-	mustAdd(t, c, "*/10 * * * * *", Named("long", ContextFunc(func(ctx context.Context) error {
-		info, _ := InfoFrom(ctx)
-		h := held{info.Tick, ctx, make(chan struct{})}
-		runs <- h
-		<-h.release // replaced or not, it returns when the test says
-		return ctx.Err()
-	}), WithOverlap(Replace)))
+	mustAdd(t, c, "*/10 * * * * *", Named("long", runs.job(), WithOverlap(Replace)))
 	c.Start()
 	t.Cleanup(func() { shutdown(t, c, "a") })
 	waitPublished(t, cli, "replace", "long")
-	next := func(what string) held {
-		t.Helper()
-		select {
-		case h := <-runs:
-			return h
-		case <-time.After(15 * time.Second):
-			t.Fatalf("%s did not start within 15s", what)
-			return held{}
-		}
-	}
 	first, second, third := t0.Add(10*time.Second), t0.Add(20*time.Second), t0.Add(30*time.Second)
 	fireTick(t, fake, first)
-	a := next("the first tick's run")
+	a := runs.next(t, "the first tick's run")
 	fireTick(t, fake, second)
 	select {
 	case <-a.ctx.Done():
@@ -397,7 +412,7 @@ func TestAReplacedRunThatNeverStartedGivesItsPlaceBack(t *testing.T) {
 		t.Fatalf("the tick %v was overtaken, want %v", e.Tick, second)
 	}
 	close(a.release)
-	c3 := next("the third tick's run")
+	c3 := runs.next(t, "the third tick's run")
 	if !c3.tick.Equal(third) {
 		t.Fatalf("the run of %v started, want %v", c3.tick, third)
 	}
