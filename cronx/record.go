@@ -176,14 +176,16 @@ func (rc *recorder) recordAll(batch []finishItem) {
 			bytes += sizes[to]
 			to++
 		}
-		rc.writeRecords(ctx, batch[from:to], ops[from:to], outcomes[from:to])
+		rc.writeRecords(batch[from:to], ops[from:to], outcomes[from:to])
 		from = to
 	}
 }
 
 // writeRecords commits the record writes ops of batch, as recordAll made
 // them, in one transaction.
-func (rc *recorder) writeRecords(ctx context.Context, batch []finishItem, ops []clientv3.Op, outcomes []jobkeys.Outcome) {
+func (rc *recorder) writeRecords(batch []finishItem, ops []clientv3.Op, outcomes []jobkeys.Outcome) {
+	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout) // each write its own: a batch's may be a dozen
+	defer cancel()
 	wrote, err := rc.co.conn.etcd().Txn(ctx).Then(nested.Group(ops, recordWriteGroup)...).Commit()
 	if err != nil {
 		// It may have committed: releases are conditional.
