@@ -249,7 +249,7 @@ func TestATickFoundClaimedAndGivenBackIsCaughtUp(t *testing.T) {
 	if err := claims.Withdraw(ctx, cli, keys.Last("job"), c, prev, "a"); err != nil {
 		t.Fatal(err)
 	}
-	ran.ranOnce(t, 20*time.Second, tick, "job")
+	ran.ranOnce(t, 10*time.Second, tick, "job") // a marker is looked at again every lostRecheck
 	idleWithin(t, b, 10*time.Second, "b's catch-up")
 	if got := l.notRun("job", ReasonRunnerLost); len(got) != 0 {
 		t.Errorf("the tick given back, and run, was also reported not run: %v", got)

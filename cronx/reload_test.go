@@ -435,6 +435,9 @@ func TestReloadAcrossATickMissesNoTick(t *testing.T) {
 			}
 			id := add()
 			fc.Start()
+			// Claim mode fires once etcd is reached; under Skip a tick
+			// that came before is not caught up.
+			eventually(t, 15*time.Second, func() (bool, string) { return fc.coord.scheduling(), "not connected to etcd" })
 			first := fc.step(t)
 			if f := fc.nextFiring(t); !f.tick.Equal(first) {
 				t.Fatalf("fired %v, want %v", f.tick, first)
