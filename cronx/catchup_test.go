@@ -87,6 +87,23 @@ func claimOnLease(t *testing.T, cli *clientv3.Client, keys jobkeys.Layout, job, 
 	return c
 }
 
+// waitRegistered waits until a live replica registers each of jobs, as
+// Trigger and Backfill look for; a term writes the registrations after
+// the specs.
+func waitRegistered(t *testing.T, cli *clientv3.Client, scheduler string, jobs ...string) {
+	t.Helper()
+	keys := jobkeys.New(election.DefaultPrefix, scheduler)
+	eventually(t, 15*time.Second, func() (bool, string) {
+		for _, j := range jobs {
+			resp, err := cli.Get(context.Background(), keys.ByDir(j), clientv3.WithPrefix(), clientv3.WithCountOnly())
+			if err != nil || resp.Count == 0 {
+				return false, fmt.Sprintf("%s not registered (%v)", j, err)
+			}
+		}
+		return true, ""
+	})
+}
+
 // TestNeverRunJobsTickStoppedInItsJitterRunsOnTheSuccessor is G3 for a job
 // that never ran: a Stop while its first tick waits for its jitter gives the
 // tick up, and the successor catches it up, as it would a job's that ran

@@ -266,8 +266,7 @@ func TestEndedTriggeredAndBackfilledRunsLeaveTheirLeaseRoom(t *testing.T) {
 	})))
 	c.Start()
 	t.Cleanup(func() { shutdown(t, c, "a") })
-	waitPublished(t, cli, "manual", "job")
-	waitPublished(t, cli, "manual", "holder")
+	waitRegistered(t, cli, "manual", "job", "holder")
 	counted := func() (int, int) { return markersCounted(c) }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
