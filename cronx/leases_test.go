@@ -377,6 +377,22 @@ func (h heldRuns) next(t *testing.T, what string) heldRun {
 	}
 }
 
+// replaced fires first, waits for its run, then fires second, and returns
+// the first run once the second tick's claim has replaced it: the second
+// tick's run, claimed, waits for the first to return.
+func (h heldRuns) replaced(t *testing.T, fake *clock.Fake, first, second time.Time) heldRun {
+	t.Helper()
+	fireTick(t, fake, first)
+	a := h.next(t, "the first tick's run")
+	fireTick(t, fake, second)
+	select {
+	case <-a.ctx.Done():
+	case <-time.After(15 * time.Second):
+		t.Fatal("the second tick did not replace the first tick's run within 15s")
+	}
+	return a
+}
+
 // TestAReplacedRunThatNeverStartedGivesItsPlaceBack: a Replace job's run
 // that waits for the run it replaces to return, and is itself replaced by
 // the next tick before it starts, gives its marker's place on the lease
@@ -394,14 +410,7 @@ func TestAReplacedRunThatNeverStartedGivesItsPlaceBack(t *testing.T) {
 	t.Cleanup(func() { shutdown(t, c, "a") })
 	waitPublished(t, cli, "replace", "long")
 	first, second, third := t0.Add(10*time.Second), t0.Add(20*time.Second), t0.Add(30*time.Second)
-	fireTick(t, fake, first)
-	a := runs.next(t, "the first tick's run")
-	fireTick(t, fake, second)
-	select {
-	case <-a.ctx.Done():
-	case <-time.After(15 * time.Second):
-		t.Fatal("the second tick did not replace the first tick's run within 15s")
-	}
+	a := runs.replaced(t, fake, first, second)
 	eventually(t, 15*time.Second, func() (bool, string) {
 		keys, _ := markersCounted(c)
 		return keys == 2, fmt.Sprintf("%d markers counted, want 2: the first run's and the second tick's, claimed and waiting", keys)
