@@ -26,8 +26,8 @@ import (
 // Cost: only a new term's catch-ups that find their tick claimed by another
 // term, within two TTLs before (recent), are checked, lostBatch jobs to a
 // read of their markers, histories and claim keys and of the markers of
-// their ticks' records; a marker still there is read again every lostRecheck until it
-// lapses, within the TTL and its expiry check.
+// their ticks' records; a marker still there is read again every
+// lostRecheck until it lapses, within the TTL and its expiry check.
 
 // errRunnerLost is what a tick reported as ReasonRunnerLost says.
 var errRunnerLost = errors.New("claimed by a leader that was lost before it recorded a run of the tick; it may not have started")
