@@ -1,6 +1,7 @@
 package claims
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestAFullBatchOfTheMostGuardedClaimsIsWithinEtcdsLimits: MaxEach items,
@@ -43,11 +45,11 @@ func fullBatchOfGuardedClaims(t *testing.T, root string) {
 	}
 	term := election.Fence{Key: root + "leader", Revision: termResp.Header.Revision}
 	since := func(i int) string { return fmt.Sprintf("%s%03d/since", root, i) }
+	var ops []clientv3.Op
 	for i := range MaxEach {
-		if _, err := cli.Put(ctx, since(i), "00000000000000000000 me"); err != nil {
-			t.Fatal(err)
-		}
+		ops = append(ops, clientv3.OpPut(since(i), "00000000000000000000 me"))
 	}
+	putInTxns(t, ctx, cli, ops)
 	known, err := cli.Get(ctx, root)
 	if err != nil {
 		t.Fatal(err)
@@ -71,17 +73,14 @@ func fullBatchOfGuardedClaims(t *testing.T, root string) {
 	if err != nil {
 		t.Fatalf("the first tick of %d jobs: %v", MaxEach, err)
 	}
+	ops = ops[:0]
 	for i := range cs {
 		if errs[i] != nil || cs[i].Revision == 0 {
 			t.Fatalf("job %d: %+v, %v; want it claimed", i, cs[i], errs[i])
 		}
-		if _, err := cli.Delete(ctx, cs[i].Fence.Key); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cli.Put(ctx, fmt.Sprintf("%s%03d/paused", root, i), "x"); err != nil {
-			t.Fatal(err)
-		}
+		ops = append(ops, clientv3.OpDelete(cs[i].Fence.Key), clientv3.OpPut(fmt.Sprintf("%s%03d/paused", root, i), "x"))
 	}
+	putInTxns(t, ctx, cli, ops)
 	_, errs, err = ClaimEach(ctx, cli, tick(6))
 	if err != nil {
 		t.Fatalf("a tick of %d paused jobs: %v", MaxEach, err)
@@ -90,5 +89,19 @@ func fullBatchOfGuardedClaims(t *testing.T, root string) {
 		if !errors.Is(errs[i], errPausedForTest) {
 			t.Fatalf("job %d: %v, want %v", i, errs[i], errPausedForTest)
 		}
+	}
+}
+
+// putInTxns commits ops in transactions of etcd's default --max-txn-ops
+// (128): a few round trips, where one a key took most of a loaded
+// machine's deadline.
+func putInTxns(t *testing.T, ctx context.Context, cli *clientv3.Client, ops []clientv3.Op) {
+	t.Helper()
+	for len(ops) > 0 {
+		n := min(len(ops), 128)
+		if _, err := cli.Txn(ctx).Then(ops[:n]...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+		ops = ops[n:]
 	}
 }
