@@ -73,6 +73,9 @@ func TestStartBeforeEtcdWithCredentialsSchedulesOnceItAnswers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
 	}
+	if !inOwnProcess(t) {
+		return
+	}
 	for _, mode := range []Mode{LeaderMode, ClaimMode} {
 		t.Run(mode.String(), func(t *testing.T) {
 			srv := authEtcd(t)
@@ -134,6 +137,9 @@ func errString(err error) string {
 // Stop and a Start — never "not coordinated", never from a client being
 // closed.
 func TestStatusOfACronFromTheEnvironment(t *testing.T) {
+	if !inOwnProcess(t) {
+		return
+	}
 	srv := etcdtest.Shared(t)
 	srv.Setenv(t)
 	l := newLedger()
@@ -176,6 +182,9 @@ func TestStatusOfACronFromTheEnvironment(t *testing.T) {
 // so Stop returns at once and says nothing about resigning — with etcd up,
 // and with etcd down while the Cron tries to log in to it.
 func TestClaimModeStopDoesNotWaitForAResignation(t *testing.T) {
+	if !inOwnProcess(t) {
+		return
+	}
 	cases := []struct {
 		name string
 		opts func(t *testing.T) []Option
@@ -267,6 +276,9 @@ func TestNilScheduleOrJobIsAnError(t *testing.T) {
 // the dial timeout that etcd does not answer, and that the Cron
 // coordinates through etcd; Status reports ErrEtcdUnreachable.
 func TestUnansweredEndpointIsLoggedAndReported(t *testing.T) {
+	if !inOwnProcess(t) {
+		return
+	}
 	srv := etcdtest.Shared(t)
 	proxy := etcdtest.NewProxy(t, srv.Addr())
 	proxy.Blackhole()

@@ -586,6 +586,9 @@ func TestUnreachableEtcdBlocksNothingAndRunsNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits on the wall clock for leases to lapse or etcd to come back; the full tier runs it")
 	}
+	if !inOwnProcess(t) {
+		return
+	}
 	cases := []struct {
 		name string
 		opts func(t *testing.T, ep string) []Option
@@ -812,6 +815,9 @@ func TestJobAddedWhileRunningCanBeOperated(t *testing.T) {
 // TestStopThenStartFromTheEnvironmentKeepsWorking: a Cron whose client comes
 // from BATON_ETCD_ENDPOINTS can be stopped and started again at once.
 func TestStopThenStartFromTheEnvironmentKeepsWorking(t *testing.T) {
+	if !inOwnProcess(t) {
+		return
+	}
 	srv := etcdtest.Shared(t)
 	srv.Setenv(t)
 	l := newLedger()

@@ -134,6 +134,7 @@ func awaitLost(t *testing.T, starts <-chan Info, arm chan<- struct{}, lost <-cha
 // replica keeps alive for its other runs, would have kept the job busy for
 // as long as the replica lived.
 func TestAClaimWhoseReplyWasLostRunsItsTick(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []Mode{LeaderMode, ClaimMode} {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
@@ -174,6 +175,7 @@ func TestAClaimWhoseReplyWasLostRunsItsTick(t *testing.T) {
 // run goes on; the next trigger runs too, where the marker would have kept
 // it waiting for a run that never was.
 func TestATriggersClaimWhoseReplyWasLostRuns(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []Mode{LeaderMode, ClaimMode} {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
@@ -217,6 +219,7 @@ func TestATriggersClaimWhoseReplyWasLostRuns(t *testing.T) {
 // leaves its marker, and the tick runs rather than wait for that marker,
 // its own, to go.
 func TestABufferedClaimWhoseReplyWasLostRuns(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []Mode{LeaderMode, ClaimMode} {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
@@ -273,6 +276,7 @@ func TestABufferedClaimWhoseReplyWasLostRuns(t *testing.T) {
 // runs, and the backfill goes on to its next ticks, each run once, in
 // order.
 func TestABackfillsClaimWhoseReplyWasLostRuns(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []Mode{LeaderMode, ClaimMode} {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
@@ -342,6 +346,7 @@ func TestARecoverysClaimWhoseReplyWasLostRuns(t *testing.T) {
 // ticks run, within the replica's session, which lived through it all;
 // and the tick, claimed by that try and never run, is counted not run.
 func TestAClaimWhoseReplyWasLostAsEtcdWentAwayFreesItsJob(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []Mode{LeaderMode, ClaimMode} {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
