@@ -2,7 +2,8 @@
 // processes: the baton command, the etcd member of etcdtest. Each build is
 // made once per machine for each version of the source it is made from, and
 // kept in the temporary directory, so that every test binary of a
-// `go test ./...` shares it rather than link its own.
+// `go test ./...` shares it rather than link its own; a new build removes
+// the builds unused for a day.
 //
 // A build's name covers the toolchain, the module's requirements, the files
 // of the source it is made from, its tags and race detector, and GOFLAGS
@@ -24,6 +25,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Build is a program to build.
@@ -76,13 +78,15 @@ func Root() (string, error) {
 }
 
 func (b Build) make(root, name string) (string, error) {
-	bin := filepath.Join(os.TempDir(), "baton-testbin-"+name)
+	bin := filepath.Join(os.TempDir(), buildPrefix+name)
 	if _, err := os.Stat(bin); err == nil {
+		now := time.Now()
+		os.Chtimes(bin, now, now) // in use: not pruned
 		return bin, nil
 	}
 	// Built beside its final name and renamed, so that test binaries
 	// building at once never see half a file.
-	tmp, err := os.CreateTemp(os.TempDir(), "baton-testbin-build-")
+	tmp, err := os.CreateTemp(os.TempDir(), buildPrefix+"build-")
 	if err != nil {
 		return "", err
 	}
@@ -103,7 +107,34 @@ func (b Build) make(root, name string) (string, error) {
 	if err := os.Rename(tmp.Name(), bin); err != nil {
 		return "", err
 	}
+	prune(os.TempDir(), time.Now().Add(-unusedFor))
 	return bin, nil
+}
+
+// buildPrefix begins the name of every build in the temporary directory.
+const buildPrefix = "baton-testbin-"
+
+// unusedFor is how long a build goes unused before a new build removes
+// it: each version of the source leaves one, tens of megabytes, and a day
+// of changes makes dozens.
+const unusedFor = 24 * time.Hour
+
+// prune removes the builds in dir last used before cutoff; a build in use
+// is touched each time a test asks for it. A process already running one
+// keeps its file open.
+func prune(dir string, cutoff time.Time) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), buildPrefix) || strings.HasPrefix(e.Name(), buildPrefix+"build-") {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && info.ModTime().Before(cutoff) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // name is the build's name: a hash of everything the program is made of.
