@@ -227,51 +227,82 @@ func TestTicksALostLeaderClaimedAreCountedNotRun(t *testing.T) {
 // as its term ended, and gives the claim back, its run not started, only
 // after the successor's catch-up was refused. The successor, waiting for
 // the claim's marker to go, finds the claim given back, and runs the tick
-// once, late, rather than count its runner lost.
+// once, late, rather than count its runner lost. Given back past the
+// tick's catch-up window, the tick is counted (G3) as one that fell while
+// nobody led, not as a runner lost.
 func TestATickFoundClaimedAndGivenBackIsCaughtUp(t *testing.T) {
 	t.Parallel()
-	srv := etcdtest.Shared(t)
-	cli := srv.Client(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	tick := time.Now().UTC().Truncate(10 * time.Second)
-	keys := jobkeys.New(election.DefaultPrefix, "givenback")
-	// The leader before ran the tick before, and claimed this one on its
-	// runner's lease, which lives on.
-	prev := tick.Add(-10 * time.Second).UnixNano()
-	if _, err := cli.Put(ctx, keys.Last("job"), claimcond.Value(prev, "a")); err != nil {
-		t.Fatal(err)
+	for _, late := range []bool{false, true} {
+		name := map[bool]string{false: "within-its-window", true: "past-its-window"}[late]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := etcdtest.Shared(t)
+			cli := srv.Client(t)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			tick := time.Now().UTC().Truncate(10 * time.Second)
+			keys := jobkeys.New(election.DefaultPrefix, "givenback-"+name)
+			// The leader before ran the tick before, and claimed this one on
+			// its runner's lease, which lives on.
+			prev := tick.Add(-10 * time.Second).UnixNano()
+			if _, err := cli.Put(ctx, keys.Last("job"), claimcond.Value(prev, "a")); err != nil {
+				t.Fatal(err)
+			}
+			lease, err := cli.Grant(ctx, 60)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := claimOnLease(t, cli, keys, "job", "a", tick, lease.ID)
+			l := newEventLog()
+			var ran tickLedger
+			const grace = 5 * time.Second
+			fake := clock.NewFake(tick.Add(time.Second))
+			b := New(append(observed(l), WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+				WithEtcd(srv.Client(t)), WithName("givenback-"+name), WithMisfire(RunOnce, grace),
+				WithElection(election.WithIdentity("b"), election.WithTTL(stallTTL)))...)
+			mustAdd(t, b, "*/10 * * * * *", Named("job", ran.job("job")))
+			b.Start()
+			t.Cleanup(func() { shutdown(t, b, "b") })
+			// b's catch-up is refused, and b waits for the claim's marker.
+			eventually(t, 20*time.Second, func() (bool, string) {
+				lc := b.coord.lost
+				lc.mu.Lock()
+				defer lc.mu.Unlock()
+				return lc.queued[lostKey{"job", tick.UnixNano()}], "b does not wait for the marker of the tick it found claimed"
+			})
+			if late {
+				fake.Set(tick.Add(grace + time.Second))
+			}
+			if err := claims.Withdraw(ctx, cli, keys.Last("job"), c, prev, "a"); err != nil {
+				t.Fatal(err)
+			}
+			if late {
+				// A marker is looked at again every lostRecheck.
+				counts := waitNotRunCount(t, b, "job", ReasonNoLeader, 1)
+				if counts[ReasonRunnerLost] != 0 {
+					t.Errorf("the tick given back past its window is counted %v, want no runner_lost", counts)
+				}
+			} else {
+				ran.ranOnce(t, 10*time.Second, tick, "job")
+			}
+			idleWithin(t, b, 10*time.Second, "b's catch-up")
+			if got := l.notRun("job", ReasonRunnerLost); len(got) != 0 {
+				t.Errorf("the tick given back was reported as its runner lost: %v", got)
+			}
+			if late {
+				if got := l.notRun("job", ReasonNoLeader); len(got) != 1 {
+					t.Errorf("the tick given back past its window was reported %d times as no_leader, want once", len(got))
+				}
+				ran.mu.Lock()
+				defer ran.mu.Unlock()
+				if len(ran.ran) != 0 {
+					t.Errorf("the tick given back past its window ran: %v", ran.ran)
+				}
+			} else {
+				ran.ranOnce(t, time.Second, tick, "job")
+			}
+		})
 	}
-	lease, err := cli.Grant(ctx, 60)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := claimOnLease(t, cli, keys, "job", "a", tick, lease.ID)
-	l := newEventLog()
-	var ran tickLedger
-	fake := clock.NewFake(tick.Add(time.Second))
-	b := New(append(observed(l), WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
-		WithEtcd(srv.Client(t)), WithName("givenback"),
-		WithElection(election.WithIdentity("b"), election.WithTTL(stallTTL)))...)
-	mustAdd(t, b, "*/10 * * * * *", Named("job", ran.job("job")))
-	b.Start()
-	t.Cleanup(func() { shutdown(t, b, "b") })
-	// b's catch-up is refused, and b waits for the claim's marker.
-	eventually(t, 20*time.Second, func() (bool, string) {
-		lc := b.coord.lost
-		lc.mu.Lock()
-		defer lc.mu.Unlock()
-		return lc.queued[lostKey{"job", tick.UnixNano()}], "b does not wait for the marker of the tick it found claimed"
-	})
-	if err := claims.Withdraw(ctx, cli, keys.Last("job"), c, prev, "a"); err != nil {
-		t.Fatal(err)
-	}
-	ran.ranOnce(t, 10*time.Second, tick, "job") // a marker is looked at again every lostRecheck
-	idleWithin(t, b, 10*time.Second, "b's catch-up")
-	if got := l.notRun("job", ReasonRunnerLost); len(got) != 0 {
-		t.Errorf("the tick given back, and run, was also reported not run: %v", got)
-	}
-	ran.ranOnce(t, time.Second, tick, "job")
 }
 
 // TestATickGivenBackAsItsTermLapsesRunsInTheNextTerm is G4 when a leader's

@@ -335,7 +335,11 @@ func (c *Cron) Shutdown(ctx context.Context) error {
 		// The runs have returned; their records, which release their
 		// markers, follow within milliseconds when etcd answers. The
 		// leader resigns meanwhile.
-		wctx, cancel := context.WithTimeout(context.Background(), shutdownRecordWait)
+		wait := shutdownRecordWait
+		if c.recordWait > 0 {
+			wait = c.recordWait
+		}
+		wctx, cancel := context.WithTimeout(context.Background(), wait)
 		c.runs.await(wctx, c.runs.settled) // mutation:shutdown-records-released
 		cancel()
 	}

@@ -76,7 +76,9 @@ const (
 	// the leader had crashed, been stopped without resigning, or lost its
 	// session, and its lease had not expired yet. The next leader reports
 	// these ticks when it takes over, except the one it catches up
-	// (misfire RunOnce).
+	// (misfire RunOnce); and a tick a leader claimed as its term ended and
+	// gave back unrun, which the next leader found past its catch-up
+	// window.
 	ReasonNoLeader Reason = iota + 1
 	// ReasonMisfireSkipped: the tick came due on a scheduling replica, but
 	// past the misfire deadline (the process was stalled, or its clock

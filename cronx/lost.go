@@ -221,7 +221,8 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 		if ranTick(hist, l.tick) { // mutation:lost-recorded
 			continue
 		}
-		if givenBack(rs[3].GetResponseRange().Kvs, l.tick) && lc.catchUpAgain(l) { // mutation:lost-given-back
+		if givenBack(rs[3].GetResponseRange().Kvs, l.tick) { // mutation:lost-given-back
+			lc.catchUpAgain(l)
 			continue
 		}
 		again, why := false, errRunnerLost
@@ -256,15 +257,20 @@ func givenBack(last []*mvccpb.KeyValue, tick time.Time) bool {
 // job's catch-up window: claimed and given back after this term's
 // catch-up found it claimed, it is caught up as a tick given up unclaimed
 // is. Not leading by now, this replica notes it for its next takeover.
-func (lc *lostClaims) catchUpAgain(l lostTick) bool {
+// Past the window, nobody runs it: it is reported as a tick that fell
+// while nobody led, since its claimer's term ended before it ran.
+func (lc *lostClaims) catchUpAgain(l lostTick) {
 	co := lc.co
 	e, ok := co.host.entryByName(l.job)
-	if !ok || !l.tick.After(co.clock.Now().Add(-co.catchUpWindow(e.policy))) {
-		return false
+	if !ok {
+		return
+	}
+	if !l.tick.After(co.clock.Now().Add(-co.catchUpWindow(e.policy))) {
+		co.rep.notRun(l.job, l.tick, ReasonNoLeader, nil) // mutation:lost-given-back-late
+		return
 	}
 	co.logger.Info("cronx: a tick found claimed was given back; caught up again", "job", l.job, "tick", l.tick)
 	co.fireTick(newRun(co.runs, co, refOf(&e), l.tick), &e, true)
-	return true
 }
 
 // ranTick reports whether hist holds a run of tick (not a triggered run).

@@ -28,6 +28,9 @@ type settings struct {
 	// flushEvery, when set, replaces notRunFlush, so that tests read the
 	// counts of ticks not run soon.
 	flushEvery time.Duration
+	// recordWait, when set, replaces shutdownRecordWait, so that a test on
+	// a loaded machine sees the records that Shutdown waits for.
+	recordWait time.Duration
 }
 
 // defaultSettings are a Cron's without options: schedules in time.Local,

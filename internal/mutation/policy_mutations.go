@@ -95,7 +95,13 @@ var policyMutations = []mutation{
 	{
 		Name:   "lost-given-back-counted",
 		Breaks: "G4: a tick a new term found claimed, whose claim was then given back unrun, is counted runner_lost and run nowhere",
-		Edits:  []edit{{Marker: "lost-given-back", Old: "givenBack(rs[3].GetResponseRange().Kvs, l.tick) &&", New: "false &&"}},
+		Edits:  []edit{{Marker: "lost-given-back", Old: "givenBack(rs[3].GetResponseRange().Kvs, l.tick)", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestATickFoundClaimedAndGivenBackIsCaughtUp$"}},
+	},
+	{
+		Name:   "lost-given-back-late-uncounted",
+		Breaks: "G3: a tick a new term found claimed, whose claim was then given back unrun past its catch-up window, is run nowhere and counted nowhere",
+		Edits:  []edit{{Marker: "lost-given-back-late", Old: "co.rep.notRun(l.job, l.tick, ReasonNoLeader, nil)", New: "_ = ReasonNoLeader"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestATickFoundClaimedAndGivenBackIsCaughtUp$"}},
 	},
 	{
