@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/clock"
 	"github.com/batonhq/baton/internal/etcdtest"
 	"github.com/batonhq/baton/internal/jobkeys"
@@ -436,6 +437,10 @@ func TestBufferedTickIsNotCountedAsRunnerLost(t *testing.T) {
 	}
 	buffered := at.Add(time.Minute)
 	if _, err := cli.Put(context.Background(), co.keys.BufferEntry("slow", buffered.UnixNano()), "x"); err != nil {
+		t.Fatal(err)
+	}
+	// The predecessor claimed the three ticks, and gave none back.
+	if _, err := cli.Put(context.Background(), co.keys.Last("slow"), claimcond.Value(at.Add(2*time.Minute).UnixNano(), "a")); err != nil {
 		t.Fatal(err)
 	}
 	read(at)

@@ -257,15 +257,13 @@ func givenBack(last []*mvccpb.KeyValue, tick time.Time) bool {
 // job's catch-up window: claimed and given back after this term's
 // catch-up found it claimed, it is caught up as a tick given up unclaimed
 // is. Not leading by now, this replica notes it for its next takeover.
-// Past the window, nobody runs it: it is reported as a tick that fell
-// while nobody led, since its claimer's term ended before it ran.
+// Past the window, or its job removed, nobody runs it: it is reported as
+// a tick that fell while nobody led, since its claimer's term ended
+// before it ran.
 func (lc *lostClaims) catchUpAgain(l lostTick) {
 	co := lc.co
 	e, ok := co.host.entryByName(l.job)
-	if !ok {
-		return
-	}
-	if !l.tick.After(co.clock.Now().Add(-co.catchUpWindow(e.policy))) {
+	if !ok || !l.tick.After(co.clock.Now().Add(-co.catchUpWindow(e.policy))) {
 		co.rep.notRun(l.job, l.tick, ReasonNoLeader, nil) // mutation:lost-given-back-late
 		return
 	}

@@ -18,11 +18,11 @@ const ownProcessEnv = "CRONX_TEST_OWN_PROCESS"
 // copy, where the caller goes on with its test, and false in the test
 // binary's own process, where the caller returns at once.
 //
-// It is for a test that sets the process's environment (t.Setenv) or
-// counts its goroutines. Such a test cannot run beside the others in one
-// process, and every parallel test of the package would wait for it;
-// from a process of its own it runs beside them. A test that skips in
-// -short mode says so before it calls inOwnProcess.
+// It is for a test that sets the process's environment (t.Setenv): such
+// a test cannot run beside the others in one process, and every parallel
+// test of the package would wait for it; from a process of its own it
+// runs beside them. A test that skips in -short mode says so before it
+// calls inOwnProcess.
 func inOwnProcess(t *testing.T) bool {
 	t.Helper()
 	if os.Getenv(ownProcessEnv) == t.Name() {
