@@ -25,12 +25,12 @@ import (
 // it exits.
 //
 // Not parallel: it counts the process's goroutines, which the other tests'
-// would blur; and beside them, in a process of its own, its 2,400 jobs'
+// would blur; and beside them, in a process of its own, its thousands of jobs'
 // catch-up starved the package's crowded tests of the CPU on a loaded
 // machine.
 func TestACrowdedTakeoverHoldsAFewGoroutines(t *testing.T) {
 	if testing.Short() {
-		t.Skip("catches up 2,400 jobs on its own, the other tests waiting; the full tier runs it")
+		t.Skip("catches up thousands of jobs on its own, the other tests waiting; the full tier runs it")
 	}
 	srv := etcdtest.Shared(t)
 	cli := srv.Client(t)
