@@ -45,9 +45,12 @@ func TestCrashedLeadersMissedTickRunsOnceLate(t *testing.T) {
 					cli = srv.NewClient(t, endpoint)
 				}
 				fake := clock.NewFake(t0)
+				// A TTL of 5 s: with 2 s, a process stalled for a second
+				// beside busy loops lost a's session before its cut-off,
+				// and b led before the crash the test makes.
 				c := New(append(observed(events), WithSeconds(), WithEtcd(cli), WithName("g4"), WithMisfire(policy, time.Minute),
 					withClock(fake), WithLocation(time.UTC),
-					WithElection(election.WithIdentity(id), election.WithTTL(2*time.Second)))...)
+					WithElection(election.WithIdentity(id), election.WithTTL(5*time.Second)))...)
 				mustAdd(t, c, "*/5 * * * * *", Named("report", ContextFunc(job)))
 				c.Start()
 				t.Cleanup(func() {
