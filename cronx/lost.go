@@ -222,7 +222,7 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 			continue
 		}
 		if givenBack(rs[3].GetResponseRange().Kvs, l.tick) { // mutation:lost-given-back
-			lc.catchUpAgain(l)
+			lc.givenBackTick(l)
 			continue
 		}
 		again, why := false, errRunnerLost
@@ -253,14 +253,14 @@ func givenBack(last []*mvccpb.KeyValue, tick time.Time) bool {
 	return seq < tick.UnixNano()
 }
 
-// catchUpAgain fires l's tick again as a catch-up, if it is still in its
+// givenBackTick fires l's tick again as a catch-up, if it is still in its
 // job's catch-up window: claimed and given back after this term's
 // catch-up found it claimed, it is caught up as a tick given up unclaimed
 // is. Not leading by now, this replica notes it for its next takeover.
 // Past the window, or its job removed, nobody runs it: it is reported as
 // a tick that fell while nobody led, since its claimer's term ended
 // before it ran.
-func (lc *lostClaims) catchUpAgain(l lostTick) {
+func (lc *lostClaims) givenBackTick(l lostTick) {
 	co := lc.co
 	e, ok := co.host.entryByName(l.job)
 	if !ok || !l.tick.After(co.clock.Now().Add(-co.catchUpWindow(e.policy))) {
