@@ -34,7 +34,7 @@ type workerRequest struct {
 	Result   string
 	Auth     credentials
 	Params   json.RawMessage
-	Profile  string // the profiles' path, less .cpu and .block; empty: none
+	Profile  string // the profiles' path, less .cpu, .block and .allocs; empty: none
 }
 
 // workerKinds are the measurements a worker makes.
@@ -359,7 +359,9 @@ func (s *specCounter) count() int {
 
 // startProfiles starts the worker's CPU profile (path.cpu) and records
 // where goroutines block (path.block, every wait of 10 µs or more, which
-// shows a run or the loop waiting on a lock); stop writes both.
+// shows a run or the loop waiting on a lock); stop writes both, and what
+// the worker allocated (path.allocs), which the collector's share of a
+// crowded tick follows.
 func startProfiles(path string) (stop func(), err error) {
 	cpu, err := os.Create(path + ".cpu")
 	if err != nil {
@@ -375,6 +377,10 @@ func startProfiles(path string) (stop func(), err error) {
 		cpu.Close()
 		if f, err := os.Create(path + ".block"); err == nil {
 			pprof.Lookup("block").WriteTo(f, 0)
+			f.Close()
+		}
+		if f, err := os.Create(path + ".allocs"); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
 			f.Close()
 		}
 	}, nil
