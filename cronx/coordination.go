@@ -38,7 +38,9 @@ func (m Mode) String() string {
 // replica to the next, or while etcd could not be reached, or one that the
 // scheduling replica woke up for late (a stalled process): a tick fired
 // past its deadline (RunOnce's grace, Skip's second) is skipped and
-// reported as ReasonMisfireSkipped.
+// reported as ReasonMisfireSkipped. A leader whose loop wakes up past
+// several ticks of a job fires the latest and reports the others so;
+// robfig/cron, and a Cron alone or in claim mode, fire the earliest.
 type Misfire int
 
 const (

@@ -72,6 +72,14 @@ const (
 // does not answer: a tick held up by one slow commit still runs.
 const skipTolerance = time.Second
 
+// lateWake is how late a leader's loop must wake up for a tick before it
+// looks for later ticks of the job that came due meanwhile (late.go):
+// robfig's schedules tick at most once a second, so a loop less late
+// skipped none, and a crowded tick, fired within it, pays nothing for the
+// look. A Schedule of one's own that ticks more often is looked at only
+// past it.
+const lateWake = time.Second
+
 // maxRecordedError bounds a run's error as its history records it.
 const maxRecordedError = 1 << 10
 

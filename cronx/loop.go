@@ -19,7 +19,8 @@ const idleWait = 100000 * time.Hour
 // come with that Next, and computes each one's following Next from the
 // wake-up time. So a tick is named by the schedule, not by when the process
 // happened to wake up; and, as in robfig/cron, a scheduler that wakes up
-// late runs each late entry once rather than once per missed tick.
+// late runs each late entry once rather than once per missed tick (a
+// leader, its latest due tick, reporting the others: late.go).
 type loop struct {
 	c       *Cron // what the loop fires through and reads the clock of
 	entries []*Entry
@@ -150,12 +151,17 @@ func (l *loop) wait(timer clock.Timer, ticking bool) bool {
 func (l *loop) wake() {
 	now := l.c.now()
 	l.c.logger.Info("wake", "now", now)
+	co := l.c.coord
 	for _, e := range l.entries {
 		if e.Next.IsZero() || e.Next.After(now) {
 			return
 		}
-		l.c.fire(e, e.Next, false)
-		e.Prev = e.Next
+		tick := e.Next
+		if co != nil {
+			tick = co.latestDue(e, now) // late.go
+		}
+		l.c.fire(e, tick, false)
+		e.Prev = tick
 		e.Next = e.Schedule.Next(now)
 		l.c.logger.Info("run", "now", now, "entry", e.ID, "next", e.Next)
 	}

@@ -356,6 +356,82 @@ func TestLateWakeUpIsMisfireSkipped(t *testing.T) {
 	waitNotRunCount(t, c, "minute", ReasonMisfireSkipped, 1)
 }
 
+// TestALeaderWakingLateRunsTheLatestTickAndReportsTheOthers: a leader
+// whose loop wakes up past several ticks of a job (a stalled process; here
+// the injected clock jumps) runs the latest of them, within the misfire
+// grace, and reports each earlier one misfire_skipped, where robfig's loop
+// would run the earliest and let the others pass unseen.
+func TestALeaderWakingLateRunsTheLatestTickAndReportsTheOthers(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	start := time.Now().Truncate(time.Minute).Add(30 * time.Second)
+	fake := clock.NewFake(start)
+	ev := newEventLog()
+	l := newLedger()
+	c := New(append(observed(ev), WithSeconds(), WithEtcd(srv.Client(t)), WithName("stalled"), withClock(fake),
+		WithMisfire(RunOnce, 5*time.Second), WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))...)
+	mustAdd(t, c, "*/10 * * * * *", Named("ten", l.job("a", nil)))
+	c.Start()
+	r := &replica{id: "a", cron: c, cli: srv.Client(t)}
+	t.Cleanup(func() { r.stop(t) })
+	waitFor[leadershipGained](t, ev, 10*time.Second, "leadership", nil)
+
+	tick := start.Add(10 * time.Second)
+	eventually(t, 10*time.Second, func() (bool, string) {
+		due, ok := fake.NextDue()
+		return ok && due.Equal(tick), fmt.Sprintf("next wake-up %v (%v), want %v", due, ok, tick)
+	})
+	fake.Set(tick.Add(32 * time.Second)) // four ticks due, the latest 2 s ago
+	latest := tick.Add(30 * time.Second)
+	if got := runAfter(t, l.ch, start, 10*time.Second, "the latest tick"); !got.Tick.Equal(latest) {
+		t.Errorf("ran tick %v, want the latest due, %v", got.Tick, latest)
+	}
+	for i := range 3 {
+		want := tick.Add(time.Duration(i) * 10 * time.Second)
+		if e := waitNotRun(t, ev, "ten", ReasonMisfireSkipped, 10*time.Second); !e.Tick.Equal(want) {
+			t.Errorf("misfire_skipped reported for %v, want %v", e.Tick, want)
+		}
+	}
+	if got := waitNotRunCount(t, c, "ten", ReasonMisfireSkipped, 3); got[ReasonMisfireSkipped] != 3 || len(got) != 1 {
+		t.Errorf("Status counts %v ticks not run, want misfire_skipped 3", got)
+	}
+	if n := len(l.snapshot()); n != 1 {
+		t.Errorf("%d ticks ran, want 1", n)
+	}
+}
+
+// TestALeaderWakingLatePastManyTicksCountsTheFirstOnes: a leader whose
+// loop wakes up twenty minutes late for a job of every second counts the
+// first maxGapTicks ticks it skipped, and still runs the latest.
+func TestALeaderWakingLatePastManyTicksCountsTheFirstOnes(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	start := time.Now().Truncate(time.Minute).Add(30 * time.Second)
+	fake := clock.NewFake(start)
+	ev := newEventLog()
+	l := newLedger()
+	c := New(append(observed(ev), WithSeconds(), WithEtcd(srv.Client(t)), WithName("stalled-long"), withClock(fake),
+		WithMisfire(RunOnce, 5*time.Second), WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))...)
+	mustAdd(t, c, "* * * * * *", Named("second", l.job("a", nil)))
+	c.Start()
+	r := &replica{id: "a", cron: c, cli: srv.Client(t)}
+	t.Cleanup(func() { r.stop(t) })
+	waitFor[leadershipGained](t, ev, 10*time.Second, "leadership", nil)
+
+	eventually(t, 10*time.Second, func() (bool, string) {
+		due, ok := fake.NextDue()
+		return ok && due.Equal(start.Add(time.Second)), fmt.Sprintf("next wake-up %v (%v), want %v", due, ok, start.Add(time.Second))
+	})
+	now := start.Add(20*time.Minute + 500*time.Millisecond)
+	fake.Set(now)
+	if got := runAfter(t, l.ch, start, 10*time.Second, "the latest tick"); !got.Tick.Equal(now.Truncate(time.Second)) {
+		t.Errorf("ran tick %v, want the latest due, %v", got.Tick, now.Truncate(time.Second))
+	}
+	if got := waitNotRunCount(t, c, "second", ReasonMisfireSkipped, maxGapTicks); got[ReasonMisfireSkipped] != maxGapTicks {
+		t.Errorf("Status counts %v ticks not run, want misfire_skipped %d", got, maxGapTicks)
+	}
+}
+
 // TestSlowObserverDoesNotSlowTheScheduler: an observer that does not
 // return holds up no run; its queue fills and the events past it are
 // dropped and counted, and told to it once it returns.

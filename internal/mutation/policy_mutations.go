@@ -12,6 +12,18 @@ var policyMutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestCrashedLeadersMissedTickRunsOnceLate$"}},
 	},
 	{
+		Name:   "late-wake-runs-the-earliest",
+		Breaks: "a leader whose loop wakes up past several ticks of a job fires the earliest, past its grace, and runs none",
+		Edits:  []edit{{Marker: "late-wake-latest", Old: "return latest", New: "return e.Next"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestALeaderWakingLateRunsTheLatestTickAndReportsTheOthers$"}},
+	},
+	{
+		Name:   "late-wake-skips-unreported",
+		Breaks: "the ticks a leader's late loop skipped pass unseen: no misfire_skipped is reported or counted",
+		Edits:  []edit{{Marker: "late-wake-skipped", Old: "co.rep.notRun(e.name, t, ReasonMisfireSkipped, nil)", New: "_ = t"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestALeaderWakingLateRunsTheLatestTickAndReportsTheOthers$"}},
+	},
+	{
 		Name:   "misfire-skip-ignored",
 		Breaks: "G4: a job with misfire Skip runs a tick missed in a failover anyway",
 		Edits: []edit{
