@@ -1,6 +1,7 @@
 package cronx
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -143,23 +144,50 @@ func (rc *recorder) record() {
 	}
 }
 
-// recordAll writes the ends of batch's runs (writes.runEnd) in two round
-// trips for recordBatch runs: one reads, one writes (histories long enough
-// to pass recordBytes take a write more for each recordBytes). A run whose
-// history changed meanwhile (a run of the job on another replica) is
-// recorded again on its own.
+// recordAll records the ends of batch's runs. The runs etcd does not
+// take are tried again, with backoff, while the Cron runs, their jobs'
+// later runs waiting behind them so that each history stays in order; a
+// write that may have committed unanswered is found in the history when
+// tried again (appendHistory), or fails its compare and is. Once the Cron
+// stops, what is left is given up.
 func (rc *recorder) recordAll(batch []finishItem) {
+	ctx := rc.co.runCtx()
+	for backoff := releaseBackoff; ; backoff = min(2*backoff, maxReleaseBackoff) {
+		failed, err := rc.tryRecordAll(batch)
+		if len(failed) == 0 {
+			return
+		}
+		if ctx.Err() != nil {
+			rc.unrecorded(failed, err) // mutation:records-serial
+			return
+		}
+		if backoff == releaseBackoff {
+			rc.co.logger.Error(err, "cronx: runs not recorded in their jobs' histories yet; tried again while the Cron runs", "runs", len(failed))
+		}
+		sleep(ctx, backoff) // mutation:records-not-retried
+		batch = failed
+	}
+}
+
+// tryRecordAll writes the ends of batch's runs (writes.runEnd) in two
+// round trips for recordBatch runs: one reads, one writes (histories long
+// enough to pass recordBytes take a write more for each recordBytes). A
+// run whose history changed meanwhile (a run of the job on another
+// replica) is recorded again on its own. It returns the runs etcd did not
+// take, and why.
+func (rc *recorder) tryRecordAll(batch []finishItem) ([]finishItem, error) {
 	if len(batch) == 1 {
-		rc.finish(batch[0])
-		return
+		if err := rc.finish(batch[0]); err != nil {
+			return batch, err
+		}
+		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
 	cli := rc.co.conn.etcd()
 	read, err := cli.Txn(ctx).Then(nested.Group(rc.co.writes.runEndReads(batch), recordReadGroup)...).Commit()
 	if err != nil {
-		rc.unrecorded(batch, err) // mutation:records-serial
-		return
+		return batch, err
 	}
 	reads := nested.Responses(read.Responses)
 	ops := make([]clientv3.Op, len(batch))
@@ -170,41 +198,48 @@ func (rc *recorder) recordAll(batch []finishItem) {
 		ops[i], outcomes[i] = rc.co.writes.runEnd(it, rc.record1(it), hist, rev, reads[len(batch)+i], true)
 		sizes[i] = nested.Bytes(ops[i])
 	}
+	var failed []finishItem
 	for from := 0; from < len(batch); {
 		to, bytes := from+1, sizes[from]
 		for to < len(batch) && bytes+sizes[to] <= recordBytes { // mutation:record-bytes-unbounded
 			bytes += sizes[to]
 			to++
 		}
-		rc.writeRecords(batch[from:to], ops[from:to], outcomes[from:to])
+		f, ferr := rc.writeRecords(batch[from:to], ops[from:to], outcomes[from:to])
+		failed, err = append(failed, f...), cmp.Or(ferr, err)
 		from = to
 	}
+	return failed, err
 }
 
-// writeRecords commits the record writes ops of batch, as recordAll made
-// them, in one transaction.
-func (rc *recorder) writeRecords(batch []finishItem, ops []clientv3.Op, outcomes []jobkeys.Outcome) {
+// writeRecords commits the record writes ops of batch, as tryRecordAll
+// made them, in one transaction, and returns the runs etcd did not take.
+func (rc *recorder) writeRecords(batch []finishItem, ops []clientv3.Op, outcomes []jobkeys.Outcome) ([]finishItem, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout) // each write its own: a batch's may be a dozen
 	defer cancel()
 	wrote, err := rc.co.conn.etcd().Txn(ctx).Then(nested.Group(ops, recordWriteGroup)...).Commit()
 	if err != nil {
-		// It may have committed: releases are conditional.
-		rc.unrecorded(batch, err)
-		return
+		// It may have committed: the history read again tells.
+		return batch, err
 	}
+	var failed []finishItem
 	for i, r := range nested.Responses(wrote.Responses) {
 		if !r.GetResponseTxn().Succeeded {
-			rc.finish(batch[i]) // records the outcome too
+			if ferr := rc.finish(batch[i]); ferr != nil { // records the outcome too
+				failed, err = append(failed, batch[i]), ferr
+			}
 			continue
 		}
 		rc.outcomeRecorded(batch[i], outcomes[i], wrote.Header.Revision)
 	}
+	return failed, err
 }
 
 // unrecorded gives up the history records of a batch that etcd did not
-// take, in one log line: tried again one by one, each would wait its own
-// etcdTimeout while etcd does not answer, and Stop's context with them.
-// Their markers are released in the background while their sessions live.
+// take by the Cron's stop, in one log line: tried again one by one, each
+// would wait its own etcdTimeout while etcd does not answer, and Stop's
+// context with them. Their markers are released in the background while
+// their sessions live.
 func (rc *recorder) unrecorded(batch []finishItem, err error) {
 	var jobs []string
 	for _, it := range batch {
@@ -219,14 +254,18 @@ func (rc *recorder) unrecorded(batch []finishItem, err error) {
 }
 
 // finish records one run in its job's history and releases its marker,
-// in that order (see writes.runEnd).
-func (rc *recorder) finish(it finishItem) {
+// in that order (see writes.runEnd); the marker stays while the record is
+// not taken, and the error says why.
+func (rc *recorder) finish(it finishItem) error {
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
-	rc.appendHistory(ctx, it)
+	if err := rc.appendHistory(ctx, it); err != nil {
+		return err
+	}
 	if !it.keep {
 		rc.release(ctx, it)
 	}
+	return nil
 }
 
 // released uncounts the markers of runs recorded, released or kept for
@@ -300,31 +339,30 @@ func boundedError(msg string) string {
 }
 
 // appendHistory appends a run to its job's history, unless it is there
-// already, retrying while other replicas write the history too.
-func (rc *recorder) appendHistory(ctx context.Context, it finishItem) {
+// already, retrying while other replicas write the history too; it
+// returns why it did not.
+func (rc *recorder) appendHistory(ctx context.Context, it finishItem) error {
 	rec := rc.record1(it)
 	for range 3 {
 		resp, err := rc.co.conn.etcd().Txn(ctx).Then(rc.co.writes.runEndReads([]finishItem{it})...).Commit()
 		if err != nil {
-			rc.co.logger.Error(err, "cronx: record run", "job", it.job)
-			return
+			return err
 		}
 		hist, rev := decodeHistory(resp.Responses[0].GetResponseRange().Kvs)
 		for _, h := range hist {
 			if h.Tick.Equal(rec.Tick) && h.Instance == rec.Instance && h.Start.Equal(rec.Start) && h.Triggered == rec.Triggered && h.Backfill == rec.Backfill {
-				return
+				return nil
 			}
 		}
 		write, next := rc.co.writes.runEnd(it, rec, hist, rev, resp.Responses[1], false)
 		tr, err := rc.co.conn.etcd().Txn(ctx).Then(write).Commit()
 		if err != nil {
-			rc.co.logger.Error(err, "cronx: record run", "job", it.job)
-			return
+			return err
 		}
 		if tr.Responses[0].GetResponseTxn().Succeeded {
 			rc.outcomeRecorded(it, next, tr.Header.Revision)
-			return
+			return nil
 		}
 	}
-	rc.co.logger.Error(errors.New("the history kept changing under the write"), "cronx: record run", "job", it.job, "tick", it.tick)
+	return errors.New("the history kept changing under the write")
 }
