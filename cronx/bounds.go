@@ -3,14 +3,8 @@ package cronx
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sync/atomic"
 	"time"
-
-	"github.com/batonhq/baton/election"
-	"github.com/batonhq/baton/internal/claimcond"
-	"github.com/batonhq/baton/internal/claims"
-	"github.com/batonhq/baton/internal/jobkeys"
 )
 
 // boundsPolicy is a job's WithStartAt, WithEndAt and WithMaxRuns.
@@ -109,24 +103,6 @@ func (b *boundedSchedule) Next(t time.Time) time.Time {
 func boundsOf(s Schedule) *boundedSchedule {
 	b, _ := s.(*boundedSchedule)
 	return b
-}
-
-// countedClaim is the claim option that counts a run of a bounded job in
-// its runs key, and refuses it once the job has run WithMaxRuns times.
-func (sc *scope) countedClaim(job string, p boundsPolicy) election.ClaimOption {
-	c := sc.runsCounter(job, p)
-	return claims.Counted(c.Key, c.Max, c.Value, c.Err)
-}
-
-// runsCounter is the count of a bounded job's runs, for a claim made
-// outside ClaimSeq (a tick put in its job's buffer, buffer.go).
-func (sc *scope) runsCounter(job string, p boundsPolicy) claimcond.Counter {
-	limit := int64(math.MaxInt64)
-	if p.maxRuns > 0 {
-		limit = int64(p.maxRuns)
-	}
-	v := jobkeys.Runs{Max: p.maxRuns, Start: p.start, End: p.end}
-	return claimcond.Counter{Key: sc.keys.Runs(job), Max: limit, Value: v.Encode(), Err: ErrMaxRuns}
 }
 
 // reachedMaxRuns ends the ticks of r's job on this replica: its claim found

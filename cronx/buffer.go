@@ -128,7 +128,7 @@ func (cl *claimer) bufferTick(r *run) (held, error) {
 	// it (bounds.go): its run comes later, under that claim.
 	var counter *claimcond.Counter
 	if b := r.job.policy.bounds; b.bounded() {
-		c := co.runsCounter(job, b)
+		c := co.writes.runsCounter(job, b)
 		counter = &c
 	}
 	for {

@@ -1,11 +1,6 @@
 package cronx
 
-import (
-	"fmt"
-
-	"github.com/batonhq/baton/internal/jobkeys"
-	clientv3 "go.etcd.io/etcd/client/v3"
-)
+import "fmt"
 
 // WithPauseAfter pauses the job, cluster-wide, once n of its runs in a row
 // have failed (a run's last attempt, under WithRetries): as Pause does,
@@ -24,21 +19,4 @@ func WithPauseAfter(n int) JobOption {
 		}
 		p.pauseAfter = n
 	}
-}
-
-// pauseOps are the writes that pause the job of it once its outcome o
-// reaches its policy's failures: the pause key, unless it is there already.
-func pauseOps(sc *scope, it finishItem, o jobkeys.Outcome) []clientv3.Op {
-	n := 0
-	if it.policy != nil {
-		n = it.policy.pauseAfter
-	}
-	if n == 0 || o.Failures < n { // mutation:pause-after
-		return nil
-	}
-	key := sc.keys.Paused(it.job)
-	reason := fmt.Sprintf("%d consecutive failures; the last: %s", o.Failures, boundedError(it.err.Error()))
-	return []clientv3.Op{clientv3.OpTxn(
-		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}, // mutation:pause-after-kept
-		[]clientv3.Op{clientv3.OpPut(key, jobkeys.EncodePaused(sc.identity, reason))}, nil)}
 }

@@ -3,8 +3,11 @@ package cronx
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 
 	"github.com/batonhq/baton/election"
+	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/claims"
 	"github.com/batonhq/baton/internal/jobkeys"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -47,7 +50,8 @@ func (w writes) tickClaim(r *run, ts *termState, resumed bool) []election.ClaimO
 		opts = append(opts, election.UnderTerm(ts.term.Fence)) // mutation:under-term
 	}
 	if b := r.job.policy.bounds; b.bounded() { // mutation:max-runs
-		opts = append(opts, w.sc.countedClaim(r.job.name, b))
+		c := w.runsCounter(r.job.name, b)
+		opts = append(opts, claims.Counted(c.Key, c.Max, c.Value, c.Err))
 	}
 	if r.job.policy.overlap == Forbid { // mutation:forbid
 		opts = append(opts, claims.Exclusive(keys.Running(r.job.name)))
@@ -68,6 +72,19 @@ func (w writes) tickClaim(r *run, ts *termState, resumed bool) []election.ClaimO
 		opts = append(opts, claims.UnlessExists(r.lostRecord, errRecordUnanswered))
 	}
 	return opts
+}
+
+// runsCounter is the count of a bounded job's runs in its runs key, which
+// refuses a claim once the job has run WithMaxRuns times: in a tick's
+// claim (tickClaim), or in one made outside ClaimSeq (a tick put in its
+// job's buffer, buffer.go). Cost, per run: its runs key read and put.
+func (w writes) runsCounter(job string, p boundsPolicy) claimcond.Counter {
+	limit := int64(math.MaxInt64)
+	if p.maxRuns > 0 {
+		limit = int64(p.maxRuns)
+	}
+	v := jobkeys.Runs{Max: p.maxRuns, Start: p.start, End: p.end}
+	return claimcond.Counter{Key: w.sc.keys.Runs(job), Max: limit, Value: v.Encode(), Err: ErrMaxRuns}
 }
 
 // tickRecord is the record of one tick for runs, recordable runs of one
@@ -136,7 +153,7 @@ func (w writes) outcomeGets(jobs []string) []clientv3.Op {
 // job's history as read (hist, at revision rev) and its outcome key as read
 // with it: a transaction that appends rec to the history unless the history
 // changed since, and with it writes the job's outcome, its pause when its
-// policy says so (pauseafter.go), and, with release, deletes the run's
+// policy says so (pauseAfter), and, with release, deletes the run's
 // marker if it is still the run's own. A marker goes with its run's
 // history write, never before it: a successor that finds neither marker
 // nor record reports the tick as not run (lost.go). next is the outcome it
@@ -172,7 +189,26 @@ func (w writes) outcomeOps(it finishItem, read *etcdserverpb.ResponseOp) (next j
 	}
 	next = outcomeAfter(seen, it)
 	ops = []clientv3.Op{clientv3.OpPut(key, next.Encode())}
-	return next, append(ops, pauseOps(w.sc, it, next)...)
+	return next, append(ops, w.pauseAfter(it, next)...)
+}
+
+// pauseAfter is the write that pauses the job of it once its outcome o
+// reaches its policy's failures (pauseafter.go): the pause key, unless it
+// is there already, so that a pause by hand keeps who paused it. Cost, per
+// run that pauses its job: one key compared and put, in its run's end.
+func (w writes) pauseAfter(it finishItem, o jobkeys.Outcome) []clientv3.Op {
+	n := 0
+	if it.policy != nil {
+		n = it.policy.pauseAfter
+	}
+	if n == 0 || o.Failures < n { // mutation:pause-after
+		return nil
+	}
+	key := w.sc.keys.Paused(it.job)
+	reason := fmt.Sprintf("%d consecutive failures; the last: %s", o.Failures, boundedError(it.err.Error()))
+	return []clientv3.Op{clientv3.OpTxn(
+		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}, // mutation:pause-after-kept
+		[]clientv3.Op{clientv3.OpPut(key, jobkeys.EncodePaused(w.sc.identity, reason))}, nil)}
 }
 
 // termSpecs is the write of a term's specs of names, specBatch of them to
