@@ -123,7 +123,7 @@ func (cn *connection) connect(ctx context.Context, gen int) bool {
 func (cn *connection) probe(ctx context.Context, cli *clientv3.Client, d time.Duration) error {
 	pctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	_, err := cli.Get(pctx, cn.sc.keys.Dir(), clientv3.WithCountOnly(), clientv3.WithLimit(1)) // mutation:connect-probe
+	_, err := cli.Get(pctx, writes{cn.sc}.dir(), clientv3.WithCountOnly(), clientv3.WithLimit(1)) // mutation:connect-probe
 	var answered rpctypes.EtcdError
 	if err == nil || errors.As(err, &answered) {
 		return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -81,6 +82,37 @@ func (k *Control) Resume(ctx context.Context, job string) error {
 		return fmt.Errorf("cronx: resume %q: %w", job, err)
 	}
 	return nil
+}
+
+// Paused reports whether job is paused, and who paused it as Pause
+// recorded it.
+func (k *Control) Paused(ctx context.Context, job string) (by string, paused bool, err error) {
+	resp, err := k.client.Get(ctx, k.keys.Paused(job))
+	if err != nil {
+		return "", false, fmt.Errorf("cronx: job %q: %w", job, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", false, nil
+	}
+	by, _ = jobkeys.ParsePaused(resp.Kvs[0].Value)
+	return by, true, nil
+}
+
+// Jobs returns the names of the scheduler's jobs that a live replica
+// registers, sorted (see Status). One read of keys only.
+func (k *Control) Jobs(ctx context.Context) ([]string, error) {
+	resp, err := k.client.Get(ctx, k.keys.Dir(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("cronx: read %s: %w", k.keys.Dir(), err)
+	}
+	var jobs []string
+	for _, kv := range resp.Kvs {
+		if job, leaf, ok := k.keys.JobKey(string(kv.Key)); ok && strings.HasPrefix(leaf, "by/") && (len(jobs) == 0 || jobs[len(jobs)-1] != job) {
+			jobs = append(jobs, job)
+		}
+	}
+	slices.Sort(jobs)
+	return jobs, nil
 }
 
 // Trigger asks for one run of job now, outside its schedule: each call one

@@ -74,7 +74,7 @@ func newRefusals(co *coordinator) *refusals {
 	return &refusals{
 		name:     co.name,
 		identity: co.identity,
-		probeKey: co.keys.Dir(),
+		probeKey: co.writes.dir(),
 		client:   co.conn.etcd,
 		ctx:      co.runCtx,
 		now:      co.clock.Now,

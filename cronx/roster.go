@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/jobkeys"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
 // A job's registrations go with its replicas' leases, so with every
@@ -73,13 +72,13 @@ func (co *coordinator) markStopped() (wait func()) {
 	if cli == nil {
 		return func() {}
 	}
-	v := jobkeys.Stopped{By: co.identity, At: co.clock.Now()}.Encode()
+	stop := co.writes.stopped()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		cli.Put(ctx, co.keys.RosterStopped(), v) // mutation:stop-unmarked
+		cli.Do(ctx, stop) // mutation:stop-unmarked
 	}()
 	return func() { <-done }
 }
@@ -88,24 +87,6 @@ func (co *coordinator) markStopped() (wait func()) {
 type roster struct {
 	jobs   map[string]bool // nil: no roster
 	latest time.Time       // the latest time a replica was heard of
-}
-
-// read takes the value of a roster key.
-func (r *roster) read(k layout, kv *mvccpb.KeyValue) {
-	switch string(kv.Key) {
-	case k.RosterJobs():
-		if v, err := jobkeys.ParseRoster(kv.Value); err == nil {
-			r.jobs = map[string]bool{}
-			for _, n := range v.Jobs {
-				r.jobs[n] = true
-			}
-			r.heard(v.At)
-		}
-	case k.RosterStopped():
-		if v, err := jobkeys.ParseStopped(kv.Value); err == nil {
-			r.heard(v.At)
-		}
-	}
 }
 
 // heard notes that a replica was at work at t.

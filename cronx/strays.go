@@ -44,6 +44,16 @@ func ignore(list []IgnoredKey, key, dir, why string) []IgnoredKey {
 	return append(list, IgnoredKey{Key: key, Keys: 1, Why: why, dir: dir})
 }
 
+// Schedulers returns the names of the schedulers that have keys under the
+// key prefix P (BATON_PREFIX, default "/baton", when prefix is empty),
+// sorted: those whose replicas published jobs, paused one or ran one. Keys
+// that name no valid scheduler are left out (ListSchedulers names them).
+// One read of keys only.
+func Schedulers(ctx context.Context, client *clientv3.Client, prefix string) ([]string, error) {
+	names, _, err := ListSchedulers(ctx, client, prefix)
+	return names, err
+}
+
 // ListSchedulers is Schedulers, with the keys under P/jobs/ that it left
 // out because they name no valid scheduler, in key order. One read of keys
 // only.

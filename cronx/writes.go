@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/internal/claims"
 	"github.com/batonhq/baton/internal/jobkeys"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -309,4 +310,38 @@ func (w writes) roster(sum, jobs string) (clientv3.Cmp, []clientv3.Op) {
 	keys := w.sc.keys
 	return clientv3.Compare(clientv3.Value(keys.RosterSum()), "=", sum), // mutation:roster-rewritten
 		[]clientv3.Op{clientv3.OpPut(keys.RosterSum(), sum), clientv3.OpPut(keys.RosterJobs(), jobs)}
+}
+
+// stopped is the write of this replica's stop, with its sessions' close
+// (roster.go): while no replica registers a job, Status tells from it
+// since when none has run. Cost: one key put, per replica's stop.
+func (w writes) stopped() clientv3.Op {
+	return clientv3.OpPut(w.sc.keys.RosterStopped(), jobkeys.Stopped{By: w.sc.identity, At: w.sc.clock.Now()}.Encode())
+}
+
+// read takes the value of a roster key, as Status reads them
+// (control.go): what roster and stopped wrote.
+func (r *roster) read(k layout, kv *mvccpb.KeyValue) {
+	switch string(kv.Key) {
+	case k.RosterJobs():
+		if v, err := jobkeys.ParseRoster(kv.Value); err == nil {
+			r.jobs = map[string]bool{}
+			for _, n := range v.Jobs {
+				r.jobs[n] = true
+			}
+			r.heard(v.At)
+		}
+	case k.RosterStopped():
+		if v, err := jobkeys.ParseStopped(kv.Value); err == nil {
+			r.heard(v.At)
+		}
+	}
+}
+
+// dir is the scheduler's directory, under which its jobs' claims write:
+// etcd is probed by a read of it (connect.go) and, while it refuses
+// writes, by a write beside it that changes nothing (refused.go). Cost, per
+// probe: one key counted, or one compared.
+func (w writes) dir() string {
+	return w.sc.keys.Dir()
 }

@@ -80,7 +80,7 @@ var mutations = []mutation{
 	{
 		Name:   "stop-unmarked",
 		Breaks: "with every replica stopped, a job is shown not scheduled since before the last replica stopped",
-		Edits:  []edit{{Marker: "stop-unmarked", Old: "cli.Put(ctx, co.keys.RosterStopped(), v)", New: "_, _ = ctx, v"}},
+		Edits:  []edit{{Marker: "stop-unmarked", Old: "cli.Do(ctx, stop)", New: "_, _ = ctx, stop"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestStatusListsTheJobsWhenNoReplicaRuns$"}},
 	},
 	{
@@ -339,7 +339,7 @@ var mutations = []mutation{
 	{
 		Name:   "connect-without-probe",
 		Breaks: "G6: a Cron whose BATON_ETCD_ENDPOINTS nobody answers logs nothing and Status does not say ErrEtcdUnreachable",
-		Edits:  []edit{{Marker: "connect-probe", Old: "_, err := cli.Get(pctx, cn.sc.keys.Dir(), clientv3.WithCountOnly(), clientv3.WithLimit(1))", New: "err := pctx.Err()"}},
+		Edits:  []edit{{Marker: "connect-probe", Old: "_, err := cli.Get(pctx, writes{cn.sc}.dir(), clientv3.WithCountOnly(), clientv3.WithLimit(1))", New: "err := pctx.Err()"}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestUnansweredEndpointIsLoggedAndReported$"}},
 	},
 	{
