@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"time"
@@ -125,13 +124,9 @@ func (pb *publisher) requestStarts(ctx context.Context, jobs []string) {
 func (pb *publisher) planStarts(ctx context.Context, jobs []string) ([]startAsk, error) {
 	co := pb.co
 	cli := co.conn.etcd()
-	gets := make([]clientv3.Op, len(jobs))
-	for i, job := range jobs {
-		gets[i] = clientv3.OpGet(co.keys.Started(job))
-	}
 	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
-	resp, err := cli.Txn(rctx).Then(gets...).Commit()
+	resp, err := cli.Txn(rctx).Then(co.writes.startedReads(jobs)...).Commit()
 	if err != nil {
 		return nil, fmt.Errorf("read the started keys: %w", err)
 	}
@@ -144,13 +139,7 @@ func (pb *publisher) planStarts(ctx context.Context, jobs []string) ([]startAsk,
 		if slices.Contains(ran, co.release) { // mutation:at-start-again
 			continue
 		}
-		key := co.keys.Started(job)
-		asks = append(asks, startAsk{job: job, at: at, op: clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, // mutation:at-start-unchecked
-			[]clientv3.Op{
-				clientv3.OpPut(key, jobkeys.EncodeStarted(ran, co.release)),
-				clientv3.OpPut(co.keys.Trigger(job, triggerID(at, rand.Uint32())), jobkeys.EncodeTrigger(by, at, co.release)),
-			}, nil)})
+		asks = append(asks, startAsk{job: job, at: at, op: co.writes.startAsk(job, ran, rev, by, at)})
 	}
 	return asks, nil
 }

@@ -69,12 +69,10 @@ func (g *gapReport) read(ctx context.Context, start time.Time, rev int64) {
 		entries = entries[n:]
 		gets := make([]clientv3.Op, 0, 3*len(batch)+1)
 		for _, e := range batch {
-			gets = append(gets, clientv3.OpGet(g.keys.Last(e.name), clientv3.WithRev(rev)),
-				clientv3.OpGet(g.keys.Spec(e.name), clientv3.WithRev(rev), clientv3.WithCountOnly()),
-				clientv3.OpGet(g.keys.Since(e.name), clientv3.WithRev(rev)))
+			gets = append(gets, writes{g.scope}.gapReads(e.name, rev)...)
 		}
 		if recorded == nil {
-			gets = append(gets, clientv3.OpGet(g.keys.TickRecords(), clientv3.WithPrefix(), clientv3.WithRev(rev)))
+			gets = append(gets, clientv3.OpGet(writes{g.scope}.tickRecords(), clientv3.WithPrefix(), clientv3.WithRev(rev)))
 		}
 		resp, err := g.readBatch(ctx, gets)
 		if err != nil {

@@ -166,18 +166,13 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 			continue
 		}
 		at[i] = len(gets)
-		gets = append(gets, clientv3.OpGet(co.keys.TickMarker(l.job, l.tick.UnixNano()), clientv3.WithCountOnly()),
-			clientv3.OpGet(co.keys.History(l.job)),
-			// A tick buffered behind a run (buffer.go) was claimed into the
-			// buffer: it is not lost, and the new term runs it.
-			clientv3.OpGet(co.keys.BufferEntry(l.job, l.tick.UnixNano()), clientv3.WithCountOnly()),
-			clientv3.OpGet(co.keys.Last(l.job)))
+		gets = append(gets, co.writes.lostReads(l.job, l.tick.UnixNano())...)
 	}
 	records := map[int64]int{} // a tick → the read of its records' markers
 	for _, l := range batch {
 		if _, ok := records[l.tick.UnixNano()]; !ok {
 			records[l.tick.UnixNano()] = len(gets)
-			gets = append(gets, clientv3.OpGet(co.keys.TickRunsOfTick(l.tick.UnixNano()), clientv3.WithPrefix()))
+			gets = append(gets, co.writes.recordMarkers(l.tick.UnixNano()))
 		}
 	}
 	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)

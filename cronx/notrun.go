@@ -54,7 +54,7 @@ type notRunEntry struct {
 
 // notRunTally holds a replica's ticks not run until they are written.
 type notRunTally struct {
-	keys   layout
+	writes writes
 	client func() *clientv3.Client
 	runs   *jobWaiter // the client outlives the flusher
 	ctx    func() context.Context
@@ -69,7 +69,7 @@ type notRunTally struct {
 
 func newNotRunTally(co *coordinator) *notRunTally {
 	return &notRunTally{
-		keys:   co.keys,
+		writes: co.writes,
 		client: co.conn.etcd,
 		runs:   &co.work,
 		ctx:    co.runCtx,
@@ -169,11 +169,7 @@ func (t *notRunTally) add1(job string, entries []notRunEntry) {
 // write counts the entries of a batch of jobs in their notrun keys. A key
 // changed since it was read is left for the next flush.
 func (t *notRunTally) write(ctx context.Context, cli *clientv3.Client, batch []string, todo map[string][]notRunEntry) error {
-	gets := make([]clientv3.Op, 0, 3*len(batch))
-	for _, job := range batch {
-		gets = append(gets, clientv3.OpGet(t.keys.NotRun(job)), clientv3.OpGet(t.keys.Last(job)), clientv3.OpGet(t.keys.History(job)))
-	}
-	read, err := cli.Txn(ctx).Then(gets...).Commit()
+	read, err := cli.Txn(ctx).Then(t.writes.notRunReads(batch)...).Commit()
 	if err != nil {
 		return err
 	}
@@ -197,10 +193,7 @@ func (t *notRunTally) write(ctx context.Context, cli *clientv3.Client, batch []s
 		if !mergeNotRun(&v, todo[job], last, hist, now) {
 			continue
 		}
-		key := t.keys.NotRun(job)
-		ops = append(ops, clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)},
-			[]clientv3.Op{clientv3.OpPut(key, v.Encode())}, nil))
+		ops = append(ops, t.writes.notRun(job, v, rev))
 		wrote = append(wrote, job)
 	}
 	if len(ops) == 0 {

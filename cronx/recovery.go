@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
-	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/claims"
 	"github.com/batonhq/baton/internal/jobkeys"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -81,11 +80,9 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		return true, nil
 	}
 	seq := tick.UnixNano()
-	marker, key, hist, last := co.keys.TickMarker(job, seq), co.keys.Recovered(job), co.keys.History(job), co.keys.Last(job)
 	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
-	read, err := co.conn.etcd().Txn(rctx).Then(clientv3.OpGet(key), clientv3.OpGet(hist),
-		clientv3.OpGet(co.keys.Outcome(job)), clientv3.OpGet(last)).Commit()
+	read, err := co.conn.etcd().Txn(rctx).Then(co.writes.recoveryReads(job)...).Commit()
 	if err != nil {
 		return false, err
 	}
@@ -124,19 +121,9 @@ func (rv recovery) lost(ctx context.Context, job string, tick time.Time) (bool, 
 		return false, err
 	}
 	refusal := recoveryRefusal{co: co, job: job, tick: tick, overlap: e.policy.overlap}
-	conds := []clientv3.Cmp{
-		ts.term.Fence.Cmp(),
-		clientv3.Compare(clientv3.ModRevision(key), "=", rev),
-		clientv3.Compare(clientv3.ModRevision(hist), "=", histRev),
-		clientv3.Compare(clientv3.ModRevision(last), "=", lastRev),
-		clientv3.Compare(clientv3.CreateRevision(marker), "=", 0),
-		clientv3.Compare(clientv3.CreateRevision(co.keys.Paused(job)), "=", 0),
-	}
-	conds = append(conds, refusal.overlapConds()...)
-	resp, err := co.conn.etcd().Txn(rctx).If(conds...).Then(
-		clientv3.OpPut(key, next),
-		clientv3.OpPut(marker, claimcond.Value(seq, co.identity), clientv3.WithLease(sess.Lease())),
-	).Else(refusal.reads()...).Commit()
+	marker, cmps, puts, reads := co.writes.recoveryClaim(job, seq, [3]int64{rev, histRev, lastRev}, next, sess.Lease())
+	conds := append(append([]clientv3.Cmp{ts.term.Fence.Cmp()}, cmps...), refusal.overlapConds()...)
+	resp, err := co.conn.etcd().Txn(rctx).If(conds...).Then(puts...).Else(reads...).Commit()
 	co.claims.sessions.Landed(sess, 1)
 	r := newRun(co.runs, co, refOf(&e), tick)
 	r.term, r.recovered = ts, n
@@ -216,12 +203,8 @@ func (rv recovery) termStarted(ctx context.Context) {
 		for len(jobs) > 0 && ctx.Err() == nil {
 			batch := jobs[:min(len(jobs), maxTxnOps)]
 			jobs = jobs[len(batch):]
-			gets := make([]clientv3.Op, len(batch))
-			for i, e := range batch {
-				gets[i] = clientv3.OpGet(co.keys.Last(e.name))
-			}
 			rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-			resp, err := co.conn.etcd().Txn(rctx).Then(gets...).Commit()
+			resp, err := co.conn.etcd().Txn(rctx).Then(co.writes.claimReads(batch)...).Commit()
 			cancel()
 			if err != nil {
 				co.logger.Info("cronx: the runs of jobs that recover not looked at for this term", "scheduler", co.name, "err", err)

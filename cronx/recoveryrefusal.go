@@ -39,26 +39,7 @@ func (rf recoveryRefusal) overlapConds() []clientv3.Cmp {
 	if rf.overlap == Allow { // mutation:recovery-overlap
 		return nil
 	}
-	conds := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(rf.co.keys.Running(rf.job)), "=", 0).WithPrefix()}
-	if buffering(rf.overlap) {
-		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(rf.co.keys.Buffer(rf.job)), "=", 0).WithPrefix())
-	}
-	return conds
-}
-
-// reads are the reads of the claim's Else branch, in the order tell
-// takes them.
-func (rf recoveryRefusal) reads() []clientv3.Op {
-	k, job := rf.co.keys, rf.job
-	return []clientv3.Op{
-		clientv3.OpGet(k.Recovered(job), clientv3.WithKeysOnly()),
-		clientv3.OpGet(k.History(job), clientv3.WithKeysOnly()),
-		clientv3.OpGet(k.Last(job), clientv3.WithKeysOnly()),
-		clientv3.OpGet(k.TickMarker(job, rf.tick.UnixNano()), clientv3.WithCountOnly()),
-		clientv3.OpGet(k.Paused(job), clientv3.WithCountOnly()),
-		clientv3.OpGet(k.Running(job), clientv3.WithPrefix(), clientv3.WithCountOnly()),
-		clientv3.OpGet(k.Buffer(job), clientv3.WithPrefix(), clientv3.WithCountOnly()),
-	}
+	return rf.co.writes.noRunOf(rf.job, buffering(rf.overlap))
 }
 
 // tell reports why the claim failed, given the answers to reads and the

@@ -59,7 +59,7 @@ func replacing(r *run, c held) (release func(), why error) {
 func watchLaterClaim(ctx context.Context, r *run, rev int64, replaced func()) {
 	co := r.co
 	cli := co.conn.etcd()
-	keys := []string{co.keys.Last(r.job.name), co.keys.Triggered(r.job.name)}
+	keys := co.writes.claimKeys(r.job.name)
 	from := rev + 1
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
@@ -116,7 +116,7 @@ func replacedError(ctx context.Context, err error) error {
 func awaitEarlierRuns(r *run, own string) error {
 	co, ctx := r.co, r.ctx
 	cli := co.conn.etcd()
-	prefix := co.keys.Running(r.job.name)
+	prefix := co.writes.running(r.job.name)
 	for {
 		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 		if err != nil {

@@ -246,7 +246,7 @@ func (b *batcher) sendRecord(batch []*claimReq) {
 func (co *coordinator) settlePending(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
-	recs, err := claims.PendingTicks(rctx, co.conn.etcd(), co.keys.TickRecords(), co.writes.tickKeys())
+	recs, err := claims.PendingTicks(rctx, co.conn.etcd(), co.writes.tickRecords(), co.writes.tickKeys())
 	if err != nil {
 		co.logger.Error(err, "cronx: the records of ticks claimed by a term before could not all be read")
 	}

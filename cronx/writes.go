@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"time"
 
 	"github.com/batonhq/baton/election"
 	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/claims"
 	"github.com/batonhq/baton/internal/jobkeys"
+	"github.com/batonhq/baton/internal/notrun"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -342,6 +345,167 @@ func (r *roster) read(k layout, kv *mvccpb.KeyValue) {
 // etcd is probed by a read of it (connect.go) and, while it refuses
 // writes, by a write beside it that changes nothing (refused.go). Cost, per
 // probe: one key counted, or one compared.
-func (w writes) dir() string {
-	return w.sc.keys.Dir()
+func (w writes) dir() string { return w.sc.keys.Dir() }
+
+// tickRecords is the prefix of the ticks' records (tickRecord): a new term
+// settles those a term before left (tickrecord.go), and its gap report
+// reads them (gap.go). Cost, per term: a range of the records left
+// unsettled, none unless a term ended with a record in flight.
+func (w writes) tickRecords() string { return w.sc.keys.TickRecords() }
+
+// recordMarkers is the read of the markers of tick seq's records, whose
+// runs a new term finds by the tick and its claimer (lost.go). Cost, per
+// tick lost: a range of its records' markers, one a claimer's record.
+func (w writes) recordMarkers(seq int64) clientv3.Op {
+	return clientv3.OpGet(w.sc.keys.TickRunsOfTick(seq), clientv3.WithPrefix())
 }
+
+// lostReads are the reads a new term tells whether a claim of job's tick
+// seq by another term was lost by (lost.go), in this order: the count of
+// the tick's marker, the job's history, the count of the tick in the job's
+// buffer (a tick buffered behind a run, buffer.go, was claimed into the
+// buffer: it is not lost, and the new term runs it), and its claim key.
+// Cost, per tick checked: four keys read, lostBatch ticks to a read.
+func (w writes) lostReads(job string, seq int64) []clientv3.Op {
+	keys := w.sc.keys
+	return []clientv3.Op{clientv3.OpGet(keys.TickMarker(job, seq), clientv3.WithCountOnly()),
+		clientv3.OpGet(keys.History(job)),
+		clientv3.OpGet(keys.BufferEntry(job, seq), clientv3.WithCountOnly()),
+		clientv3.OpGet(keys.Last(job))}
+}
+
+// gapReads are the reads at rev, the first revision of a term, that its
+// gap report (gap.go) tells job's ticks missed before the term from, in
+// this order: its claim key, its spec's count and its since mark. Cost,
+// per job and term: three keys read, maxTxnOps/3 jobs to a read.
+func (w writes) gapReads(job string, rev int64) []clientv3.Op {
+	at := clientv3.WithRev(rev)
+	return []clientv3.Op{clientv3.OpGet(w.sc.keys.Last(job), at),
+		clientv3.OpGet(w.sc.keys.Spec(job), at, clientv3.WithCountOnly()),
+		clientv3.OpGet(w.sc.keys.Since(job), at)}
+}
+
+// notRunReads are the reads a tally of ticks not run is written against
+// (notrun.go), for each of jobs in turn: its notrun key, its claim key and
+// its history. Cost, per job with ticks not run and per notRunFlush: three
+// keys read, notRunBatch jobs to a read.
+func (w writes) notRunReads(jobs []string) []clientv3.Op {
+	gets := make([]clientv3.Op, 0, 3*len(jobs))
+	for _, job := range jobs {
+		gets = append(gets, clientv3.OpGet(w.sc.keys.NotRun(job)), clientv3.OpGet(w.sc.keys.Last(job)), clientv3.OpGet(w.sc.keys.History(job)))
+	}
+	return gets
+}
+
+// notRun is the write of job's tally v of ticks not run, unless its key
+// changed since it was read at rev (another replica's tally, merged at the
+// next flush). Cost, per job with ticks not run and per notRunFlush: one
+// key compared and put, notRunBatch jobs to a transaction.
+func (w writes) notRun(job string, v notrun.Value, rev int64) clientv3.Op {
+	key := w.sc.keys.NotRun(job)
+	return clientv3.OpTxn(
+		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)},
+		[]clientv3.Op{clientv3.OpPut(key, v.Encode())}, nil)
+}
+
+// recoveryReads are the reads the recovery of a tick of job (recovery.go)
+// is claimed against, in this order: its recovered key, its history, its
+// outcome and its claim key. Cost, per tick recovered: four keys read.
+func (w writes) recoveryReads(job string) []clientv3.Op {
+	keys := w.sc.keys
+	return []clientv3.Op{clientv3.OpGet(keys.Recovered(job)), clientv3.OpGet(keys.History(job)),
+		clientv3.OpGet(keys.Outcome(job)), clientv3.OpGet(keys.Last(job))}
+}
+
+// recoveryClaim is the claim of a recovery of job's tick seq, whose marker
+// is marker: while the job's recovered key, history and claim key are as
+// recoveryReads read them, at revs, the tick has no marker and the job is
+// not paused (cmps, with the term's and the overlap's, recovery.go), it
+// puts next as the job's recovered ticks and the tick's marker on lease
+// (puts); else it reads why, in the order recoveryRefusal.tell takes them
+// (reads). Cost, per tick recovered: one transaction of five compares and
+// the overlap's and two puts, or seven reads, the marker on a lease of at
+// most markerLeaseKeys keys.
+func (w writes) recoveryClaim(job string, seq int64, revs [3]int64, next string, lease clientv3.LeaseID) (marker string, cmps []clientv3.Cmp, puts, reads []clientv3.Op) {
+	keys := w.sc.keys
+	marker = keys.TickMarker(job, seq)
+	cmps = []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(keys.Recovered(job)), "=", revs[0]),
+		clientv3.Compare(clientv3.ModRevision(keys.History(job)), "=", revs[1]),
+		clientv3.Compare(clientv3.ModRevision(keys.Last(job)), "=", revs[2]),
+		clientv3.Compare(clientv3.CreateRevision(marker), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(keys.Paused(job)), "=", 0),
+	}
+	puts = []clientv3.Op{clientv3.OpPut(keys.Recovered(job), next), clientv3.OpPut(marker, claimcond.Value(seq, w.sc.identity), clientv3.WithLease(lease))}
+	return marker, cmps, puts, []clientv3.Op{
+		clientv3.OpGet(keys.Recovered(job), clientv3.WithKeysOnly()),
+		clientv3.OpGet(keys.History(job), clientv3.WithKeysOnly()),
+		clientv3.OpGet(keys.Last(job), clientv3.WithKeysOnly()),
+		clientv3.OpGet(marker, clientv3.WithCountOnly()),
+		clientv3.OpGet(keys.Paused(job), clientv3.WithCountOnly()),
+		clientv3.OpGet(keys.Running(job), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		clientv3.OpGet(keys.Buffer(job), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+	}
+}
+
+// noRunOf are the conditions that no run of job is in progress and, if
+// buffered, none of its ticks waits in its buffer: a recovery's of a job
+// that is not Allow (recoveryrefusal.go). Cost: one or two ranges
+// compared, in the recovery's claim.
+func (w writes) noRunOf(job string, buffered bool) []clientv3.Cmp {
+	conds := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(w.sc.keys.Running(job)), "=", 0).WithPrefix()}
+	if buffered {
+		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(w.sc.keys.Buffer(job)), "=", 0).WithPrefix())
+	}
+	return conds
+}
+
+// claimReads are the reads of the claim keys of jobs, in their order: a
+// new term's look for the runs of jobs that recover (recovery.go). Cost,
+// per job that recovers and per term: one key read.
+func (w writes) claimReads(jobs []Entry) []clientv3.Op {
+	gets := make([]clientv3.Op, len(jobs))
+	for i, e := range jobs {
+		gets[i] = clientv3.OpGet(w.sc.keys.Last(e.name))
+	}
+	return gets
+}
+
+// startedReads are the reads of the started keys of jobs, in their order,
+// that their runs at start are asked against (startAsk). Cost, per job
+// WithRunAtStart and per term or publication that asks: one key read.
+func (w writes) startedReads(jobs []string) []clientv3.Op {
+	gets := make([]clientv3.Op, len(jobs))
+	for i, job := range jobs {
+		gets[i] = clientv3.OpGet(w.sc.keys.Started(job))
+	}
+	return gets
+}
+
+// startAsk is the ask of a run of job at this release's start
+// (atstart.go), unless its started key changed since it was read, at rev,
+// as holding the releases ran: the key gets this release among them, and
+// a trigger request by who, at at, is put. Cost, per job WithRunAtStart
+// and per release: one key compared and two put.
+func (w writes) startAsk(job string, ran []string, rev int64, by string, at time.Time) clientv3.Op {
+	key := w.sc.keys.Started(job)
+	return clientv3.OpTxn(
+		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, // mutation:at-start-unchecked
+		[]clientv3.Op{
+			clientv3.OpPut(key, jobkeys.EncodeStarted(ran, w.sc.release)),
+			clientv3.OpPut(w.sc.keys.Trigger(job, triggerID(at, rand.Uint32())), jobkeys.EncodeTrigger(by, at, w.sc.release)),
+		}, nil)
+}
+
+// claimKeys are the keys a claim of a run of job writes, its claim key and
+// a trigger's mark (trigger.go), which a run under Replace watches for the
+// claim that replaces it (replace.go). Cost, per run under Replace: two
+// watches, and a read of both keys each time a watch ends.
+func (w writes) claimKeys(job string) []string {
+	return []string{w.sc.keys.Last(job), w.sc.keys.Triggered(job)}
+}
+
+// running is the prefix of job's in-progress markers, which a run under
+// Replace waits to hold none but its own (replace.go). Cost, per run that
+// replaces another: a read of the markers' keys, again until they go.
+func (w writes) running(job string) string { return w.sc.keys.Running(job) }
