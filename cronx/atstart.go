@@ -124,9 +124,7 @@ func (pb *publisher) requestStarts(ctx context.Context, jobs []string) {
 func (pb *publisher) planStarts(ctx context.Context, jobs []string) ([]startAsk, error) {
 	co := pb.co
 	cli := co.conn.etcd()
-	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-	defer cancel()
-	resp, err := cli.Txn(rctx).Then(co.writes.startedReads(jobs)...).Commit()
+	resp, err := readWithin(ctx, cli, co.writes.startedReads(jobs))
 	if err != nil {
 		return nil, fmt.Errorf("read the started keys: %w", err)
 	}

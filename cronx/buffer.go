@@ -137,9 +137,7 @@ func (cl *claimer) bufferTick(r *run) (held, error) {
 		if counter != nil {
 			reads = append(reads, clientv3.OpGet(counter.Key, clientv3.WithKeysOnly()))
 		}
-		rctx, cancel := context.WithTimeout(r.ctx, etcdTimeout)
-		read, err := co.conn.etcd().Txn(rctx).Then(reads...).Commit()
-		cancel()
+		read, err := readWithin(r.ctx, co.conn.etcd(), reads)
 		var resp *clientv3.TxnResponse
 		if err == nil {
 			var lastRev int64
@@ -437,9 +435,7 @@ func (co *coordinator) resumeBuffers(ctx context.Context, ts *termState) {
 			for i, ref := range batch {
 				gets[i] = clientv3.OpGet(co.keys.Buffer(ref.name), clientv3.WithPrefix(), clientv3.WithKeysOnly())
 			}
-			rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-			resp, err := cli.Txn(rctx).Then(gets...).Commit()
-			cancel()
+			resp, err := readWithin(ctx, cli, gets)
 			if err != nil {
 				sleep(ctx, retryBackoff)
 				continue

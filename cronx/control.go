@@ -61,9 +61,6 @@ func NewControl(client *clientv3.Client, prefix, scheduler string) (*Control, er
 // Pause stops every replica from starting job until Resume. Runs in progress
 // go on. by is recorded as who paused it.
 func (k *Control) Pause(ctx context.Context, job, by string) error {
-	if err := checkJobName(job); err != nil {
-		return err
-	}
 	if err := k.known(ctx, job); err != nil {
 		return err
 	}
@@ -127,9 +124,6 @@ func (k *Control) Jobs(ctx context.Context) ([]string, error) {
 // Forbid, and under Replace each replaces the one before, the last running
 // to its end.
 func (k *Control) Trigger(ctx context.Context, job, by string) error {
-	if err := checkJobName(job); err != nil {
-		return err
-	}
 	if err := k.known(ctx, job); err != nil {
 		return err
 	}
@@ -140,8 +134,12 @@ func (k *Control) Trigger(ctx context.Context, job, by string) error {
 	return nil
 }
 
-// known checks that a live replica has job: a registration of it exists.
+// known checks that job is a valid name and that a live replica has it: a
+// registration of it exists.
 func (k *Control) known(ctx context.Context, job string) error {
+	if err := checkJobName(job); err != nil {
+		return err
+	}
 	resp, err := k.client.Get(ctx, k.keys.ByDir(job), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		return fmt.Errorf("cronx: job %q: %w", job, err)

@@ -120,9 +120,7 @@ func lastBefore(value []byte, seq int64) bool {
 func (g *gapReport) readBatch(ctx context.Context, gets []clientv3.Op) (*clientv3.TxnResponse, error) {
 	backoff := retryBackoff
 	for {
-		rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-		resp, err := g.client.Txn(rctx).Then(gets...).Commit()
-		cancel()
+		resp, err := readWithin(ctx, g.client, gets)
 		if err == nil || ctx.Err() != nil || errors.Is(err, rpctypes.ErrCompacted) {
 			return resp, err
 		}

@@ -1,9 +1,11 @@
 package cronx
 
 import (
+	"context"
 	"time"
 
 	"github.com/batonhq/baton/internal/claims"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The timeouts, retry paces and concurrency limits of coordination, in one
@@ -42,6 +44,13 @@ const (
 	// given back.
 	stopClaimWait = 500 * time.Millisecond
 )
+
+// readWithin sends gets to cli in one transaction, within etcdTimeout.
+func readWithin(ctx context.Context, cli *clientv3.Client, gets []clientv3.Op) (*clientv3.TxnResponse, error) {
+	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
+	defer cancel()
+	return cli.Txn(rctx).Then(gets...).Commit()
+}
 
 // Retry paces: each doubles from the first value to the second.
 const (

@@ -175,9 +175,7 @@ func (lc *lostClaims) read(ctx context.Context, batch []lostTick) ([]lostTick, e
 			gets = append(gets, co.writes.recordMarkers(l.tick.UnixNano()))
 		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-	resp, err := co.conn.etcd().Txn(rctx).Then(gets...).Commit()
-	cancel()
+	resp, err := readWithin(ctx, co.conn.etcd(), gets)
 	if err != nil {
 		return nil, err
 	}

@@ -82,14 +82,7 @@ func newNotRunTally(co *coordinator) *notRunTally {
 // add keeps entries of job to write; it never waits for etcd.
 func (t *notRunTally) add(job string, entries ...notRunEntry) {
 	t.mu.Lock()
-	if t.pending == nil {
-		t.pending = map[string][]notRunEntry{}
-	}
-	p := append(t.pending[job], entries...)
-	if len(p) > maxNotRunPending {
-		p = p[len(p)-maxNotRunPending:]
-	}
-	t.pending[job] = p
+	t.keep(job, append(t.pending[job], entries...))
 	start := !t.flushing
 	t.flushing = true
 	t.mu.Unlock()
@@ -156,10 +149,15 @@ func (t *notRunTally) flush(ctx context.Context) {
 func (t *notRunTally) add1(job string, entries []notRunEntry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.keep(job, append(entries, t.pending[job]...))
+}
+
+// keep holds p as job's entries to write, the latest maxNotRunPending of
+// them (the oldest go first); t.mu is held.
+func (t *notRunTally) keep(job string, p []notRunEntry) {
 	if t.pending == nil {
 		t.pending = map[string][]notRunEntry{}
 	}
-	p := append(entries, t.pending[job]...)
 	if len(p) > maxNotRunPending {
 		p = p[len(p)-maxNotRunPending:]
 	}

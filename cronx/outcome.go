@@ -1,7 +1,6 @@
 package cronx
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -80,9 +79,7 @@ func (co *coordinator) loadOutcomes(names func() []string) {
 		for len(jobs) > 0 && ctx.Err() == nil {
 			batch := jobs[:min(len(jobs), outcomeLoadBatch)]
 			jobs = jobs[len(batch):]
-			rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-			resp, err := cli.Txn(rctx).Then(co.writes.outcomeGets(batch)...).Commit()
-			cancel()
+			resp, err := readWithin(ctx, cli, co.writes.outcomeGets(batch))
 			if err != nil {
 				if ctx.Err() == nil {
 					co.logger.Error(err, "cronx: read the jobs' outcomes", "scheduler", co.name)

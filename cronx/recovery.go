@@ -203,9 +203,7 @@ func (rv recovery) termStarted(ctx context.Context) {
 		for len(jobs) > 0 && ctx.Err() == nil {
 			batch := jobs[:min(len(jobs), maxTxnOps)]
 			jobs = jobs[len(batch):]
-			rctx, cancel := context.WithTimeout(ctx, etcdTimeout)
-			resp, err := co.conn.etcd().Txn(rctx).Then(co.writes.claimReads(batch)...).Commit()
-			cancel()
+			resp, err := readWithin(ctx, co.conn.etcd(), co.writes.claimReads(batch))
 			if err != nil {
 				co.logger.Info("cronx: the runs of jobs that recover not looked at for this term", "scheduler", co.name, "err", err)
 				return

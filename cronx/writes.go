@@ -136,19 +136,21 @@ func (w writes) withdrawTick(ctx context.Context, cli *clientv3.Client, r *run, 
 // runEndReads are the reads a run's end is written against, for each run
 // of batch: its history, then, in the same order, its outcome.
 func (w writes) runEndReads(batch []finishItem) []clientv3.Op {
-	gets := make([]clientv3.Op, 2*len(batch))
+	jobs := make([]string, len(batch))
 	for i, it := range batch {
-		gets[i] = clientv3.OpGet(w.sc.keys.History(it.job))
-		gets[len(batch)+i] = clientv3.OpGet(w.sc.keys.Outcome(it.job))
+		jobs[i] = it.job
 	}
-	return gets
+	return append(each(jobs, w.sc.keys.History), w.outcomeGets(jobs)...)
 }
 
 // outcomeGets are the reads of jobs' outcome keys, in their order.
-func (w writes) outcomeGets(jobs []string) []clientv3.Op {
+func (w writes) outcomeGets(jobs []string) []clientv3.Op { return each(jobs, w.sc.keys.Outcome) }
+
+// each is a read of key(job) for each of jobs, in their order.
+func each[J any](jobs []J, key func(J) string) []clientv3.Op {
 	gets := make([]clientv3.Op, len(jobs))
 	for i, job := range jobs {
-		gets[i] = clientv3.OpGet(w.sc.keys.Outcome(job))
+		gets[i] = clientv3.OpGet(key(job))
 	}
 	return gets
 }
@@ -464,23 +466,13 @@ func (w writes) noRunOf(job string, buffered bool) []clientv3.Cmp {
 // new term's look for the runs of jobs that recover (recovery.go). Cost,
 // per job that recovers and per term: one key read.
 func (w writes) claimReads(jobs []Entry) []clientv3.Op {
-	gets := make([]clientv3.Op, len(jobs))
-	for i, e := range jobs {
-		gets[i] = clientv3.OpGet(w.sc.keys.Last(e.name))
-	}
-	return gets
+	return each(jobs, func(e Entry) string { return w.sc.keys.Last(e.name) })
 }
 
 // startedReads are the reads of the started keys of jobs, in their order,
 // that their runs at start are asked against (startAsk). Cost, per job
 // WithRunAtStart and per term or publication that asks: one key read.
-func (w writes) startedReads(jobs []string) []clientv3.Op {
-	gets := make([]clientv3.Op, len(jobs))
-	for i, job := range jobs {
-		gets[i] = clientv3.OpGet(w.sc.keys.Started(job))
-	}
-	return gets
-}
+func (w writes) startedReads(jobs []string) []clientv3.Op { return each(jobs, w.sc.keys.Started) }
 
 // startAsk is the ask of a run of job at this release's start
 // (atstart.go), unless its started key changed since it was read, at rev,
