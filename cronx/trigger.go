@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
-	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/jobkeys"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -59,8 +58,7 @@ var errTriggerTaken = errors.New("the trigger was taken by another replica")
 func (cl *claimer) claimTrigger(r *run) (held, error) {
 	co := cl.co
 	job := r.job.name
-	marker := co.keys.TriggerMarker(job, r.trig.rev)
-	running := co.keys.Running(job)
+	marker, running := co.writes.triggerMarker(r), co.writes.running(job)
 	// A buffering job's trigger waits for the run in progress too.
 	forbid := r.job.policy.overlap == Forbid || buffering(r.job.policy.overlap) // mutation:buffer-trigger
 	latest := co.clock.Now().Add(max(co.grace, skipTolerance))
@@ -76,7 +74,7 @@ func (cl *claimer) claimTrigger(r *run) (held, error) {
 		if err == nil {
 			var c held
 			var busy int64
-			c, busy, err = cl.sendTrigger(r, sess, marker, running, forbid)
+			c, busy, err = cl.sendTrigger(r, sess, marker, forbid)
 			cl.sessions.Landed(sess, 1)
 			if err != nil {
 				cl.sessions.Put(sess) // no marker was written, or it is adopted and counted again
@@ -113,29 +111,14 @@ func (cl *claimer) claimTrigger(r *run) (held, error) {
 
 // sendTrigger sends one claim of r's request. A busy job's claim returns
 // ErrBusy and the revision that found it busy.
-func (cl *claimer) sendTrigger(r *run, sess *election.Session, marker, running string, forbid bool) (held, int64, error) {
-	co := cl.co
+func (cl *claimer) sendTrigger(r *run, sess *election.Session, marker string, forbid bool) (held, int64, error) {
 	if !r.rs.send(r) {
 		return held{}, 0, errNotSent
 	}
-	val := claimcond.Value(r.trig.rev, co.identity)
-	conds := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(r.trig.key), "=", r.trig.rev)}
-	orElse := []clientv3.Op{clientv3.OpGet(r.trig.key, clientv3.WithCountOnly())}
-	if forbid {
-		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(running), "=", 0).WithPrefix())
-		orElse = append(orElse, clientv3.OpGet(running, clientv3.WithPrefix(), clientv3.WithCountOnly()))
-	}
-	if r.term != nil {
-		conds = append(conds, r.term.term.Cmp())
-		orElse = append(orElse, clientv3.OpGet(r.term.term.Key, clientv3.WithCountOnly()))
-	}
+	conds, then, orElse := cl.co.writes.triggerClaim(r, marker, forbid, sess.Lease())
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), etcdTimeout)
 	defer cancel()
-	resp, err := co.conn.etcd().Txn(ctx).If(conds...).Then(
-		clientv3.OpDelete(r.trig.key),
-		clientv3.OpPut(marker, val, clientv3.WithLease(sess.Lease())),
-		clientv3.OpPut(co.keys.Triggered(r.job.name), val),
-	).Else(orElse...).Commit()
+	resp, err := cl.co.conn.etcd().Txn(ctx).If(conds...).Then(then...).Else(orElse...).Commit()
 	if err == nil && resp.Succeeded {
 		rev := resp.Header.Revision
 		return held{claim: election.Claim{Seq: r.trig.rev, Revision: rev, Fence: election.Fence{Key: marker, Revision: rev}}, sess: sess}, 0, nil
@@ -195,7 +178,7 @@ func triggerID(at time.Time, random uint32) string {
 // until ctx ends: those waiting when it starts, then each new one. ts is
 // the term it watches under in leader mode, nil in claim mode.
 func (co *coordinator) watchTriggers(ctx context.Context, ts *termState) {
-	prefix := co.keys.Triggers()
+	prefix := co.writes.triggers()
 	cli := co.conn.etcd()
 	for ctx.Err() == nil {
 		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix())
@@ -223,7 +206,7 @@ func (co *coordinator) watchTriggers(ctx context.Context, ts *termState) {
 
 // fireTrigger fires a run of the request kv, if this replica has its job.
 func (co *coordinator) fireTrigger(kv *mvccpb.KeyValue, ts *termState) {
-	name := co.keys.TriggerJob(string(kv.Key))
+	name := co.writes.triggerJob(string(kv.Key))
 	e, ok := co.host.entryByName(name)
 	if !ok {
 		return // another version of the app may have it

@@ -501,3 +501,40 @@ func (w writes) claimKeys(job string) []string {
 // Replace waits to hold none but its own (replace.go). Cost, per run that
 // replaces another: a read of the markers' keys, again until they go.
 func (w writes) running(job string) string { return w.sc.keys.Running(job) }
+
+// triggerMarker is the in-progress marker of the run of r's trigger
+// request, named by the request's revision (triggerClaim).
+func (w writes) triggerMarker(r *run) string { return w.sc.keys.TriggerMarker(r.job.name, r.trig.rev) }
+
+// triggerClaim is the claim of r's trigger request (trigger.go), its
+// marker on lease: while the request is there, r's term holds (leader
+// mode) and, if forbid, no run of its job is in progress, it takes the
+// request, puts the marker and marks the job triggered, which a run under
+// Replace watches (claimKeys); else it reads why, in this order: the
+// request, the job's markers if forbid, the term's key. Cost, per trigger:
+// one transaction of up to three compares and three writes, or as many
+// reads, the marker on a lease of at most markerLeaseKeys keys.
+func (w writes) triggerClaim(r *run, marker string, forbid bool, lease clientv3.LeaseID) (cmps []clientv3.Cmp, then, orElse []clientv3.Op) {
+	val, running := claimcond.Value(r.trig.rev, w.sc.identity), w.running(r.job.name)
+	cmps = []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(r.trig.key), "=", r.trig.rev)}
+	orElse = []clientv3.Op{clientv3.OpGet(r.trig.key, clientv3.WithCountOnly())}
+	if forbid {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(running), "=", 0).WithPrefix())
+		orElse = append(orElse, clientv3.OpGet(running, clientv3.WithPrefix(), clientv3.WithCountOnly()))
+	}
+	if r.term != nil {
+		cmps = append(cmps, r.term.term.Cmp())
+		orElse = append(orElse, clientv3.OpGet(r.term.term.Key, clientv3.WithCountOnly()))
+	}
+	then = []clientv3.Op{clientv3.OpDelete(r.trig.key), clientv3.OpPut(marker, val, clientv3.WithLease(lease)), clientv3.OpPut(w.sc.keys.Triggered(r.job.name), val)}
+	return cmps, then, orElse
+}
+
+// triggers is the prefix of the scheduler's trigger requests, which the
+// leader, or each replica in claim mode, reads and then watches
+// (trigger.go). Cost, per term: one range of the requests waiting and one
+// watch; per request, one event to each watcher.
+func (w writes) triggers() string { return w.sc.keys.Triggers() }
+
+// triggerJob is the job that the request of key asks to run.
+func (w writes) triggerJob(key string) string { return w.sc.keys.TriggerJob(key) }

@@ -22,7 +22,6 @@ var namesKeys = map[string]string{
 	"buffer.go":       "a buffer's own writes",
 	"backfill.go":     "a backfill's request, written by Control",
 	"backfiller.go":   "a backfill's own claims",
-	"trigger.go":      "a trigger's own claims",
 }
 
 // TestTheSchedulersFilesNameNoKey: what the scheduler writes to etcd is
