@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/election"
-	"github.com/batonhq/baton/internal/claimcond"
 	"github.com/batonhq/baton/internal/jobkeys"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -71,29 +71,9 @@ func (co *coordinator) watchBackfills(ctx context.Context, ts *termState) {
 // watch kicks the driver of each job with a request: those there when it
 // starts, then each one written.
 func (b *backfiller) watch() {
-	co := b.co
-	prefix := co.keys.Backfills()
-	cli := co.conn.etcd()
-	for b.ctx.Err() == nil {
-		resp, err := cli.Get(b.ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
-		if err != nil {
-			sleep(b.ctx, watchRetry)
-			continue
-		}
-		for _, kv := range resp.Kvs {
-			b.kick(co.keys.BackfillJob(string(kv.Key)))
-		}
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(b.ctx))
-		for wr := range cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterDelete()) {
-			if wr.Err() != nil {
-				break
-			}
-			for _, ev := range wr.Events {
-				b.kick(co.keys.BackfillJob(string(ev.Kv.Key)))
-			}
-		}
-		cancel()
-	}
+	watchPuts(b.ctx, b.co.conn.etcd(), b.co.writes.backfills(), func(kv *mvccpb.KeyValue, _ bool) {
+		b.kick(b.co.writes.backfillJob(string(kv.Key)))
+	}, clientv3.WithKeysOnly())
 }
 
 // kick has job's driver read its requests again, starting it if none runs.
@@ -138,7 +118,7 @@ func (b *backfiller) runRequests(job string) {
 	if _, ok := co.host.entryByName(job); !ok {
 		return // another version of the app may have it
 	}
-	resp, err := co.conn.etcd().Get(b.ctx, co.keys.BackfillsOf(job), clientv3.WithPrefix(),
+	resp, err := co.conn.etcd().Get(b.ctx, co.writes.backfillsOf(job), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err != nil {
 		b.mu.Lock()
@@ -252,7 +232,7 @@ func (cl *claimer) claimBackfill(r *run) (held, error) {
 	// A try sent and not answered may have claimed the tick (unanswered.go).
 	unanswered := false
 	seq := r.tick.UnixNano()
-	marker := co.keys.BackfillMarker(job, seq)
+	marker := co.writes.backfillMarker(job, seq)
 	giveUp := func(err error) (held, error) {
 		cl.releaseIfUnanswered(r, unanswered, marker, seq, 0, 0)
 		return held{}, err
@@ -275,14 +255,14 @@ func (cl *claimer) claimBackfill(r *run) (held, error) {
 				return giveUp(fmt.Errorf("%w (%v)", context.Cause(r.ctx), err))
 			case errors.Is(err, election.ErrBusy):
 				co.rep.refusals.accepted()
-				if err := awaitDeleted(r, backfillGuard(co.keys, r), rev, clientv3.WithPrefix()); err != nil {
+				if err := awaitDeleted(r, co.writes.backfillGuard(r), rev, clientv3.WithPrefix()); err != nil {
 					return held{}, err
 				}
 				backoff = retryBackoff
 				continue
 			case errors.Is(err, ErrPaused):
 				co.rep.refusals.accepted()
-				if err := awaitDeleted(r, co.keys.Paused(job), rev); err != nil {
+				if err := awaitDeleted(r, co.writes.paused(job), rev); err != nil {
 					return held{}, err
 				}
 				backoff = retryBackoff
@@ -335,25 +315,8 @@ func (cl *claimer) sendBackfill(r *run, sess *election.Session) (held, int64, er
 		return held{}, 0, errNotSent
 	}
 	bf.sent, bf.next = string(kv.Value), next
-	marker := co.keys.BackfillMarker(job, seq)
-	paused, busy := co.keys.Paused(job), backfillGuard(co.keys, r)
-	conds := []clientv3.Cmp{
-		clientv3.Compare(clientv3.ModRevision(bf.key), "=", kv.ModRevision), // mutation:backfill-once
-		clientv3.Compare(clientv3.CreateRevision(paused), "=", 0),           // mutation:backfill-pause
-		clientv3.Compare(clientv3.CreateRevision(busy), "=", 0).WithPrefix(),
-	}
-	orElse := []clientv3.Op{
-		clientv3.OpGet(bf.key, clientv3.WithKeysOnly()),
-		clientv3.OpGet(paused, clientv3.WithCountOnly()),
-		clientv3.OpGet(busy, clientv3.WithPrefix(), clientv3.WithCountOnly()),
-	}
-	if r.term != nil {
-		conds = append(conds, r.term.term.Cmp())
-	}
-	tr, err := co.conn.etcd().Txn(ctx).If(conds...).Then(
-		clientv3.OpPut(bf.key, next.Encode()),
-		clientv3.OpPut(marker, claimcond.Value(seq, co.identity), clientv3.WithLease(sess.Lease())),
-	).Else(orElse...).Commit()
+	marker, conds, then, orElse := co.writes.backfillClaim(r, kv, sess.Lease())
+	tr, err := co.conn.etcd().Txn(ctx).If(conds...).Then(then...).Else(orElse...).Commit()
 	if err == nil && tr.Succeeded {
 		rev := tr.Header.Revision
 		bf.prev, bf.claimed = string(kv.Value), rev
@@ -375,17 +338,6 @@ func (cl *claimer) sendBackfill(r *run, sess *election.Session) (held, int64, er
 	default:
 		return held{}, 0, election.ErrNotLeader
 	}
-}
-
-// backfillGuard is the prefix of the markers whose runs r's claim waits
-// for: every run of the job's under Forbid and Replace, else the runs of
-// backfills, so that a backfill's runs never overlap, even on replicas
-// that follow one another.
-func backfillGuard(keys layout, r *run) string {
-	if r.job.policy.overlap != Allow {
-		return keys.Running(r.job.name)
-	}
-	return keys.BackfillMarkers(r.job.name) // mutation:backfill-alone
 }
 
 // giveBackBackfill gives back the claim of a backfilled tick whose run

@@ -178,16 +178,26 @@ func triggerID(at time.Time, random uint32) string {
 // until ctx ends: those waiting when it starts, then each new one. ts is
 // the term it watches under in leader mode, nil in claim mode.
 func (co *coordinator) watchTriggers(ctx context.Context, ts *termState) {
-	prefix := co.writes.triggers()
-	cli := co.conn.etcd()
+	watchPuts(ctx, co.conn.etcd(), co.writes.triggers(), func(kv *mvccpb.KeyValue, created bool) {
+		if created {
+			co.fireTrigger(kv, ts)
+		}
+	})
+}
+
+// watchPuts calls put with each key under prefix as a read finds it (with
+// readOpts), then as each is put, until ctx ends: created tells a key the
+// read found, or one the put created. A watch that etcd ends is followed
+// by a read again.
+func watchPuts(ctx context.Context, cli *clientv3.Client, prefix string, put func(kv *mvccpb.KeyValue, created bool), readOpts ...clientv3.OpOption) {
 	for ctx.Err() == nil {
-		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix())
+		resp, err := cli.Get(ctx, prefix, append(readOpts, clientv3.WithPrefix())...)
 		if err != nil {
 			sleep(ctx, watchRetry)
 			continue
 		}
 		for _, kv := range resp.Kvs {
-			co.fireTrigger(kv, ts)
+			put(kv, true)
 		}
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 		for wr := range cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterDelete()) {
@@ -195,9 +205,7 @@ func (co *coordinator) watchTriggers(ctx context.Context, ts *termState) {
 				break
 			}
 			for _, ev := range wr.Events {
-				if ev.Type == mvccpb.PUT && ev.Kv.Version == 1 {
-					co.fireTrigger(ev.Kv, ts)
-				}
+				put(ev.Kv, ev.Type == mvccpb.PUT && ev.Kv.Version == 1)
 			}
 		}
 		cancel()

@@ -538,3 +538,68 @@ func (w writes) triggers() string { return w.sc.keys.Triggers() }
 
 // triggerJob is the job that the request of key asks to run.
 func (w writes) triggerJob(key string) string { return w.sc.keys.TriggerJob(key) }
+
+// paused is job's pause key, whose deletion a claim that found the job
+// paused waits for (backfiller.go). Cost: one watch while it waits.
+func (w writes) paused(job string) string { return w.sc.keys.Paused(job) }
+
+// backfills is the prefix of the scheduler's backfill requests, which the
+// scheduling replica reads and then watches (backfiller.go). Cost: one
+// range of the requests' keys per term, one watch, and one event per
+// request written.
+func (w writes) backfills() string { return w.sc.keys.Backfills() }
+
+// backfillsOf is the prefix of job's backfill requests, which its driver
+// reads, oldest first, each time it is kicked (backfiller.go). Cost: one
+// range of the job's requests.
+func (w writes) backfillsOf(job string) string { return w.sc.keys.BackfillsOf(job) }
+
+// backfillJob is the job of a backfill request's key.
+func (w writes) backfillJob(key string) string { return w.sc.keys.BackfillJob(key) }
+
+// backfillMarker is the in-progress marker of the run of job's
+// backfilled tick seq (backfillClaim).
+func (w writes) backfillMarker(job string, seq int64) string {
+	return w.sc.keys.BackfillMarker(job, seq)
+}
+
+// backfillClaim is the claim of r's backfilled tick (backfiller.go), its
+// marker on lease: while r's request is as read (kv), the job is not
+// paused, no run that r waits for (backfillGuard) is in progress and r's
+// term holds (leader mode), it moves the request's progress on to r.bf.next
+// and puts the marker; else it reads why, in this order: the request, the
+// pause, the runs in progress. Cost, per backfilled tick: one transaction
+// of up to four compares and two puts, or three reads, the marker on a
+// lease of at most markerLeaseKeys keys.
+func (w writes) backfillClaim(r *run, kv *mvccpb.KeyValue, lease clientv3.LeaseID) (marker string, cmps []clientv3.Cmp, then, orElse []clientv3.Op) {
+	bf, seq := r.bf, r.tick.UnixNano()
+	marker = w.backfillMarker(r.job.name, seq)
+	paused, busy := w.paused(r.job.name), w.backfillGuard(r)
+	cmps = []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(bf.key), "=", kv.ModRevision), // mutation:backfill-once
+		clientv3.Compare(clientv3.CreateRevision(paused), "=", 0),           // mutation:backfill-pause
+		clientv3.Compare(clientv3.CreateRevision(busy), "=", 0).WithPrefix(),
+	}
+	orElse = []clientv3.Op{
+		clientv3.OpGet(bf.key, clientv3.WithKeysOnly()),
+		clientv3.OpGet(paused, clientv3.WithCountOnly()),
+		clientv3.OpGet(busy, clientv3.WithPrefix(), clientv3.WithCountOnly()),
+	}
+	if r.term != nil {
+		cmps = append(cmps, r.term.term.Cmp())
+	}
+	then = []clientv3.Op{clientv3.OpPut(bf.key, bf.next.Encode()), clientv3.OpPut(marker, claimcond.Value(seq, w.sc.identity), clientv3.WithLease(lease))}
+	return marker, cmps, then, orElse
+}
+
+// backfillGuard is the prefix of the markers whose runs r's claim waits
+// for: every run of the job's under Forbid and Replace, else the runs of
+// backfills, so that a backfill's runs never overlap, even on replicas
+// that follow one another.
+func (w writes) backfillGuard(r *run) string {
+	keys := w.sc.keys
+	if r.job.policy.overlap != Allow {
+		return keys.Running(r.job.name)
+	}
+	return keys.BackfillMarkers(r.job.name) // mutation:backfill-alone
+}

@@ -21,7 +21,6 @@ var namesKeys = map[string]string{
 	"control.go":      "the operator's reads and writes (Pause, Trigger, Status)",
 	"buffer.go":       "a buffer's own writes",
 	"backfill.go":     "a backfill's request, written by Control",
-	"backfiller.go":   "a backfill's own claims",
 }
 
 // TestTheSchedulersFilesNameNoKey: what the scheduler writes to etcd is
