@@ -101,15 +101,6 @@ func bufferBound(o Overlap) int {
 	return 1
 }
 
-// bufferTurn are the conditions of a buffering job's claim of a tick: no
-// run of the job is in progress and no tick of it waits.
-func bufferTurn(keys layout, job jobRef) []election.ClaimOption {
-	if !buffering(job.policy.overlap) {
-		return nil
-	}
-	return []election.ClaimOption{claims.Exclusive(keys.Running(job.name)), claims.Exclusive(keys.Buffer(job.name))}
-}
-
 // bufferTick buffers r, whose claim found its job busy, and then claims its
 // turn: it returns once the run may start, or why it does not (dropped:
 // errBufferFull; claimed already; paused; its context's end). It retries
@@ -118,25 +109,18 @@ func (cl *claimer) bufferTick(r *run) (held, error) {
 	co := cl.co
 	job := r.job.name
 	seq := r.tick.UnixNano()
-	last, dir, paused := co.keys.Last(job), co.keys.Buffer(job), co.keys.Paused(job)
-	key := co.keys.BufferEntry(job, seq)
-	val := claimcond.Value(seq, co.identity)
 	r.rs.unsend(r) // waiting again: etcd, then its turn
 	latest := co.deadline(r)
 	backoff := retryBackoff
 	// A bounded job's tick is counted as it is buffered, as a claim counts
-	// it (bounds.go): its run comes later, under that claim.
+	// it (runsCounter): its run comes later, under that claim.
 	var counter *claimcond.Counter
 	if b := r.job.policy.bounds; b.bounded() {
 		c := co.writes.runsCounter(job, b)
 		counter = &c
 	}
 	for {
-		reads := []clientv3.Op{clientv3.OpGet(last), clientv3.OpGet(dir, clientv3.WithPrefix(), clientv3.WithCountOnly()),
-			clientv3.OpGet(paused, clientv3.WithCountOnly())}
-		if counter != nil {
-			reads = append(reads, clientv3.OpGet(counter.Key, clientv3.WithKeysOnly()))
-		}
+		last, reads := co.writes.bufferReads(job, counter)
 		read, err := readWithin(r.ctx, co.conn.etcd(), reads)
 		var resp *clientv3.TxnResponse
 		if err == nil {
@@ -161,26 +145,12 @@ func (cl *claimer) bufferTick(r *run) (held, error) {
 			if read.Responses[1].GetResponseRange().Count >= int64(bufferBound(r.job.policy.overlap)) { // mutation:buffer-bound
 				return held{}, errBufferFull
 			}
-			// Nothing buffered since the read, so the bound holds; the
-			// job's last unchanged, so the tick is claimed once.
-			conds := []clientv3.Cmp{
-				clientv3.Compare(clientv3.ModRevision(last), "=", lastRev),
-				clientv3.Compare(clientv3.ModRevision(dir), "<", read.Header.Revision+1).WithPrefix(),
-				clientv3.Compare(clientv3.CreateRevision(paused), "=", 0),
-			}
-			if r.term != nil {
-				conds = append(conds, r.term.term.Cmp())
-			}
-			puts := []clientv3.Op{clientv3.OpPut(last, val), clientv3.OpPut(key, val)}
-			if counter != nil { // mutation:max-runs-buffered
-				conds, puts = append(conds, counter.Cmp()), append(puts, counter.Op())
-			}
+			conds, puts, orElse := co.writes.bufferPut(r, lastRev, read.Header.Revision, counter)
 			if !r.rs.send(r) {
 				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), errNotSent)
 			}
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), etcdTimeout)
-			resp, err = co.conn.etcd().Txn(wctx).If(conds...).Then(puts...).
-				Else(clientv3.OpGet(r.termKey(), clientv3.WithKeysOnly())).Commit()
+			resp, err = co.conn.etcd().Txn(wctx).If(conds...).Then(puts...).Else(orElse...).Commit()
 			cancel()
 			r.rs.unsend(r)
 		}
@@ -191,7 +161,7 @@ func (cl *claimer) bufferTick(r *run) (held, error) {
 			if co.rep.observed() {
 				co.rep.emit(TickBuffered{Scheduler: co.name, Job: job, Tick: r.tick, Instance: co.identity})
 			}
-			r.buf = &buffered{key: key, rev: resp.Header.Revision}
+			r.buf = &buffered{key: co.writes.bufferEntry(r), rev: resp.Header.Revision}
 			return cl.claimBuffered(r) // mutation:buffer-turn
 		case err == nil && r.term != nil && !termHolds(resp, r.term):
 			co.rep.refusals.accepted()
@@ -215,7 +185,7 @@ func (cl *claimer) joinBuffered(r *run, claimed error) (held, error) {
 	if r.term != nil || !errors.As(claimed, &ce) || ce.Seq != ce.Want {
 		return held{}, claimed
 	}
-	key := co.keys.BufferEntry(r.job.name, r.tick.UnixNano())
+	key := co.writes.bufferEntry(r)
 	ctx, cancel := context.WithTimeout(r.ctx, etcdTimeout)
 	resp, err := co.conn.etcd().Get(ctx, key, clientv3.WithKeysOnly())
 	cancel()
@@ -236,11 +206,7 @@ func (cl *claimer) joinBuffered(r *run, claimed error) (held, error) {
 // (ReasonPaused).
 func (cl *claimer) claimBuffered(r *run) (held, error) {
 	co := cl.co
-	job := r.job.name
-	seq := r.tick.UnixNano()
-	marker := co.keys.TickMarker(job, seq)
-	running, dir, paused := co.keys.Running(job), co.keys.Buffer(job), co.keys.Paused(job)
-	val := claimcond.Value(seq, co.identity)
+	_, seq, marker := co.writes.tick(r)
 	backoff := retryBackoff
 	// A try sent and not answered may have committed (unanswered.go): its
 	// marker would then keep the tick waiting for itself.
@@ -253,15 +219,7 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 		sess, _, err := cl.sessions.Reserve(r.ctx, markerLeaseKeys, 1)
 		var resp *clientv3.TxnResponse
 		if err == nil {
-			conds := []clientv3.Cmp{
-				clientv3.Compare(clientv3.CreateRevision(r.buf.key), "=", r.buf.rev),
-				clientv3.Compare(clientv3.CreateRevision(running), "=", 0).WithPrefix(), // mutation:buffer-waits
-				clientv3.Compare(clientv3.CreateRevision(dir), "=", 0).WithRange(r.buf.key),
-				clientv3.Compare(clientv3.CreateRevision(paused), "=", 0),
-			}
-			if r.term != nil {
-				conds = append(conds, r.term.term.Cmp())
-			}
+			conds, then, orElse := co.writes.bufferTurnClaim(r, sess)
 			if !r.rs.send(r) {
 				cl.sessions.Put(sess)
 				cl.sessions.Landed(sess, 1)
@@ -269,15 +227,7 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 				return held{}, fmt.Errorf("%w (%v)", context.Cause(r.ctx), errNotSent)
 			}
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), etcdTimeout)
-			resp, err = co.conn.etcd().Txn(ctx).If(conds...).Then(
-				clientv3.OpPut(marker, val, clientv3.WithLease(sess.Lease())), // mutation:buffer-key-kept
-			).Else(
-				clientv3.OpGet(r.buf.key, clientv3.WithKeysOnly()),
-				clientv3.OpGet(paused, clientv3.WithCountOnly()),
-				clientv3.OpGet(dir, clientv3.WithRange(r.buf.key), clientv3.WithKeysOnly(),
-					clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(1)),
-				clientv3.OpGet(r.termKey(), clientv3.WithKeysOnly()),
-			).Commit()
+			resp, err = co.conn.etcd().Txn(ctx).If(conds...).Then(then...).Else(orElse...).Commit()
 			cancel()
 			cl.sessions.Landed(sess, 1)
 			if err == nil && resp.Succeeded {
@@ -308,11 +258,15 @@ func (cl *claimer) claimBuffered(r *run) (held, error) {
 			}
 			// The tick before r's, while there is one, goes first; only
 			// the head of the buffer waits for the run in progress.
-			awaited, prefix := running, true
+			awaited, prefix := co.writes.running(r.job.name), true
 			if before := rs[2].GetResponseRange().Kvs; len(before) > 0 {
 				awaited, prefix = string(before[0].Key), false // mutation:buffer-wake-one
 			}
-			if err := awaitTurn(r, awaited, prefix, resp.Header.Revision); err != nil {
+			var opts []clientv3.OpOption
+			if prefix {
+				opts = append(opts, clientv3.WithPrefix())
+			}
+			if err := awaitDeleted(r, awaited, resp.Header.Revision, opts...); err != nil {
 				return held{}, err
 			}
 			backoff = retryBackoff
@@ -336,25 +290,6 @@ func (cl *claimer) dropPaused(r *run) {
 	if err != nil {
 		cl.co.logger.Error(err, "cronx: drop the buffered tick of a paused job", "job", r.job.name, "tick", r.tick)
 	}
-}
-
-// awaitTurn waits until key (every key under it, if prefix) is deleted
-// after rev, or r's context ends.
-func awaitTurn(r *run, key string, prefix bool, rev int64) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(r.ctx))
-	defer cancel()
-	opts := []clientv3.OpOption{clientv3.WithRev(rev + 1), clientv3.WithFilterPut()}
-	if prefix {
-		opts = append(opts, clientv3.WithPrefix())
-	}
-	select {
-	case <-r.co.conn.etcd().Watch(wctx, key, opts...):
-	case <-r.ctx.Done():
-	}
-	if r.ctx.Err() != nil {
-		return context.Cause(r.ctx)
-	}
-	return nil
 }
 
 // takeBuffered deletes the buffer key of r, whose turn's claim c holds,
@@ -395,15 +330,6 @@ func (cl *claimer) giveBackBuffered(ctx context.Context, r *run, c held) error {
 	return nil
 }
 
-// termKey is the key of r's term, or the job's last outside leader mode
-// (read, and not looked at, where the term is asked for).
-func (r *run) termKey() string {
-	if r.term != nil {
-		return r.term.term.Key
-	}
-	return r.co.keys.Last(r.job.name)
-}
-
 // termHolds reports whether the last read of a failed transaction, of the
 // term's key, found the term still current.
 func termHolds(resp *clientv3.TxnResponse, ts *termState) bool {
@@ -431,11 +357,7 @@ func (co *coordinator) resumeBuffers(ctx context.Context, ts *termState) {
 		cli := co.conn.etcd()
 		for len(refs) > 0 && ctx.Err() == nil {
 			batch := refs[:min(len(refs), bufferReadBatch)]
-			gets := make([]clientv3.Op, len(batch))
-			for i, ref := range batch {
-				gets[i] = clientv3.OpGet(co.keys.Buffer(ref.name), clientv3.WithPrefix(), clientv3.WithKeysOnly())
-			}
-			resp, err := readWithin(ctx, cli, gets)
+			resp, err := readWithin(ctx, cli, co.writes.buffers(batch))
 			if err != nil {
 				sleep(ctx, retryBackoff)
 				continue
@@ -443,7 +365,7 @@ func (co *coordinator) resumeBuffers(ctx context.Context, ts *termState) {
 			refs = refs[len(batch):]
 			for i, ref := range batch {
 				for _, kv := range resp.Responses[i].GetResponseRange().Kvs {
-					seq, ok := co.keys.BufferSeq(string(kv.Key))
+					seq, ok := co.writes.bufferSeq(string(kv.Key))
 					if !ok {
 						continue
 					}

@@ -42,9 +42,9 @@ func (rf recoveryRefusal) overlapConds() []clientv3.Cmp {
 	return rf.co.writes.noRunOf(rf.job, buffering(rf.overlap))
 }
 
-// tell reports why the claim failed, given the answers to reads and the
-// revisions of the recovered key, the history and the job's claim as the
-// recovery read them.
+// tell reports why the claim failed, given the answers to the reads of
+// recoveryClaim and the revisions of the recovered key, the history and
+// the job's claim as the recovery read them.
 func (rf recoveryRefusal) tell(got []*etcdserverpb.ResponseOp, rev, histRev, lastRev int64) {
 	modRev := func(i int) int64 {
 		if kvs := got[i].GetResponseRange().Kvs; len(kvs) > 0 {

@@ -18,13 +18,18 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// writes builds what a coordinated Cron writes to etcd for its three
-// writes that grow with its jobs: a tick's claim, a run's end, and a term's
-// publication. The scheduler (claim.go and batch.go, record.go, publish.go)
-// sends what it builds, and names no key. A write's cost is beside it, in
-// keys per job; the requests that carry them are the sender's (DESIGN.md,
-// "What a crowded tick and a term write"). A policy's own writes (a
-// buffer, a backfill, a trigger) are in the policy's file.
+// writes builds what a coordinated Cron writes to etcd, and the reads its
+// writes are made against: the three writes that grow with its jobs, a
+// tick's claim, a run's end and a term's publication, and the others, of
+// its policies (a buffered tick, a trigger, a backfilled tick, a recovery,
+// a run at start, a pause after failures), of the ticks not run and of a
+// new term's checks (lost.go, gap.go). The rest of the scheduler sends
+// what it builds, and names no key (TestTheSchedulersFilesNameNoKey). A
+// write's cost is beside it, per job, tick or term; the requests that
+// carry them are the sender's (DESIGN.md, "What a crowded tick and a term
+// write"). The operator's writes (a pause, a trigger's or a backfill's
+// request, by a Control, which has a layout and no scope) are Control's,
+// in control.go and backfill.go.
 type writes struct{ sc *scope }
 
 // tick is a scheduled tick's claim key (its job's last), the tick's
@@ -60,7 +65,7 @@ func (w writes) tickClaim(r *run, ts *termState, resumed bool) []election.ClaimO
 	if r.job.policy.overlap == Forbid { // mutation:forbid
 		opts = append(opts, claims.Exclusive(keys.Running(r.job.name)))
 	}
-	opts = append(opts, bufferTurn(keys, r.job)...) // mutation:buffer-overlap
+	opts = append(opts, w.bufferTurn(r.job)...) // mutation:buffer-overlap
 	switch {
 	case r.catchUp && ts != nil:
 		// A job that never ran is caught up too if a term before this
@@ -146,11 +151,11 @@ func (w writes) runEndReads(batch []finishItem) []clientv3.Op {
 // outcomeGets are the reads of jobs' outcome keys, in their order.
 func (w writes) outcomeGets(jobs []string) []clientv3.Op { return each(jobs, w.sc.keys.Outcome) }
 
-// each is a read of key(job) for each of jobs, in their order.
-func each[J any](jobs []J, key func(J) string) []clientv3.Op {
+// each is a read of key(job), with opts, for each of jobs, in their order.
+func each[J any](jobs []J, key func(J) string, opts ...clientv3.OpOption) []clientv3.Op {
 	gets := make([]clientv3.Op, len(jobs))
 	for i, job := range jobs {
-		gets[i] = clientv3.OpGet(key(job))
+		gets[i] = clientv3.OpGet(key(job), opts...)
 	}
 	return gets
 }
@@ -603,3 +608,109 @@ func (w writes) backfillGuard(r *run) string {
 	}
 	return keys.BackfillMarkers(r.job.name) // mutation:backfill-alone
 }
+
+// bufferTurn are the conditions of a buffering job's claim of a tick
+// (tickClaim): no run of the job is in progress and no tick of it waits
+// (buffer.go). Cost, per run of a buffering job: two ranges compared.
+func (w writes) bufferTurn(job jobRef) []election.ClaimOption {
+	if !buffering(job.policy.overlap) {
+		return nil
+	}
+	return []election.ClaimOption{claims.Exclusive(w.sc.keys.Running(job.name)), claims.Exclusive(w.sc.keys.Buffer(job.name))}
+}
+
+// bufferEntry is the key of r's tick in its job's buffer.
+func (w writes) bufferEntry(r *run) string {
+	return w.sc.keys.BufferEntry(r.job.name, r.tick.UnixNano())
+}
+
+// bufferReads are the reads a tick of job is put in its buffer against
+// (bufferPut), in this order: its claim key (last), its buffer's count,
+// its pause's, and, if bounded (counter), its runs key. Cost, per tick
+// buffered: three keys and a range read, or four.
+func (w writes) bufferReads(job string, counter *claimcond.Counter) (last string, reads []clientv3.Op) {
+	last = w.sc.keys.Last(job)
+	reads = []clientv3.Op{clientv3.OpGet(last), clientv3.OpGet(w.sc.keys.Buffer(job), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		clientv3.OpGet(w.sc.keys.Paused(job), clientv3.WithCountOnly())}
+	if counter != nil {
+		reads = append(reads, clientv3.OpGet(counter.Key, clientv3.WithKeysOnly()))
+	}
+	return last, reads
+}
+
+// bufferPut is the claim of r's tick into its job's buffer (buffer.go):
+// while nothing was buffered since bufferReads read at rev, so that the
+// bound holds, the job's claim key is as read at lastRev, so that the tick
+// is claimed once, the job is not paused and r's term holds, it moves the
+// claim key to the tick and puts the tick's entry, counting a bounded
+// job's run (counter); else it reads the term's key (termHolds). Cost, per
+// tick buffered: one transaction of up to five compares and three puts.
+func (w writes) bufferPut(r *run, lastRev, rev int64, counter *claimcond.Counter) (cmps []clientv3.Cmp, puts, orElse []clientv3.Op) {
+	job, val := r.job.name, claimcond.Value(r.tick.UnixNano(), w.sc.identity)
+	cmps = []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(w.sc.keys.Last(job)), "=", lastRev),
+		clientv3.Compare(clientv3.ModRevision(w.sc.keys.Buffer(job)), "<", rev+1).WithPrefix(),
+		clientv3.Compare(clientv3.CreateRevision(w.sc.keys.Paused(job)), "=", 0),
+	}
+	if r.term != nil {
+		cmps = append(cmps, r.term.term.Cmp())
+	}
+	puts = []clientv3.Op{clientv3.OpPut(w.sc.keys.Last(job), val), clientv3.OpPut(w.bufferEntry(r), val)}
+	if counter != nil { // mutation:max-runs-buffered
+		cmps, puts = append(cmps, counter.Cmp()), append(puts, counter.Op())
+	}
+	return cmps, puts, []clientv3.Op{clientv3.OpGet(r.termKey(), clientv3.WithKeysOnly())}
+}
+
+// bufferTurnClaim is the claim of the turn of r, a buffered tick, its
+// marker on sess's lease: while its entry is there, no run of its job is
+// in progress, no earlier tick waits, the job is not paused and r's term
+// holds, it puts the marker, and leaves the entry (takeBuffered); else it
+// reads why, in this order: the entry, the pause, the tick before r's,
+// the term's key (termHolds). Cost, per buffered tick, each time its turn
+// may have come: one transaction of up to five compares and one put, or
+// four reads, the marker on a lease of at most markerLeaseKeys keys.
+func (w writes) bufferTurnClaim(r *run, sess *election.Session) (cmps []clientv3.Cmp, then, orElse []clientv3.Op) {
+	_, seq, marker := w.tick(r)
+	running, dir, paused := w.sc.keys.Running(r.job.name), w.sc.keys.Buffer(r.job.name), w.sc.keys.Paused(r.job.name)
+	val := claimcond.Value(seq, w.sc.identity)
+	cmps = []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(r.buf.key), "=", r.buf.rev),
+		clientv3.Compare(clientv3.CreateRevision(running), "=", 0).WithPrefix(), // mutation:buffer-waits
+		clientv3.Compare(clientv3.CreateRevision(dir), "=", 0).WithRange(r.buf.key),
+		clientv3.Compare(clientv3.CreateRevision(paused), "=", 0),
+	}
+	if r.term != nil {
+		cmps = append(cmps, r.term.term.Cmp())
+	}
+	then = []clientv3.Op{
+		clientv3.OpPut(marker, val, clientv3.WithLease(sess.Lease())), // mutation:buffer-key-kept
+	}
+	return cmps, then, []clientv3.Op{
+		clientv3.OpGet(r.buf.key, clientv3.WithKeysOnly()),
+		clientv3.OpGet(paused, clientv3.WithCountOnly()),
+		clientv3.OpGet(dir, clientv3.WithRange(r.buf.key), clientv3.WithKeysOnly(),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(1)),
+		clientv3.OpGet(r.termKey(), clientv3.WithKeysOnly()),
+	}
+}
+
+// termKey is the key of r's term, or the job's last outside leader mode
+// (read, and not looked at, where the term is asked for).
+func (r *run) termKey() string {
+	if r.term != nil {
+		return r.term.term.Key
+	}
+	return r.co.keys.Last(r.job.name)
+}
+
+// buffers are the reads of the buffers of jobs, keys only, in their
+// order, whose ticks a new term, or a Start in claim mode, runs
+// (resumeBuffers). Cost, per buffering job: one range of its buffer's
+// keys, bufferReadBatch jobs to a read.
+func (w writes) buffers(jobs []jobRef) []clientv3.Op {
+	return each(jobs, func(ref jobRef) string { return w.sc.keys.Buffer(ref.name) }, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+}
+
+// bufferSeq is the tick of a buffer's key, if it is one.
+func (w writes) bufferSeq(key string) (int64, bool) { return w.sc.keys.BufferSeq(key) }

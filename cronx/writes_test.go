@@ -19,7 +19,6 @@ var namesKeys = map[string]string{
 	"coordination.go": "New builds the layout",
 	"cron_control.go": "a Cron's Control takes its layout",
 	"control.go":      "the operator's reads and writes (Pause, Trigger, Status)",
-	"buffer.go":       "a buffer's own writes",
 	"backfill.go":     "a backfill's request, written by Control",
 }
 

@@ -13,7 +13,7 @@ var queueMutations = []mutation{
 	{
 		Name:   "buffer-overlaps",
 		Breaks: "BufferOne/BufferAll: a tick that comes while a run goes on starts beside it instead of waiting",
-		Edits:  []edit{{Marker: "buffer-overlap", Old: "opts = append(opts, bufferTurn(keys, r.job)...)", New: ""}},
+		Edits:  []edit{{Marker: "buffer-overlap", Old: "opts = append(opts, w.bufferTurn(r.job)...)", New: ""}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestBufferOneRunsTheTickThatCameDuringARunOnceItEnds$"}},
 	},
 	{
