@@ -367,8 +367,8 @@ func (w writes) recordMarkers(seq int64) clientv3.Op {
 	return clientv3.OpGet(w.sc.keys.TickRunsOfTick(seq), clientv3.WithPrefix())
 }
 
-// lostReads are the reads a new term tells whether a claim of job's tick
-// seq by another term was lost by (lost.go), in this order: the count of
+// lostReads are what a new term reads to tell whether another term's
+// claim of job's tick seq was lost (lost.go), in this order: the count of
 // the tick's marker, the job's history, the count of the tick in the job's
 // buffer (a tick buffered behind a run, buffer.go, was claimed into the
 // buffer: it is not lost, and the new term runs it), and its claim key.
@@ -381,8 +381,8 @@ func (w writes) lostReads(job string, seq int64) []clientv3.Op {
 		clientv3.OpGet(keys.Last(job))}
 }
 
-// gapReads are the reads at rev, the first revision of a term, that its
-// gap report (gap.go) tells job's ticks missed before the term from, in
+// gapReads are what a term's gap report (gap.go) reads of job at rev, the
+// term's first revision, to tell the ticks missed before the term, in
 // this order: its claim key, its spec's count and its since mark. Cost,
 // per job and term: three keys read, maxTxnOps/3 jobs to a read.
 func (w writes) gapReads(job string, rev int64) []clientv3.Op {
@@ -502,9 +502,10 @@ func (w writes) claimKeys(job string) []string {
 	return []string{w.sc.keys.Last(job), w.sc.keys.Triggered(job)}
 }
 
-// running is the prefix of job's in-progress markers, which a run under
-// Replace waits to hold none but its own (replace.go). Cost, per run that
-// replaces another: a read of the markers' keys, again until they go.
+// running is the prefix of job's in-progress markers, which a run waits
+// on: under Replace to hold none but its own (replace.go), a trigger's or
+// a buffered tick's to hold none (trigger.go, buffer.go). Cost, per wait:
+// a read of the markers' keys again until they go, or one watch.
 func (w writes) running(job string) string { return w.sc.keys.Running(job) }
 
 // triggerMarker is the in-progress marker of the run of r's trigger
