@@ -673,11 +673,11 @@ func (w writes) bufferPut(r *run, lastRev, rev int64, counter *claimcond.Counter
 // four reads, the marker on a lease of at most markerLeaseKeys keys.
 func (w writes) bufferTurnClaim(r *run, sess *election.Session) (cmps []clientv3.Cmp, then, orElse []clientv3.Op) {
 	_, seq, marker := w.tick(r)
-	running, dir, paused := w.sc.keys.Running(r.job.name), w.sc.keys.Buffer(r.job.name), w.sc.keys.Paused(r.job.name)
+	dir, paused := w.sc.keys.Buffer(r.job.name), w.sc.keys.Paused(r.job.name)
 	val := claimcond.Value(seq, w.sc.identity)
 	cmps = []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(r.buf.key), "=", r.buf.rev),
-		clientv3.Compare(clientv3.CreateRevision(running), "=", 0).WithPrefix(), // mutation:buffer-waits
+		clientv3.Compare(clientv3.CreateRevision(w.running(r.job.name)), "=", 0).WithPrefix(), // mutation:buffer-waits
 		clientv3.Compare(clientv3.CreateRevision(dir), "=", 0).WithRange(r.buf.key),
 		clientv3.Compare(clientv3.CreateRevision(paused), "=", 0),
 	}

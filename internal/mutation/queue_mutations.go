@@ -19,7 +19,7 @@ var queueMutations = []mutation{
 	{
 		Name:   "buffered-turn-overlaps",
 		Breaks: "BufferOne/BufferAll: a buffered tick starts while the run it waits for still goes on",
-		Edits:  []edit{{Marker: "buffer-waits", Old: `clientv3.Compare(clientv3.CreateRevision(running), "=", 0).WithPrefix(),`, New: ""}},
+		Edits:  []edit{{Marker: "buffer-waits", Old: `clientv3.Compare(clientv3.CreateRevision(w.running(r.job.name)), "=", 0).WithPrefix(),`, New: ""}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^(TestBufferOneRunsTheTickThatCameDuringARunOnceItEnds|TestBufferSurvivesTheLeadersStop)$"}},
 	},
 	{
