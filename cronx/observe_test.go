@@ -320,26 +320,10 @@ func firstNotRun(l *eventLog, reason Reason) <-chan TickNotRun {
 // skips the tick and reports it, while a tick it wakes up for on time runs.
 func TestLateWakeUpIsMisfireSkipped(t *testing.T) {
 	t.Parallel()
-	srv := etcdtest.Shared(t)
-	start := time.Now().Truncate(time.Minute).Add(30 * time.Second)
-	fake := clock.NewFake(start)
-	ev := newEventLog()
-	l := newLedger()
-	c := New(append(observed(ev), WithSeconds(), WithEtcd(srv.Client(t)), WithName("late"), withClock(fake),
-		WithMisfire(RunOnce, 5*time.Second), WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))...)
-	mustAdd(t, c, "0 * * * * *", Named("minute", l.job("a", nil)))
-	c.Start()
-	r := &replica{id: "a", cron: c, cli: srv.Client(t)}
-	t.Cleanup(func() { r.stop(t) })
-	waitFor[leadershipGained](t, ev, 10*time.Second, "leadership", nil)
-
-	tick := start.Add(30 * time.Second)
-	armed := func(at time.Time) func() (bool, string) {
-		return func() (bool, string) {
-			due, ok := fake.NextDue()
-			return ok && due.Equal(at), fmt.Sprintf("next wake-up %v (%v), want %v", due, ok, at)
-		}
-	}
+	lw := newLateLeader(t, "late", "0 * * * * *", "minute")
+	fake, ev, l, c := lw.fake, lw.ev, lw.l, lw.c
+	tick := lw.start.Add(30 * time.Second)
+	armed := lw.armed
 	eventually(t, 10*time.Second, armed(tick))
 	fake.Set(tick.Add(10 * time.Second)) // 10 s late, past the 5 s grace
 	e := waitNotRun(t, ev, "minute", ReasonMisfireSkipped, 10*time.Second)
@@ -356,6 +340,39 @@ func TestLateWakeUpIsMisfireSkipped(t *testing.T) {
 	waitNotRunCount(t, c, "minute", ReasonMisfireSkipped, 1)
 }
 
+// lateLeader is a leader of one job, named job, on a fake clock, whose
+// misfire grace under RunOnce is 5 s, for tests of a loop that wakes up
+// late: the test moves the clock past the tick it waits for.
+type lateLeader struct {
+	start time.Time
+	fake  *clock.Fake
+	ev    *eventLog
+	l     *ledger
+	c     *Cron
+}
+
+func newLateLeader(t *testing.T, name, spec, job string) *lateLeader {
+	srv := etcdtest.Shared(t)
+	lw := &lateLeader{start: time.Now().Truncate(time.Minute).Add(30 * time.Second), ev: newEventLog(), l: newLedger()}
+	lw.fake = clock.NewFake(lw.start)
+	lw.c = New(append(observed(lw.ev), WithSeconds(), WithEtcd(srv.Client(t)), WithName(name), withClock(lw.fake),
+		WithMisfire(RunOnce, 5*time.Second), WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))...)
+	mustAdd(t, lw.c, spec, Named(job, lw.l.job("a", nil)))
+	lw.c.Start()
+	r := &replica{id: "a", cron: lw.c, cli: srv.Client(t)}
+	t.Cleanup(func() { r.stop(t) })
+	waitFor[leadershipGained](t, lw.ev, 10*time.Second, "leadership", nil)
+	return lw
+}
+
+// armed is a condition that the loop sleeps until at.
+func (lw *lateLeader) armed(at time.Time) func() (bool, string) {
+	return func() (bool, string) {
+		due, ok := lw.fake.NextDue()
+		return ok && due.Equal(at), fmt.Sprintf("next wake-up %v (%v), want %v", due, ok, at)
+	}
+}
+
 // TestALeaderWakingLateRunsTheLatestTickAndReportsTheOthers: a leader
 // whose loop wakes up past several ticks of a job (a stalled process; here
 // the injected clock jumps) runs the latest of them, within the misfire
@@ -363,24 +380,10 @@ func TestLateWakeUpIsMisfireSkipped(t *testing.T) {
 // would run the earliest and let the others pass unseen.
 func TestALeaderWakingLateRunsTheLatestTickAndReportsTheOthers(t *testing.T) {
 	t.Parallel()
-	srv := etcdtest.Shared(t)
-	start := time.Now().Truncate(time.Minute).Add(30 * time.Second)
-	fake := clock.NewFake(start)
-	ev := newEventLog()
-	l := newLedger()
-	c := New(append(observed(ev), WithSeconds(), WithEtcd(srv.Client(t)), WithName("stalled"), withClock(fake),
-		WithMisfire(RunOnce, 5*time.Second), WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))...)
-	mustAdd(t, c, "*/10 * * * * *", Named("ten", l.job("a", nil)))
-	c.Start()
-	r := &replica{id: "a", cron: c, cli: srv.Client(t)}
-	t.Cleanup(func() { r.stop(t) })
-	waitFor[leadershipGained](t, ev, 10*time.Second, "leadership", nil)
-
+	lw := newLateLeader(t, "stalled", "*/10 * * * * *", "ten")
+	start, fake, ev, l, c := lw.start, lw.fake, lw.ev, lw.l, lw.c
 	tick := start.Add(10 * time.Second)
-	eventually(t, 10*time.Second, func() (bool, string) {
-		due, ok := fake.NextDue()
-		return ok && due.Equal(tick), fmt.Sprintf("next wake-up %v (%v), want %v", due, ok, tick)
-	})
+	eventually(t, 10*time.Second, lw.armed(tick))
 	fake.Set(tick.Add(32 * time.Second)) // four ticks due, the latest 2 s ago
 	latest := tick.Add(30 * time.Second)
 	if got := runAfter(t, l.ch, start, 10*time.Second, "the latest tick"); !got.Tick.Equal(latest) {
@@ -405,23 +408,9 @@ func TestALeaderWakingLateRunsTheLatestTickAndReportsTheOthers(t *testing.T) {
 // first maxGapTicks ticks it skipped, and still runs the latest.
 func TestALeaderWakingLatePastManyTicksCountsTheFirstOnes(t *testing.T) {
 	t.Parallel()
-	srv := etcdtest.Shared(t)
-	start := time.Now().Truncate(time.Minute).Add(30 * time.Second)
-	fake := clock.NewFake(start)
-	ev := newEventLog()
-	l := newLedger()
-	c := New(append(observed(ev), WithSeconds(), WithEtcd(srv.Client(t)), WithName("stalled-long"), withClock(fake),
-		WithMisfire(RunOnce, 5*time.Second), WithElection(election.WithIdentity("a"), election.WithTTL(2*time.Second)))...)
-	mustAdd(t, c, "* * * * * *", Named("second", l.job("a", nil)))
-	c.Start()
-	r := &replica{id: "a", cron: c, cli: srv.Client(t)}
-	t.Cleanup(func() { r.stop(t) })
-	waitFor[leadershipGained](t, ev, 10*time.Second, "leadership", nil)
-
-	eventually(t, 10*time.Second, func() (bool, string) {
-		due, ok := fake.NextDue()
-		return ok && due.Equal(start.Add(time.Second)), fmt.Sprintf("next wake-up %v (%v), want %v", due, ok, start.Add(time.Second))
-	})
+	lw := newLateLeader(t, "stalled-long", "* * * * * *", "second")
+	start, fake, l, c := lw.start, lw.fake, lw.l, lw.c
+	eventually(t, 10*time.Second, lw.armed(start.Add(time.Second)))
 	now := start.Add(20*time.Minute + 500*time.Millisecond)
 	fake.Set(now)
 	if got := runAfter(t, l.ch, start, 10*time.Second, "the latest tick"); !got.Tick.Equal(now.Truncate(time.Second)) {
