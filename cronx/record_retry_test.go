@@ -39,13 +39,7 @@ func TestRunsEndedWhileEtcdWasOutAreRecordedOnceItAnswers(t *testing.T) {
 	}
 	c.Start()
 	tick := t0.Add(time.Second)
-	if !fake.WaitDueBy(tick, wait) {
-		t.Fatal("no timer armed for the tick")
-	}
-	fake.Set(tick)
-	for i := range n {
-		receive1(t, started, fmt.Sprintf("run %d of %d", i+1, n))
-	}
+	startTick(t, fake, tick, started, n)
 	proxy.Blackhole()
 	close(release)
 	eventually(t, 3*etcdTimeout, func() (bool, string) {

@@ -72,14 +72,7 @@ func shutdownWithEtcdCutOff(t *testing.T, mode Mode, bound, within time.Duration
 	if mode == LeaderMode {
 		eventually(t, wait, func() (bool, string) { return c.coord.scheduling(), "the replica does not lead" })
 	}
-	tick := t0.Add(time.Second)
-	if !fake.WaitDueBy(tick, wait) {
-		t.Fatal("no timer armed for the tick")
-	}
-	fake.Set(tick)
-	for i := range n {
-		receive1(t, started, fmt.Sprintf("run %d of %d", i+1, n))
-	}
+	startTick(t, fake, t0.Add(time.Second), started, n)
 	proxy.Blackhole()
 	close(release)
 	for i := range n {
@@ -108,6 +101,19 @@ func shutdownWithEtcdCutOff(t *testing.T, mode Mode, bound, within time.Duration
 		return left == 0, fmt.Sprintf("%d of %d records still waited for, one by one", left, n)
 	})
 	t.Logf("Shutdown returned after %v; records given up %v after it began", took.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+}
+
+// startTick moves fake to tick once a timer is armed for it, and waits
+// for n runs to start (each sends on started).
+func startTick(t *testing.T, fake *clock.Fake, tick time.Time, started <-chan struct{}, n int) {
+	t.Helper()
+	if !fake.WaitDueBy(tick, wait) {
+		t.Fatal("no timer armed for the tick")
+	}
+	fake.Set(tick)
+	for i := range n {
+		receive1(t, started, fmt.Sprintf("run %d of %d", i+1, n))
+	}
 }
 
 // receive1 waits for a value on ch, and fails the test if none comes
