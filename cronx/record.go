@@ -149,7 +149,8 @@ func (rc *recorder) record() {
 // later runs waiting behind them so that each history stays in order; a
 // write that may have committed unanswered is found in the history when
 // tried again (appendHistory), or fails its compare and is. Once the Cron
-// stops, what is left is given up.
+// stops, or etcd refuses a request as too large or of too many operations,
+// what is left is given up.
 func (rc *recorder) recordAll(batch []finishItem) {
 	ctx := rc.co.runCtx()
 	for backoff := releaseBackoff; ; backoff = min(2*backoff, maxReleaseBackoff) {
@@ -157,7 +158,9 @@ func (rc *recorder) recordAll(batch []finishItem) {
 		if len(failed) == 0 {
 			return
 		}
-		if ctx.Err() != nil {
+		if refusal, probe := etcdRefusal(err); ctx.Err() != nil || refusal != nil && !probe {
+			// The Cron stopped, or etcd refuses the batch as it is (too
+			// large, or too many operations), and would again.
 			rc.unrecorded(failed, err) // mutation:records-serial
 			return
 		}
