@@ -39,8 +39,9 @@ func (m Mode) String() string {
 // scheduling replica woke up for late (a stalled process): a tick fired
 // past its deadline (RunOnce's grace, Skip's second) is skipped and
 // reported as ReasonMisfireSkipped. A leader whose loop wakes up past
-// several ticks of a job fires the latest and reports the others so;
-// robfig/cron, and a Cron alone or in claim mode, fire the earliest.
+// several ticks of a job fires the earliest while it is within its
+// deadline, else the latest, and reports the others so; robfig/cron, and
+// a Cron alone or in claim mode, fire the earliest and report none.
 type Misfire int
 
 const (

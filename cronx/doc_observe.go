@@ -25,7 +25,7 @@
 //	                        the next leader reports the gap's ticks, but the one it catches up
 //	ReasonMisfireSkipped    the loop woke up past the tick's misfire deadline (a stalled process,
 //	                        a clock jump); under RunOnce the grace, under Skip about a second;
-//	                        or, in leader mode, past a later tick of the job, the one it fired
+//	                        or, in leader mode, due while the loop stalled, beside the one it fired
 //	ReasonOverlap           Forbid, and a run of the job was in progress
 //	ReasonPaused            the job was paused
 //	ReasonOvertaken         a later tick of the job was claimed, or came due, before this one's

@@ -83,8 +83,9 @@ const (
 	// ReasonMisfireSkipped: the tick came due on a scheduling replica, but
 	// past the misfire deadline (the process was stalled, or its clock
 	// jumped): RunOnce's grace, or under Skip about a second. In leader
-	// mode, also a tick that a later one of the job followed before the
-	// leader's loop woke up: a late loop fires only the latest tick due.
+	// mode, also a tick that came due while the leader's loop was stalled,
+	// beside the one it fired: a late loop fires one tick of a job, the
+	// earliest while it is within its deadline, else the latest.
 	ReasonMisfireSkipped
 	// ReasonOverlap: the job is Forbid and a run of it was in progress; or
 	// the job recovers its runs (WithRecovery), is not Allow, and a run of

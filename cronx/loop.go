@@ -20,7 +20,7 @@ const idleWait = 100000 * time.Hour
 // wake-up time. So a tick is named by the schedule, not by when the process
 // happened to wake up; and, as in robfig/cron, a scheduler that wakes up
 // late runs each late entry once rather than once per missed tick (a
-// leader, its latest due tick, reporting the others: late.go).
+// leader reports the others: late.go).
 type loop struct {
 	c       *Cron // what the loop fires through and reads the clock of
 	entries []*Entry
@@ -158,7 +158,7 @@ func (l *loop) wake() {
 		}
 		tick := e.Next
 		if co != nil {
-			tick = co.latestDue(e, now) // late.go
+			tick = co.lateTick(e, now) // late.go
 		}
 		l.c.fire(e, tick, false)
 		e.Prev = tick

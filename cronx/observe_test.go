@@ -403,6 +403,30 @@ func TestALeaderWakingLateRunsTheLatestTickAndReportsTheOthers(t *testing.T) {
 	}
 }
 
+// TestALeaderWakingLateWithinGraceRunsTheEarliestTick: a leader whose
+// loop wakes up 3 s late for a job of every second, within the 5 s
+// misfire grace, runs the earliest tick due, as robfig/cron does, and
+// counts the three after it misfire_skipped.
+func TestALeaderWakingLateWithinGraceRunsTheEarliestTick(t *testing.T) {
+	t.Parallel()
+	lw := newLateLeader(t, "stalled-short", "* * * * * *", "second")
+	tick := lw.start.Add(time.Second)
+	eventually(t, 10*time.Second, lw.armed(tick))
+	lw.fake.Set(tick.Add(3 * time.Second))
+	if got := runAfter(t, lw.l.ch, lw.start, 10*time.Second, "the earliest tick"); !got.Tick.Equal(tick) {
+		t.Errorf("ran tick %v, want the earliest due, %v", got.Tick, tick)
+	}
+	for i := 1; i <= 3; i++ {
+		want := tick.Add(time.Duration(i) * time.Second)
+		if e := waitNotRun(t, lw.ev, "second", ReasonMisfireSkipped, 10*time.Second); !e.Tick.Equal(want) {
+			t.Errorf("misfire_skipped reported for %v, want %v", e.Tick, want)
+		}
+	}
+	if got := waitNotRunCount(t, lw.c, "second", ReasonMisfireSkipped, 3); got[ReasonMisfireSkipped] != 3 || len(got) != 1 {
+		t.Errorf("Status counts %v ticks not run, want misfire_skipped 3", got)
+	}
+}
+
 // TestALeaderWakingLatePastManyTicksCountsTheFirstOnes: a leader whose
 // loop wakes up twenty minutes late for a job of every second counts the
 // first maxGapTicks ticks it skipped, and still runs the latest.

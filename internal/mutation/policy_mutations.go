@@ -14,8 +14,14 @@ var policyMutations = []mutation{
 	{
 		Name:   "late-wake-runs-the-earliest",
 		Breaks: "a leader whose loop wakes up past several ticks of a job fires the earliest, past its grace, and runs none",
-		Edits:  []edit{{Marker: "late-wake-latest", Old: "return latest", New: "return e.Next"}},
+		Edits:  []edit{{Marker: "late-wake-latest", Old: "len(skipped) > 0 && !now.After(", New: "len(skipped) > 0 || !now.After("}},
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestALeaderWakingLateRunsTheLatestTickAndReportsTheOthers$"}},
+	},
+	{
+		Name:   "late-wake-runs-the-latest-within-grace",
+		Breaks: "a leader whose loop wakes up late, its earliest tick due within its grace, runs the latest instead: after a handover no successor catches up the ones between",
+		Edits:  []edit{{Marker: "late-wake-latest", Old: "len(skipped) > 0 && !now.After(", New: "false && !now.After("}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestALeaderWakingLateWithinGraceRunsTheEarliestTick$"}},
 	},
 	{
 		Name:   "late-wake-skips-unreported",
