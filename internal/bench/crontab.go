@@ -211,6 +211,23 @@ func (l *ledger) read() ([]ledgerLine, error) {
 	return slices.Clip(l.lines), nil
 }
 
+// settled returns the ledger once no tick from its first to its last is
+// missing, or as it is after timeout. A tick claimed in time can start its
+// command after the next tick's on a loaded machine; a gap read before its
+// line is written is not a miss.
+func (l *ledger) settled(ctx context.Context, timeout time.Duration) ([]ledgerLine, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		lines, err := l.read()
+		if err != nil || len(tally(lines).missed) == 0 || time.Now().After(deadline) {
+			return lines, err
+		}
+		if !sleepCtx(ctx, 50*time.Millisecond) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
 // waitLine waits for a line for which cond holds and returns the first.
 func (l *ledger) waitLine(ctx context.Context, timeout time.Duration, what string, cond func(ledgerLine) bool) (ledgerLine, error) {
 	var found ledgerLine

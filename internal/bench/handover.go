@@ -89,7 +89,7 @@ func runHandover(ctx context.Context, h *harness) (*report, error) {
 	if _, err := c.steady(ctx, len(ids)); err != nil {
 		return nil, err
 	}
-	lines, err := c.ledger.read()
+	lines, err := c.ledger.settled(ctx, 10*time.Second)
 	if err != nil {
 		return nil, err
 	}

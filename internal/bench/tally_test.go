@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -74,5 +75,50 @@ func TestMissedOrDoubledTickFailsTheHandover(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "- "+want[0]) || !strings.Contains(stderr.String(), want[0]) {
 		t.Errorf("the missed tick is not named:\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+}
+
+// TestALedgerGapIsReadOnceItsLineIsWritten: a tick whose command wrote its
+// line after the next tick's is not a miss, and a tick never written is
+// still one once the wait is over.
+func TestALedgerGapIsReadOnceItsLineIsWritten(t *testing.T) {
+	path := t.TempDir() + "/ledger"
+	at := func(s int) string {
+		return time.Date(2026, 3, 2, 9, 0, s, 0, time.UTC).Format(time.RFC3339) + " r1 1\n"
+	}
+	if err := os.WriteFile(path, []byte(at(10)+at(12)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := &ledger{path: path}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lines, err := l.settled(ctx, 100*time.Millisecond)
+	if err != nil || len(tally(lines).missed) != 1 {
+		t.Fatalf("a line never written: %d lines, missed %v, %v; want :11 missed", len(lines), tally(lines).missed, err)
+	}
+
+	done := make(chan []ledgerLine, 1)
+	go func() {
+		lines, err := l.settled(ctx, 20*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- lines
+	}()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(at(11)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	select {
+	case lines := <-done:
+		if tl := tally(lines); len(tl.missed) != 0 || tl.ticks != 3 {
+			t.Fatalf("after :11's line: %d ticks, missed %v; want 3, none", tl.ticks, tl.missed)
+		}
+	case <-ctx.Done():
+		t.Fatal("the ledger was not read again within 30s")
 	}
 }
