@@ -353,6 +353,10 @@ func jobsBurstWorker(ctx context.Context, w *worker, p jobsParams) (jobsBurst, e
 		c.Start()
 	}
 	sleepCtx(ctx, time.Until(at.Add(-200*time.Millisecond)))
+	// With -profile, the CPU from here to a second after the first tick.
+	if err := w.cpu.tick(at.Add(time.Second)); err != nil {
+		return res, err
+	}
 	a, err := w.snapshot(ctx)
 	if err != nil {
 		return res, err

@@ -124,7 +124,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.verbose, "v", false, "print the output of baton processes and workers on standard error")
 	fs.BoolVar(&cfg.auth, "auth", false, "run etcd as `baton etcd` ships it, with auth on, and measure as its app's user, a non-root role on the prefix")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the working directory (logs, ledgers, etcd data) and print its path")
-	fs.StringVar(&cfg.profile, "profile", "", "write each worker's CPU, blocking and allocation profiles (go tool pprof) into `directory`, as <kind>-<n>.cpu, .block and .allocs")
+	fs.StringVar(&cfg.profile, "profile", "", "write each worker's CPU, blocking and allocation profiles (go tool pprof) into `directory`, as <kind>-<n>.cpu, .block and .allocs; a crowded tick's worker writes its CPU from 200 ms before the tick to a second after it as <kind>-<n>.tick.cpu, and .cpu up to then")
 	fs.IntVar(&cfg.handovers, "handovers", cfg.handovers, "handover: how many SIGTERM handovers")
 	intList(fs, &cfg.failoverTTLs, "failover-ttls", "failover: session TTLs in seconds, a comma-separated `list`")
 	fs.IntVar(&cfg.failoverTrials, "failover-trials", cfg.failoverTrials, "failover: kills per TTL")

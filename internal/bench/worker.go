@@ -57,15 +57,17 @@ func runWorkerFromEnv() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var cpu *cpuProfile
 	if req.Profile != "" {
-		stop, err := startProfiles(req.Profile)
-		if err != nil {
+		var stop func()
+		var err error
+		if cpu, stop, err = startProfiles(req.Profile); err != nil {
 			fmt.Fprintf(os.Stderr, "bench worker %s: %v\n", req.Kind, err)
 			return 1
 		}
 		defer stop()
 	}
-	out, err := runWorker(ctx, req)
+	out, err := runWorker(ctx, req, cpu)
 	if err == nil {
 		var b []byte
 		if b, err = json.Marshal(out); err == nil {
@@ -79,13 +81,13 @@ func runWorkerFromEnv() int {
 	return 0
 }
 
-func runWorker(ctx context.Context, req workerRequest) (any, error) {
+func runWorker(ctx context.Context, req workerRequest, cpu *cpuProfile) (any, error) {
 	f, ok := workerKinds[req.Kind]
 	if !ok {
 		return nil, fmt.Errorf("no worker %q", req.Kind)
 	}
 	etcdAuth = req.Auth
-	w := &worker{endpoint: req.Endpoint, etcdPID: req.EtcdPID,
+	w := &worker{endpoint: req.Endpoint, etcdPID: req.EtcdPID, cpu: cpu,
 		logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	return f(ctx, w, req.Params)
 }
@@ -148,6 +150,7 @@ type worker struct {
 	endpoint string
 	etcdPID  int
 	logger   *slog.Logger
+	cpu      *cpuProfile // -profile's; nil without it
 }
 
 // snapshot is the state of the counters at one moment.
@@ -362,19 +365,14 @@ func (s *specCounter) count() int {
 // shows a run or the loop waiting on a lock); stop writes both, and what
 // the worker allocated (path.allocs), which the collector's share of a
 // crowded tick follows.
-func startProfiles(path string) (stop func(), err error) {
-	cpu, err := os.Create(path + ".cpu")
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(cpu); err != nil {
-		cpu.Close()
-		return nil, err
+func startProfiles(path string) (cpu *cpuProfile, stop func(), err error) {
+	cpu = &cpuProfile{path: path}
+	if err := cpu.start(".cpu"); err != nil {
+		return nil, nil, err
 	}
 	runtime.SetBlockProfileRate(10000)
-	return func() {
-		pprof.StopCPUProfile()
-		cpu.Close()
+	return cpu, func() {
+		cpu.stop()
 		if f, err := os.Create(path + ".block"); err == nil {
 			pprof.Lookup("block").WriteTo(f, 0)
 			f.Close()
