@@ -56,12 +56,18 @@ type batcher struct {
 	// is (quiet).
 	sending int
 	quietCh chan struct{}
+	// firing: the loop fires a tick's entries (firingTick); filled is
+	// signalled when it stops, and when claims.MaxTickJobs claims wait.
+	firing bool
+	filled *sync.Cond
 }
 
 func newBatcher(cl *claimer) *batcher {
 	quiet := make(chan struct{})
 	close(quiet)
-	return &batcher{cl: cl, busy: map[string]bool{}, quietCh: quiet}
+	b := &batcher{cl: cl, busy: map[string]bool{}, quietCh: quiet}
+	b.filled = sync.NewCond(&b.mu)
+	return b
 }
 
 // claim queues req and waits for its outcome, the session of its marker's
@@ -70,6 +76,9 @@ func (b *batcher) claim(req *claimReq) claimRes {
 	req.res = make(chan claimRes, 1)
 	b.mu.Lock()
 	b.pending = append(b.pending, req)
+	if len(b.pending) == claims.MaxTickJobs {
+		b.filled.Broadcast()
+	}
 	start := b.flushers < maxFlushers
 	if start {
 		b.flushers++
@@ -116,6 +125,14 @@ func (b *batcher) flush() {
 		case catchUp:
 			limit = claims.MaxRefusals
 		}
+		if record && b.firing && len(b.pending) < limit { // mutation:claims-sent-as-fired
+			// The loop still fires the tick: its claims go in full
+			// records, not in the small ones that came first, which
+			// took every flusher while the rest of the tick waited.
+			b.filled.Wait()
+			b.mu.Unlock()
+			continue
+		}
 		var batch, rest []*claimReq
 		for _, r := range b.pending {
 			if len(batch) < limit && r.term == term && !b.busy[r.key] && r.run.recordable() == record && r.run.catchUp == catchUp && (!record || r.seq == seq) { // mutation:batch-busy-join
@@ -153,6 +170,22 @@ func (b *batcher) flush() {
 		if b.sending--; b.sending == 0 {
 			close(b.quietCh)
 		}
+		b.mu.Unlock()
+	}
+}
+
+// firingTick tells the batcher that the loop fires a tick's entries, until
+// the function it returns is called: meanwhile a record's claims wait until
+// claims.MaxTickJobs of them have come. The loop's pass does not wait on
+// etcd, so neither do they for long.
+func (b *batcher) firingTick() (done func()) {
+	b.mu.Lock()
+	b.firing = true
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		b.firing = false
+		b.filled.Broadcast()
 		b.mu.Unlock()
 	}
 }

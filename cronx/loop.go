@@ -152,6 +152,9 @@ func (l *loop) wake() {
 	now := l.c.now()
 	l.c.logger.Info("wake", "now", now)
 	co := l.c.coord
+	if co != nil {
+		defer co.claims.batch.firingTick()() // batch.go
+	}
 	for _, e := range l.entries {
 		if e.Next.IsZero() || e.Next.After(now) {
 			return

@@ -66,6 +66,12 @@ var tickMutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestACrowdedTickIsClaimedByAFewRecords$"}},
 	},
 	{
+		Name:   "claims-sent-as-fired",
+		Breaks: "cost: the claims of a crowded tick go as the loop fires them, in small records that take every flusher while the rest of the tick waits",
+		Edits:  []edit{{Marker: "claims-sent-as-fired", Old: "record && b.firing && len(b.pending) < limit", New: "false"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestACrowdedTicksClaimsWaitForFullRecordsWhileTheLoopFires$"}},
+	},
+	{
 		Name:   "batch-busy-keys-ignored",
 		Breaks: "G1: a claim of a job whose tick's record is not settled yet goes out beside it, finds the job's claim key unmoved and claims the tick again",
 		Edits: []edit{
