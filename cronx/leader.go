@@ -168,6 +168,14 @@ func (co *coordinator) lead(ctx context.Context, term election.Term) {
 	co.mu.Lock()
 	co.term = ts
 	co.mu.Unlock()
+	// The term's first tick finds a lease for its markers rather than
+	// waiting for one (session.go): the process's first term grants it,
+	// and it is kept.
+	co.work.add()
+	go func() {
+		defer co.work.done()
+		co.claims.sessions.Reserve(ctx, markerLeaseKeys, 0) // mutation:marker-lease-on-demand
+	}()
 	notice(co.logger, "cronx: leading", "scheduler", co.name, "instance", co.identity, "fence", term.Revision)
 	co.host.requestResync()
 	co.specs.publishAll()

@@ -466,3 +466,32 @@ func TestARunReplacedInItsRetryBackoffGivesItsPlaceBack(t *testing.T) {
 		return keys == 1, fmt.Sprintf("%d markers counted, want 1: the second tick's run's, in its backoff", keys)
 	})
 }
+
+// TestALeaderHasAMarkerLeaseBeforeItsFirstTick: a replica that starts to
+// lead grants a lease for its runs' markers at once, so that its first
+// crowded tick's claims do not wait for one; it counts no marker on it,
+// and a follower grants none.
+func TestALeaderHasAMarkerLeaseBeforeItsFirstTick(t *testing.T) {
+	t.Parallel()
+	sp := etcdtest.Shared(t)
+	fake := clock.NewFake(t0)
+	start := func(id string) *Cron {
+		c := New(WithSeconds(), withClock(fake), WithLocation(time.UTC), WithLogger(DiscardLogger),
+			WithEtcd(sp.Client(t)), WithName("warm"), WithElection(election.WithIdentity(id), election.WithTTL(stallTTL)))
+		mustAdd(t, c, "0 0 0 1 1 *", Named("yearly", FuncJob(func() {})))
+		c.Start()
+		t.Cleanup(func() { shutdown(t, c, id) })
+		return c
+	}
+	a := start("a")
+	eventually(t, wait, func() (bool, string) { return a.coord.scheduling(), "a does not lead" })
+	b := start("b")
+	waitRegistered(t, sp.Client(t), "warm", "yearly")
+	eventually(t, wait, func() (bool, string) {
+		keys, leases := markersCounted(a)
+		return keys == 0 && leases == 1, fmt.Sprintf("the leader counts %d markers on %d marker leases, want none on 1", keys, leases)
+	})
+	if keys, leases := markersCounted(b); b.coord.scheduling() || keys != 0 || leases != 0 {
+		t.Errorf("the follower counts %d markers on %d marker leases, want none on none", keys, leases)
+	}
+}

@@ -72,6 +72,12 @@ var tickMutations = []mutation{
 		Tests:  []tests{{Pkg: "cronx", Run: "^TestACrowdedTicksClaimsWaitForFullRecordsWhileTheLoopFires$"}},
 	},
 	{
+		Name:   "marker-lease-on-demand",
+		Breaks: "cost: a new leader grants its markers' lease only once its first crowded tick's claims need it, and they wait for the grant",
+		Edits:  []edit{{Marker: "marker-lease-on-demand", Old: "co.claims.sessions.Reserve(ctx, markerLeaseKeys, 0)", New: "_ = ctx"}},
+		Tests:  []tests{{Pkg: "cronx", Run: "^TestALeaderHasAMarkerLeaseBeforeItsFirstTick$"}},
+	},
+	{
 		Name:   "batch-busy-keys-ignored",
 		Breaks: "G1: a claim of a job whose tick's record is not settled yet goes out beside it, finds the job's claim key unmoved and claims the tick again",
 		Edits: []edit{
