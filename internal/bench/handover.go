@@ -111,7 +111,7 @@ func runHandover(ctx context.Context, h *harness) (*report, error) {
 	add("the successor's first tick started", firstTick)
 	add("— that tick's start after its nominal time", late)
 	add("every other tick's start after its nominal time, for comparison", regular)
-	r.note("%d handovers, 3 `baton crontab --seconds --ttl %d` replicas, a job every second (`* * * * * *`) that appends `$BATON_TICK $BATON_ID $(date +%%s%%N)` to a ledger and does nothing about SIGTERM. On SIGTERM, baton crontab passes SIGTERM on to a command once it has run for a second, so the job, which takes a few tens of milliseconds, is never cut short; a tick missed or run twice fails the figure, naming it.", len(elected), ttl)
+	r.note("%d handovers, 3 `baton crontab --seconds --ttl %d` replicas, a job every second (`* * * * * *`) that appends `$BATON_TICK $BATON_ID $(date +%%s%%N)` to a ledger and does nothing about SIGTERM. On SIGTERM, baton crontab passes SIGTERM on to a command once it has run for a second, so the job, which takes a few tens of milliseconds, is not cut short (on a machine so loaded that its shell takes longer, it is, and the report says so); a tick missed or run twice fails the figure, naming it.", len(elected), ttl)
 	r.note("Ledger over the run: %d ticks, %d missed, %d run twice.%s", tl.ticks, len(tl.missed), tl.extraRuns(), listTimes(tl.missed))
 	r.note("Times are seen by a watcher of `/baton/election/handover/` in another process; a tick's start is when its shell ran `date`. The first tick is due at the next whole second, so SIGTERM → first tick is spread over 0–1 s by design; the lateness row is the handover's cost to the schedule.")
 	c.judge(ctx, r, tl, sigterms)

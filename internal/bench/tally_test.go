@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,12 +52,17 @@ func TestMissedOrDoubledTickFailsTheHandover(t *testing.T) {
 	ran(3, "r3", 5*time.Millisecond, 20*time.Millisecond, "")
 	claim(5, "r3")
 	ran(5, "r3", 5*time.Millisecond, 20*time.Millisecond, "")
+	// :16's run on r3, whose shell a loaded machine held past the start
+	// allowance, is ended by r3's SIGTERM before it writes its line: it
+	// ran, and the report says so without failing.
+	claim(6, "r3")
+	ran(6, "r3", 17*time.Millisecond, 1504*time.Millisecond, "exit status 143")
 	line := func(s int, by string) ledgerLine { return ledgerLine{tick: at(s), id: by} }
-	lines := []ledgerLine{line(0, "r1"), line(1, "r2"), line(3, "r2"), line(3, "r3"), line(5, "r3")}
+	lines := []ledgerLine{line(0, "r1"), line(1, "r2"), line(3, "r2"), line(3, "r3"), line(5, "r3"), line(7, "r1")}
 
 	c := &crontabCluster{name: "handover", cli: cli}
 	r := &report{}
-	c.judge(ctx, r, tally(lines), []sigterm{{leader: "r2", at: at(2).Add(9 * time.Millisecond)}})
+	c.judge(ctx, r, tally(lines), []sigterm{{leader: "r2", at: at(2).Add(9 * time.Millisecond)}, {leader: "r3", at: at(6).Add(314 * time.Millisecond)}})
 	want := []string{
 		"tick 09:00:12 missed: SIGTERM of the leader r2 9ms after the tick; claimed by r2; its run on r2 started 6ms after the tick and failed: exit status 143 after 28ms",
 		"tick 09:00:14 missed: SIGTERM of the leader r2 1.991s before the tick; no replica claimed it",
@@ -64,6 +70,10 @@ func TestMissedOrDoubledTickFailsTheHandover(t *testing.T) {
 	}
 	if strings.Join(r.broken, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("broken:\n%s\nwant:\n%s", strings.Join(r.broken, "\n"), strings.Join(want, "\n"))
+	}
+	cut := "Tick 09:00:16 ran and was cut short before it wrote its line: SIGTERM of the leader r3 314ms after the tick; claimed by r3; its run on r3 started 17ms after the tick and failed: exit status 143 after 1.504s."
+	if !slices.Contains(r.notes, cut) {
+		t.Errorf("notes:\n%s\nwant among them:\n%s", strings.Join(r.notes, "\n"), cut)
 	}
 
 	// The bench prints the report, and fails.
