@@ -83,8 +83,8 @@ func (c *crontabCluster) judge(ctx context.Context, r *report, tl ledgerTally, s
 		r.broke("tick %s missed: %s", tick.Format(time.TimeOnly), story)
 	}
 	for _, tw := range tl.twice {
-		r.broke("tick %s ran %d times, on %s: %s", tw.tick.Format(time.TimeOnly), len(tw.by),
-			strings.Join(tw.by, ", "), first(c.tickStory(ctx, tw.tick, sigterms)))
+		story, _ := c.tickStory(ctx, tw.tick, sigterms)
+		r.broke("tick %s ran %d times, on %s: %s", tw.tick.Format(time.TimeOnly), len(tw.by), strings.Join(tw.by, ", "), story)
 	}
 }
 
@@ -109,9 +109,6 @@ func nearest(sigterms []sigterm, tick time.Time) (sigterm, bool) {
 // startAllowance is how long `baton crontab` lets a command run, after a
 // SIGTERM of its own, before it passes the SIGTERM on (--grace's help).
 const startAllowance = time.Second
-
-// first returns its first argument.
-func first[A, B any](a A, _ B) A { return a }
 
 // tickStory says what etcd kept of one tick of the ledger's job, "tick":
 // which replica claimed it, and how its recorded run ended; and which
